@@ -1,0 +1,33 @@
+# `make demo` and `make test` each install first, so each works alone on a fresh clone with Python 3.11+ and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/chainops demo
+
+test: install
+	$(BIN)/ruff check toolkit tests benchmarks
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check toolkit tests benchmarks
+	$(BIN)/ruff format --check toolkit tests benchmarks
+
+bench: install
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) data/*.duckdb data/reports
