@@ -1,0 +1,88 @@
+"""Paging: offset lists, the event message-offset cursor, array filters as repeated keys."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import TEST_KEY
+from toolkit.api import Client
+
+
+def serve_list(items: list[dict], seen: list[httpx.Request], key: str = "data"):
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        limit = int(request.url.params["limit"])
+        offset = int(request.url.params.get("offset", 0))
+        page = items[offset : offset + limit]
+        return httpx.Response(200, json={key: page, "has_more": offset + limit < len(items)})
+
+    return httpx.MockTransport(handler)
+
+
+def test_offset_pages_walk_every_row_with_the_maximum_limit() -> None:
+    rows = [{"operation_id": f"op-{i}"} for i in range(250)]
+    seen: list[httpx.Request] = []
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=serve_list(rows, seen)) as client:
+        got = list(client.iter_operations("c1", status=["failed", "expired"]))
+    assert got == rows
+    assert [r.url.params["offset"] for r in seen] == ["0", "100", "200"]
+    assert {r.url.params["limit"] for r in seen} == {"100"}
+    assert seen[0].url.params.get_list("status") == ["failed", "expired"]
+    assert seen[0].url.path == "/v1/channels/c1/operations"
+
+
+def test_channels_name_archived_explicitly() -> None:
+    seen: list[httpx.Request] = []
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=serve_list([], seen)) as client:
+        assert list(client.iter_channels()) == []
+    assert seen[0].url.params.get_list("status") == ["active", "archived"]
+    assert seen[0].url.params["limit"] == "50"
+
+
+def test_a_page_claiming_more_but_empty_ends_the_walk() -> None:
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200, json={"data": [], "has_more": True})
+
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
+        assert list(client.iter_queries("c1")) == []
+    assert len(calls) == 1
+
+
+def event(offset: int) -> dict:
+    return {"event_id": f"e{offset}", "headers": {"type": "operation.status", "offset": offset, "proofs": []},
+            "payload": {"status": "accepted"}}
+
+
+def test_event_pages_follow_message_offsets_and_accept_data_or_events() -> None:
+    log = [event(i) for i in range(5, 460)]
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        start = int(request.url.params["offset"])
+        limit = int(request.url.params["limit"])
+        page = [e for e in log if e["headers"]["offset"] >= start][:limit]
+        key = "events" if len(seen) % 2 else "data"  # old and new envelopes both work
+        return httpx.Response(200, json={key: page, "has_more": page[-1] is not log[-1] if page else False})
+
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
+        pages = list(client.event_pages("c1", start=5))
+    got = [e for p in pages for e in p.records]
+    assert got == log
+    assert [r.url.params["offset"] for r in seen] == ["5", "205", "405"]
+    assert pages[-1].next_offset == 460
+
+
+def test_event_pages_stop_when_offsets_do_not_move() -> None:
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200, json={"events": [event(3)], "has_more": True})
+
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
+        pages = list(client.event_pages("c1", start=10))
+    assert len(calls) == 1 and pages[0].next_offset == 10

@@ -1,0 +1,7 @@
+"""``python -m toolkit`` runs the ``chainops`` command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

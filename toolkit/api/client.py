@@ -1,0 +1,356 @@
+"""The service client: one keep-alive httpx client, the ``Apikey`` auth, retries, and typed errors.
+
+Every endpoint of the service has one method. List endpoints have a ``*_pages`` method yielding
+:class:`~toolkit.api.pages.Page` objects (what the loaders use) and an ``iter_*`` method yielding records.
+
+>>> with Client("http://127.0.0.1:8080/v1", "key") as client:  # doctest: +SKIP
+...     for channel in client.iter_channels():
+...         print(channel["name"])
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from .. import spec
+from ..config import Secret, Settings, check_base_url
+from ..errors import ApiError, ResponseFormatError, TransportError, api_error_class
+from .auth import ApiKeyAuth
+from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, unwrap_list
+from .retry import RetryPolicy, parse_retry_after, retrying
+
+log = logging.getLogger(__name__)
+
+Record = dict[str, Any]
+#: Both archived and active: named explicitly because the service hides archived rows by default.
+ALL_CHANNEL_STATUSES = spec.CHANNEL_STATUSES
+ALL_WALLET_STATUSES = spec.WALLET_STATUSES
+ALL_WATCHER_STATUSES = spec.WATCHER_STATUSES
+
+
+class Client:
+    """A client for one organisation of the service.
+
+    ``base_url`` ends in ``/v1``; the key is sent only over https, or plain http to a loopback address.
+    ``transport`` lets tests mount an app in-process; ``retry`` sets the retry policy (see :mod:`.retry`).
+    The client is safe to share between threads; it counts the requests and retries it made.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | Secret,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        max_connections: int = 16,
+    ) -> None:
+        self.base_url = check_base_url(base_url)
+        key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.Client(
+            base_url=self.base_url + "/",
+            auth=ApiKeyAuth(key),
+            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout, connect=10.0),
+            transport=transport,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            headers={"Accept": "application/json", "User-Agent": "chainops-toolkit"},
+            trust_env=False,
+        )
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.retries = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> Client:
+        """A client for the service named by ``settings`` (a ConfigError says how to set what is missing)."""
+        base_url, key = settings.require_service()
+        return cls(base_url, key, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the one request seam -------------------------------------------------------------------------------
+
+    def request(
+        self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json_body: Any = None
+    ) -> Any:
+        """Send one request with retries; return the parsed JSON body (``None`` for an empty body)."""
+        path = path.lstrip("/")
+        attempt = 0
+        for attempt_ctl in retrying(self.retry):
+            with attempt_ctl:
+                attempt += 1
+                if attempt > 1:
+                    with self._lock:
+                        self.retries += 1
+                try:
+                    return self._send_once(method, path, params, json_body)
+                except (ApiError, TransportError) as exc:
+                    exc.attempts = attempt
+                    if isinstance(exc, ApiError):
+                        exc.args = (exc._describe(),)
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send_once(self, method: str, path: str, params: Mapping[str, Any] | None, json_body: Any) -> Any:
+        with self._lock:
+            self.requests += 1
+        shown = "/" + path
+        try:
+            response = self._http.request(method, path, params=_clean_params(params), json=json_body)
+        except httpx.TimeoutException as exc:
+            raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
+        except httpx.HTTPError as exc:
+            # httpx messages name the URL at most, never headers; keep only the class and text
+            raise TransportError(f"{type(exc).__name__}: {exc}", method=method, path=shown) from None
+        if response.is_success:
+            if not response.content:
+                return None
+            try:
+                return json.loads(response.content)
+            except ValueError as exc:
+                raise ResponseFormatError(f"the answer is not valid JSON ({exc})", method=method, path=shown) from None
+        raise _error_from_response(response, method, shown)
+
+    # ---- paging helpers -------------------------------------------------------------------------------------
+
+    def offset_pages(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int) -> Iterator[Page]:
+        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward."""
+        pager = OffsetPaginator(path, params, limit=limit)
+        while not pager.done:
+            request = pager.next_request()
+            page = unwrap_list(self.request("GET", path, params=request), path, request)
+            pager.update(page)
+            yield page
+
+    def event_pages(
+        self, channel_id: str, *, start: int = 0, limit: int = 200, search: bool = False, **filters: Any
+    ) -> Iterator[EventPage]:
+        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters)."""
+        path = f"channels/{channel_id}/events" + ("/search" if search else "")
+        pager = EventCursorPaginator(path, filters, limit=limit, start=start)
+        while not pager.done:
+            request = pager.next_request()
+            page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
+            next_offset = pager.update(page)
+            yield EventPage(page.records, page.has_more, path, request, next_offset=next_offset)
+
+    # ---- health and networks --------------------------------------------------------------------------------
+
+    def health_check(self) -> Record:
+        """``GET /health-check``: the liveness answer (needs no key)."""
+        return self.request("GET", "health-check")
+
+    def list_networks(self) -> list[Record]:
+        """``GET /networks``: every network the organisation can use."""
+        return unwrap_list(self.request("GET", "networks"), "networks", {}).records
+
+    # ---- wallets --------------------------------------------------------------------------------------------
+
+    def wallet_pages(self, *, status: Sequence[str] | None = ALL_WALLET_STATUSES, **filters: Any) -> Iterator[Page]:
+        """Pages of ``GET /wallets`` (archived too unless ``status`` says otherwise)."""
+        return self.offset_pages("wallets", {"status": status, **filters}, limit=spec.PAGE_LIMITS["wallets"].maximum)
+
+    def iter_wallets(self, **filters: Any) -> Iterator[Record]:
+        """Every wallet (archived too by default)."""
+        for page in self.wallet_pages(**filters):
+            yield from page.records
+
+    def get_wallet(self, wallet_id: str) -> Record:
+        """``GET /wallets/{id}``."""
+        return self.request("GET", f"wallets/{wallet_id}")
+
+    def create_wallet(self, body: Mapping[str, Any]) -> Record:
+        """``POST /wallets``: a new wallet in ``pending``."""
+        return self.request("POST", "wallets", json_body=dict(body))
+
+    def update_wallet(self, wallet_id: str, body: Mapping[str, Any]) -> Record:
+        """``PATCH /wallets/{id}``: rename, describe, or archive (``{"status": "archived"}``)."""
+        return self.request("PATCH", f"wallets/{wallet_id}", json_body=dict(body))
+
+    def archive_wallet(self, wallet_id: str) -> Record:
+        """Archive a wallet; it then refuses new operations."""
+        return self.update_wallet(wallet_id, {"status": "archived"})
+
+    # ---- channels -------------------------------------------------------------------------------------------
+
+    def channel_pages(self, *, status: Sequence[str] | None = ALL_CHANNEL_STATUSES, **filters: Any) -> Iterator[Page]:
+        """Pages of ``GET /channels`` (archived too unless ``status`` says otherwise)."""
+        return self.offset_pages("channels", {"status": status, **filters}, limit=spec.PAGE_LIMITS["channels"].maximum)
+
+    def iter_channels(self, **filters: Any) -> Iterator[Record]:
+        """Every channel (archived too by default)."""
+        for page in self.channel_pages(**filters):
+            yield from page.records
+
+    def get_channel(self, channel_id: str) -> Record:
+        """``GET /channels/{id}``."""
+        return self.request("GET", f"channels/{channel_id}")
+
+    def create_channel(self, name: str, description: str | None = None) -> Record:
+        """``POST /channels``."""
+        body = {"name": name} | ({"description": description} if description is not None else {})
+        return self.request("POST", "channels", json_body=body)
+
+    def update_channel(self, channel_id: str, body: Mapping[str, Any]) -> Record:
+        """``PATCH /channels/{id}``: rename, describe or archive."""
+        return self.request("PATCH", f"channels/{channel_id}", json_body=dict(body))
+
+    def rename_channel(self, channel_id: str, name: str) -> Record:
+        """Rename a channel."""
+        return self.update_channel(channel_id, {"name": name})
+
+    def archive_channel(self, channel_id: str) -> Record:
+        """Archive a channel (refused with a conflict while it has active watchers)."""
+        return self.update_channel(channel_id, {"status": "archived"})
+
+    # ---- watchers -------------------------------------------------------------------------------------------
+
+    def watcher_pages(
+        self, channel_id: str, *, status: Sequence[str] | None = ALL_WATCHER_STATUSES, **filters: Any
+    ) -> Iterator[Page]:
+        """Pages of ``GET /channels/{id}/watchers`` (summaries; archived too unless ``status`` says otherwise)."""
+        return self.offset_pages(
+            f"channels/{channel_id}/watchers", {"status": status, **filters},
+            limit=spec.PAGE_LIMITS["watchers"].maximum,
+        )
+
+    def iter_watchers(self, channel_id: str, **filters: Any) -> Iterator[Record]:
+        """Every watcher summary of a channel."""
+        for page in self.watcher_pages(channel_id, **filters):
+            yield from page.records
+
+    def get_watcher(self, channel_id: str, watcher_id: str) -> Record:
+        """``GET /channels/{id}/watchers/{watcher_id}``: the full watcher."""
+        return self.request("GET", f"channels/{channel_id}/watchers/{watcher_id}")
+
+    def create_watcher(self, channel_id: str, body: Mapping[str, Any]) -> Record:
+        """``POST /channels/{id}/watchers`` from a service or an ABI: a watcher in ``pending``."""
+        return self.request("POST", f"channels/{channel_id}/watchers", json_body=dict(body))
+
+    def update_watcher(self, channel_id: str, watcher_id: str, body: Mapping[str, Any]) -> Record:
+        """``PATCH`` a watcher: rename (200) or archive (202, ``archiving``)."""
+        return self.request("PATCH", f"channels/{channel_id}/watchers/{watcher_id}", json_body=dict(body))
+
+    def archive_watcher(self, channel_id: str, watcher_id: str) -> Record:
+        """Start archiving a watcher; it answers in ``archiving``."""
+        return self.update_watcher(channel_id, watcher_id, {"status": "archived"})
+
+    # ---- operations -----------------------------------------------------------------------------------------
+
+    def operation_pages(self, channel_id: str, **filters: Any) -> Iterator[Page]:
+        """Pages of ``GET /channels/{id}/operations`` (filters: status, chain_selector, address, wallet_id, ...)."""
+        return self.offset_pages(
+            f"channels/{channel_id}/operations", filters, limit=spec.PAGE_LIMITS["operations"].maximum
+        )
+
+    def iter_operations(self, channel_id: str, **filters: Any) -> Iterator[Record]:
+        """Every operation of a channel."""
+        for page in self.operation_pages(channel_id, **filters):
+            yield from page.records
+
+    def get_operation(self, channel_id: str, operation_id: str) -> Record:
+        """``GET /channels/{id}/operations/{operation_id}``."""
+        return self.request("GET", f"channels/{channel_id}/operations/{operation_id}")
+
+    def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
+        """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``)."""
+        answer = self.request("POST", f"channels/{channel_id}/operations", json_body=dict(body))
+        return str(answer["operation_id"])
+
+    def finalize_operation(self, channel_id: str, operation_id: str, *, signature: str, digest: str) -> Record:
+        """Finalize a draft: ``PATCH`` with ``status=accepted``, ``signature`` and ``digest``."""
+        body = {"status": "accepted", "signature": signature, "digest": digest}
+        return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
+
+    def cancel_operation(self, channel_id: str, operation_id: str) -> Record:
+        """Cancel a draft: ``PATCH`` with ``status=cancelled``."""
+        body = {"status": "cancelled"}
+        return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
+
+    # ---- queries --------------------------------------------------------------------------------------------
+
+    def query_pages(self, channel_id: str, **filters: Any) -> Iterator[Page]:
+        """Pages of ``GET /channels/{id}/queries``."""
+        return self.offset_pages(f"channels/{channel_id}/queries", filters, limit=spec.PAGE_LIMITS["queries"].maximum)
+
+    def iter_queries(self, channel_id: str, **filters: Any) -> Iterator[Record]:
+        """Every query of a channel."""
+        for page in self.query_pages(channel_id, **filters):
+            yield from page.records
+
+    def get_query(self, channel_id: str, query_id: str) -> Record:
+        """``GET /channels/{id}/queries/{query_id}``."""
+        return self.request("GET", f"channels/{channel_id}/queries/{query_id}")
+
+    def create_query(self, channel_id: str, body: Mapping[str, Any]) -> Record:
+        """``POST /channels/{id}/queries`` (202): ``{query_id, status}``; same ``idempotency_key`` = same query."""
+        return self.request("POST", f"channels/{channel_id}/queries", json_body=dict(body))
+
+    # ---- events ---------------------------------------------------------------------------------------------
+
+    def poll_events(self, channel_id: str, *, offset: int | None = None, limit: int = 200) -> EventPage:
+        """``GET /channels/{id}/events``: newest first without ``offset``; from message ``offset`` forward with it."""
+        path = f"channels/{channel_id}/events"
+        params = {"limit": limit, "offset": offset}
+        page = unwrap_list(self.request("GET", path, params=params), path, params, keys=("events", "data"))
+        return EventPage(page.records, page.has_more, path, page.params)
+
+    def search_events(self, channel_id: str, **filters: Any) -> EventPage:
+        """One page of ``GET /channels/{id}/events/search`` (filters: type, created.gte, status, ...)."""
+        path = f"channels/{channel_id}/events/search"
+        page = unwrap_list(self.request("GET", path, params=filters), path, filters, keys=("events", "data"))
+        return EventPage(page.records, page.has_more, path, page.params)
+
+    def get_event(self, channel_id: str, event_id: str) -> Record:
+        """``GET /channels/{id}/events/search/{event_id}``."""
+        return self.request("GET", f"channels/{channel_id}/events/search/{event_id}")
+
+
+def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Drop ``None`` values; sequences become repeated keys (httpx does that for lists)."""
+    if not params:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        out[key] = list(value) if isinstance(value, tuple | set | frozenset) else value
+    return out
+
+
+def _error_from_response(response: httpx.Response, method: str, path: str) -> ApiError:
+    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one."""
+    error_type = code = message = None
+    try:
+        body = json.loads(response.content) if response.content else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error_type = body.get("type") if isinstance(body.get("type"), str) else None
+        code = body.get("code") if isinstance(body.get("code"), str) else None
+        message = body.get("message") if isinstance(body.get("message"), str) else None
+    elif response.content:
+        message = response.text[:200]
+    cls = api_error_class(response.status_code, error_type)
+    err = cls(status=response.status_code, method=method, path=path, type=error_type, code=code, message=message)
+    err.retry_after = parse_retry_after(response.headers.get("Retry-After"))  # type: ignore[attr-defined]
+    return err

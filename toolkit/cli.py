@@ -1,0 +1,230 @@
+"""The ``chainops`` command line: demo, sync, metrics, report, sql, sandbox.
+
+Exit codes: 0 done, 1 failed (the message says what and what to do), 2 usage. The API key comes only from
+``CREC_API_KEY``: flags end up in shell history and process lists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from .config import Settings
+from .errors import ChainopsError
+
+DEMO_KEY = "sandbox-demo-key"
+
+
+def _print_table(df: pd.DataFrame) -> None:
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_rows", 500,
+                           "display.float_format", "{:,.1f}".format):
+        print(df.to_string(index=False))
+
+
+def _write_frame(df: pd.DataFrame, fmt: str, out: str | None) -> None:
+    if fmt == "table":
+        if out:
+            Path(out).write_text(df.to_string(index=False) + "\n", encoding="utf-8")
+        else:
+            _print_table(df)
+        return
+    if fmt == "parquet":
+        if not out:
+            raise ChainopsError("--format parquet needs --out PATH")
+        df.to_parquet(out, index=False)
+        return
+    text = df.to_csv(index=False) if fmt == "csv" else df.to_json(orient="records", date_format="iso", indent=1)
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+# ---- commands ---------------------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Sandbox -> sync -> metrics -> report, offline."""
+    from . import metrics, report
+    from .sandbox import Sandbox
+    from .sync import sync
+
+    warehouse = Path(args.warehouse)
+    for stale in (warehouse, Path(f"{warehouse}.wal")):
+        stale.unlink(missing_ok=True)  # the demo's warehouse mirrors this run's sandbox only
+    print(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
+    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days)
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        print(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
+        settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
+        result = sync(settings, quiet=args.quiet)
+    print(result.summary())
+    print("\nSeconds in each status, per network:")
+    _print_table(metrics.status_latency(str(warehouse)))
+    out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
+    print(f"\nReport: {out}")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    """Sync the organisation from CREC_BASE_URL into the warehouse."""
+    from .sync import sync
+
+    settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
+    result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet)
+    print(result.summary())
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Print or write one metric table."""
+    from . import metrics
+
+    settings = Settings.load(warehouse=args.warehouse)
+    func = metrics.METRICS[args.name]
+    kwargs = {"since": args.since, "until": args.until, "channel": args.channel or None}
+    if args.by:
+        kwargs["by"] = [c.strip() for c in args.by.split(",") if c.strip()]
+    try:
+        df = func(str(settings.warehouse), **kwargs)
+    except ValueError as exc:
+        raise ChainopsError(str(exc)) from None
+    _write_frame(df, args.format, args.out)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the HTML report."""
+    from . import report
+
+    settings = Settings.load(warehouse=args.warehouse)
+    out = report.write_html_report(str(settings.warehouse), args.out)
+    print(f"Report: {out}")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """Run one SQL statement against the warehouse (read-only)."""
+    import duckdb
+
+    from .warehouse import Warehouse
+
+    settings = Settings.load(warehouse=args.warehouse)
+    with Warehouse(settings.warehouse, read_only=True) as wh:
+        try:
+            df = wh.query(args.query)
+        except duckdb.Error as exc:
+            raise ChainopsError(f"The query failed: {exc}") from None
+    _write_frame(df, args.format, None)
+    return 0
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    """Serve the sandbox on loopback until interrupted."""
+    from .sandbox.serve import run_server
+
+    run_server(
+        host=args.host, port=args.port, orgs=tuple(args.org or ["sandbox-key"]),
+        not_onboarded=tuple(args.not_onboarded or ()), seed=args.seed, days=args.days, empty=args.empty,
+        speed=args.speed, fail_rate=args.fail_rate, rate_limit=args.rate_limit,
+    )
+    return 0
+
+
+# ---- parser -----------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    parser = argparse.ArgumentParser(
+        prog="chainops",
+        description="Sync a Channel-Based Chain Operations Service into DuckDB and analyse it. "
+        "The key comes from CREC_API_KEY, the service from CREC_BASE_URL, the warehouse from CHAINOPS_WAREHOUSE.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def warehouse_opt(p: argparse.ArgumentParser, default: str | None = None) -> None:
+        p.add_argument("--warehouse", default=default, metavar="PATH",
+                       help="DuckDB warehouse file (default: $CHAINOPS_WAREHOUSE or data/chainops.duckdb)")
+
+    p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
+    p.add_argument("--warehouse", default="data/demo.duckdb", metavar="PATH",
+                   help="warehouse file for the demo (recreated each run; default data/demo.duckdb)")
+    p.add_argument("--out", default="data/reports", metavar="DIR", help="where the report goes (default data/reports)")
+    p.add_argument("--seed", type=int, default=7, help="sandbox seed (default 7)")
+    p.add_argument("--days", type=int, default=3, help="days of seeded history (default 3)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("sync", help="sync the organisation into the warehouse")
+    warehouse_opt(p)
+    p.add_argument("--base-url", metavar="URL", help="service base URL ending in /v1 (default: $CREC_BASE_URL)")
+    p.add_argument("--channel", action="append", metavar="ID", help="sync only this channel (repeatable)")
+    p.add_argument("--full", action="store_true", help="ignore saved cursors and read everything again")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_sync)
+
+    from .metrics import METRICS
+
+    p = sub.add_parser("metrics", help="print or write one metric table")
+    p.add_argument("name", choices=sorted(METRICS), help="which metric")
+    warehouse_opt(p)
+    p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
+    p.add_argument("--since", metavar="T", help="start of the period: ISO time or an age such as 7d, 12h")
+    p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age")
+    p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
+    p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
+    p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
+    p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser("report", help="write the HTML report")
+    warehouse_opt(p)
+    p.add_argument("--out", required=True, metavar="PATH", help="the HTML file to write")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("sql", help="run a read-only SQL query against the warehouse")
+    p.add_argument("query", help="SQL text, e.g. \"select * from operation_lifecycle limit 5\"")
+    warehouse_opt(p)
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("sandbox", help="serve the local emulator of the service on loopback")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+    p.add_argument("--org", action="append", metavar="KEY",
+                   help="an onboarded organisation's API key (repeatable; the first holds the seeded history)")
+    p.add_argument("--not-onboarded", action="append", metavar="KEY",
+                   help="a known key whose organisation is not onboarded (answers ORGANIZATION_NOT_FOUND)")
+    p.add_argument("--seed", type=int, default=7, help="scenario seed (default 7)")
+    p.add_argument("--days", type=int, default=3, help="days of backfilled history (default 3)")
+    p.add_argument("--empty", action="store_true", help="seed nothing")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="simulated seconds per wall second (default 1; 0 freezes the clock)")
+    p.add_argument("--fail-rate", type=float, default=0.0, metavar="P",
+                   help="share of requests answered 500 INTERNAL_ERROR (fault injection)")
+    p.add_argument("--rate-limit", type=float, default=None, metavar="RPS",
+                   help="requests per second before answering 429 (fault injection)")
+    p.set_defaults(func=cmd_sandbox)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ChainopsError as exc:
+        print(f"chainops {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

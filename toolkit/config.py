@@ -1,0 +1,122 @@
+"""Settings: from arguments, then the environment, then defaults. The API key is never shown.
+
+Environment variables: ``CREC_API_KEY`` and ``CREC_BASE_URL`` (the names the service's official SDK uses) and
+``CHAINOPS_WAREHOUSE`` (the warehouse file, default ``data/chainops.duckdb``). The environment is read here and
+nowhere else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+
+ENV_API_KEY = "CREC_API_KEY"
+ENV_BASE_URL = "CREC_BASE_URL"
+ENV_WAREHOUSE = "CHAINOPS_WAREHOUSE"
+DEFAULT_WAREHOUSE = Path("data/chainops.duckdb")
+
+
+class Secret:
+    """A string that never shows itself: ``repr``, ``str`` and formatting print ``'***'``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself; call only where it is sent (the Authorization header)."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("Secret values are not picklable")
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """Whether ``host`` names this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(base_url: str) -> str:
+    """Validate a base URL: https anywhere, or plain http only to a loopback address. Returns it without a slash."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"CREC_BASE_URL must be an http(s) URL ending in /v1, got {base_url!r}; "
+            "for example https://api.example.com/v1."
+        )
+    if parts.username or parts.password:
+        raise ConfigError("CREC_BASE_URL must not contain credentials; put the key in CREC_API_KEY.")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise ConfigError(
+            f"Refusing to send the API key over plain http to {parts.hostname}: use an https:// CREC_BASE_URL "
+            "(plain http is allowed only to a loopback address such as 127.0.0.1)."
+        )
+    return base_url.rstrip("/")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the service is, the key to it, and where the warehouse lives."""
+
+    base_url: str | None = None
+    api_key: Secret | None = field(default=None, repr=True)
+    warehouse: Path = DEFAULT_WAREHOUSE
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        base_url: str | None = None,
+        api_key: str | Secret | None = None,
+        warehouse: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """Build settings from arguments, falling back to the environment, then to defaults."""
+        env = os.environ if environ is None else environ
+        key = api_key if api_key is not None else env.get(ENV_API_KEY) or None
+        if isinstance(key, str):
+            key = Secret(key)
+        url = base_url or env.get(ENV_BASE_URL) or None
+        path = warehouse or env.get(ENV_WAREHOUSE) or DEFAULT_WAREHOUSE
+        return cls(base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path))
+
+    def require_service(self) -> tuple[str, Secret]:
+        """The base URL and key, or a :class:`ConfigError` that says how to set them."""
+        missing = [name for name, v in ((ENV_BASE_URL, self.base_url), (ENV_API_KEY, self.api_key)) if not v]
+        if missing:
+            raise ConfigError(
+                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set. Export "
+                f"{ENV_BASE_URL}=https://<your service>/v1 and {ENV_API_KEY}=<your key>, "
+                "or run `chainops demo` to try the toolkit against the built-in sandbox."
+            )
+        assert self.base_url is not None and self.api_key is not None
+        return self.base_url, self.api_key

@@ -1,0 +1,384 @@
+"""Records from the service -> Arrow record batches with one fixed schema per table.
+
+A page of records becomes one :class:`pyarrow.RecordBatch` whose columns match the warehouse table. Nothing is lost
+and nothing crashes on a messy feed:
+
+- fields the schema does not know are kept in the ``extra`` JSON column;
+- a value of the wrong type (a number where text belongs, text where a timestamp belongs, ...) is stored as NULL
+  in its column and kept verbatim in ``extra["_invalid"][field]``;
+- unknown enum values are plain text and stored as they are;
+- a record without a usable key cannot be stored: it is returned as a :class:`RejectedRecord` naming the record
+  and the field, and the rest of the page is converted.
+
+Columns are built one at a time from Python lists (C code does the work when the feed is clean; a column with a
+bad value falls back to checking value by value).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from .. import spec
+
+Record = dict[str, Any]
+UTC_SECONDS = pa.timestamp("s", tz="UTC")
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+_MAX_TS = 253402300799  # 9999-12-31T23:59:59Z
+
+
+@dataclass(frozen=True)
+class RejectedRecord:
+    """A record that could not be stored, with the field that made it so."""
+
+    table: str
+    index: int
+    field: str
+    reason: str
+    key: str | None = None
+
+    def __str__(self) -> str:
+        who = f"{self.table} record {self.key!r}" if self.key else f"{self.table} record #{self.index}"
+        return f"{who}: field {self.field!r} {self.reason}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One warehouse column: its name, Arrow type, the wire field it reads, and how to get it from a record."""
+
+    name: str
+    kind: str  # text | ts | int | bool | json
+    source: str | None = None  # wire field name when it differs from `name`
+    getter: Callable[[Record], Any] | None = None  # for nested or derived values
+
+    @property
+    def field(self) -> str:
+        return self.source or self.name
+
+
+ARROW_TYPES = {"text": pa.string(), "ts": TIMESTAMP, "int": pa.int64(), "bool": pa.bool_(), "json": pa.string()}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How records of one resource become rows of one table."""
+
+    name: str
+    key: tuple[str, ...]
+    columns: tuple[Column, ...]
+    #: Wire fields read by the columns (anything else is "extra").
+    consumed: frozenset[str]
+
+    @property
+    def schema(self) -> pa.Schema:
+        fields = [pa.field(c.name, ARROW_TYPES[c.kind]) for c in self.columns]
+        return pa.schema([*fields, pa.field("extra", pa.string())])
+
+
+def _table(name: str, key: tuple[str, ...], columns: Sequence[Column], also_consumed: Iterable[str] = ()) -> TableSpec:
+    consumed = frozenset(c.field for c in columns if c.getter is None) | frozenset(also_consumed)
+    return TableSpec(name, key, tuple(columns), consumed)
+
+
+def _t(name: str, source: str | None = None) -> Column:
+    return Column(name, "text", source)
+
+
+def _ts(name: str, source: str | None = None) -> Column:
+    return Column(name, "ts", source)
+
+
+def _j(name: str, source: str | None = None) -> Column:
+    return Column(name, "json", source)
+
+
+def _i(name: str, source: str | None = None) -> Column:
+    return Column(name, "int", source)
+
+
+NETWORKS = _table("networks", ("chain_selector",), [
+    _t("chain_selector"), _t("network_id", "id"), _t("name"), _t("chain_id"), _t("chain_family"),
+    # 0.8 names it `type` (ChainEnvironment); older answers may say `network_type`
+    Column("network_type", "text", getter=lambda r: r.get("type", r.get("network_type"))),
+    _ts("created_at"), _ts("updated_at"),
+], also_consumed={"type", "network_type"})
+
+CHANNELS = _table("channels", ("channel_id",), [
+    _t("channel_id"), _t("name"), _t("description"), _t("status"), _ts("created_at"),
+])
+
+WALLETS = _table("wallets", ("wallet_id",), [
+    _t("wallet_id"), _t("name"), _t("description"), _t("address"), _t("wallet_owner_address"),
+    _t("chain_selector"), _t("wallet_type"), _t("status"), _t("status_channel_id"), _j("configuration"),
+    _ts("created_at"),
+])
+
+WATCHERS = _table("watchers", ("watcher_id",), [
+    _t("watcher_id"), _t("channel_id"), _t("name"), _t("status"), _t("chain_selector"), _t("address"),
+    _t("service"), _j("event_names", "events"), _t("don_family"), _t("workflow_id"), _ts("created_at"),
+])
+
+
+def _tx_count(record: Record) -> int | None:
+    txs = record.get("transactions")
+    return len(txs) if isinstance(txs, list) else None
+
+
+OPERATIONS = _table("operations", ("operation_id",), [
+    _t("operation_id"), _t("channel_id"), _t("status"), _t("chain_selector"), _t("address"),
+    _t("wallet_operation_id"), _i("deadline"),
+    Column("deadline_at", "ts", getter=lambda r: r.get("deadline") or None),
+    Column("transaction_count", "int", getter=_tx_count),
+    _t("signature"), _t("digest"), _j("initiator"), _j("signer"), _j("canceller"),
+    _ts("signed_at"), _ts("cancelled_at"), _ts("confirmed_at"), _ts("created_at"), _ts("updated_at"),
+    _t("operation_writer_workflow_id"), _t("operation_writer_workflow_execution_id"),
+    _t("operation_status_workflow_id"), _t("operation_status_workflow_execution_id"),
+], also_consumed={"transactions"})
+
+OPERATION_TRANSACTIONS = _table("operation_transactions", ("operation_id", "idx"), [
+    _t("operation_id"), _i("idx"), _t("to_address", "to"), _t("value"),
+    Column("data_size", "int", getter=lambda r: _data_size(r.get("data"))),
+    Column("selector", "text", getter=lambda r: _selector(r.get("data"))),
+    Column("function_signature", "text", getter=lambda r: (r.get("preview_snapshot") or {}).get("function_signature")
+           if isinstance(r.get("preview_snapshot"), dict) else None),
+], also_consumed={"data", "preview_snapshot"})
+
+QUERIES = _table("queries", ("query_id",), [
+    _t("query_id"), _t("channel_id"), _t("status"), _t("query_kind"), _t("chain_selector"), _j("target"),
+    _t("event_hash"), Column("has_proof", "bool", getter=lambda r: bool(r.get("proof"))),
+    _ts("created_at"), _ts("updated_at"), _ts("expires_at"),
+    *(_ts(f"{s}_at") for s in spec.QUERY_STATUSES),
+    _t("workflow_id"), _t("workflow_execution_id"),
+], also_consumed={"proof", "verifiable_result"})
+
+
+def _payload(r: Record) -> dict[str, Any]:
+    p = r.get("payload")
+    return p if isinstance(p, dict) else {}
+
+
+def _headers(r: Record) -> dict[str, Any]:
+    h = r.get("headers")
+    return h if isinstance(h, dict) else {}
+
+
+def _event_type(r: Record) -> Any:
+    # 0.8 puts the type in headers; older envelopes had it at the top level
+    return _headers(r).get("type", r.get("type"))
+
+
+def _ocr_proofs(r: Record) -> list[dict[str, Any]]:
+    proofs = _headers(r).get("proofs", r.get("proofs"))
+    if not isinstance(proofs, list):
+        return []
+    return [p for p in proofs if isinstance(p, dict) and "signatures" in p]
+
+
+def _signature_count(r: Record) -> int | None:
+    proofs = _ocr_proofs(r)
+    if not proofs:
+        return None
+    sigs = proofs[0].get("signatures")
+    return len(sigs) if isinstance(sigs, list) else None
+
+
+def _subject(r: Record) -> Any:
+    field = spec.EVENT_SUBJECT_FIELD.get(_event_type(r))
+    return _payload(r).get(field) if field else None
+
+
+def _payload_field(name: str, only_type: str | None = None) -> Callable[[Record], Any]:
+    if only_type is None:
+        return lambda r: _payload(r).get(name)
+    return lambda r: _payload(r).get(name) if _event_type(r) == only_type else None
+
+
+def _proof_count(r: Record) -> int:
+    proofs = _headers(r).get("proofs", r.get("proofs"))
+    return len(proofs) if isinstance(proofs, list) else 0
+
+
+EVENTS = _table("events", ("event_id",), [
+    _t("event_id"),
+    _t("channel_id"),  # filled in from the request path (the envelope has none in 0.8)
+    Column("type", "text", getter=_event_type),
+    Column("offset", "int", getter=lambda r: _headers(r).get("offset")),
+    Column("ts", "ts", getter=_payload_field("timestamp")),
+    Column("status", "text", getter=_payload_field("status")),
+    Column("status_reason", "text", getter=_payload_field("status_reason")),
+    Column("subject_id", "text", getter=_subject),
+    Column("operation_id", "text", getter=_payload_field("operation_id", "operation.status")),
+    Column("query_id", "text", getter=_payload_field("query_id", "query.status")),
+    Column("watcher_id", "text", getter=lambda r: _payload(r).get("watcher_id")),
+    Column("wallet_id", "text", getter=_payload_field("wallet_id", "wallet.status")),
+    Column("chain_selector", "text", getter=_payload_field("chain_selector")),
+    Column("address", "text", getter=_payload_field("address")),
+    Column("event_hash", "text", getter=lambda r: _payload(r).get("event_hash", r.get("event_hash"))),
+    Column("proof_count", "int", getter=_proof_count),
+    Column("signature_count", "int", getter=_signature_count),
+    Column("payload", "json", getter=lambda r: r.get("payload")),
+], also_consumed={"headers", "payload", "type", "event_hash", "proofs"})
+
+TABLES: dict[str, TableSpec] = {
+    t.name: t for t in (NETWORKS, CHANNELS, WALLETS, WATCHERS, OPERATIONS, OPERATION_TRANSACTIONS, QUERIES, EVENTS)
+}
+
+
+def _data_size(data: Any) -> int | None:
+    if not isinstance(data, str):
+        return None
+    hexpart = data[2:] if data.startswith(("0x", "0X")) else data
+    return len(hexpart) // 2
+
+
+def _selector(data: Any) -> str | None:
+    if not isinstance(data, str):
+        return None
+    hexpart = data[2:] if data.startswith(("0x", "0X")) else data
+    return "0x" + hexpart[:8].lower() if len(hexpart) >= 8 else None
+
+
+# ---- value coercion (the slow path, used only for a column that holds a bad value) ------------------------------
+
+_INVALID = object()
+
+
+def _coerce(kind: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "text":
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)  # ids and selectors sent as numbers: keep them exact as text
+        return _INVALID
+    if kind in ("int", "ts"):
+        if isinstance(value, bool):
+            return _INVALID
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if not isinstance(value, int):
+            return _INVALID
+        if kind == "ts" and not 0 <= value <= _MAX_TS:
+            return _INVALID
+        if kind == "int" and not -(2**63) <= value < 2**63:
+            return _INVALID
+        return value
+    if kind == "bool":
+        return value if isinstance(value, bool) else _INVALID
+    raise AssertionError(kind)
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _build_column(col: Column, values: list[Any], invalid: dict[int, dict[str, Any]]) -> pa.Array:
+    """An Arrow array for one column; bad values become NULL and are noted in ``invalid`` by row."""
+    if col.kind == "json":
+        return pa.array([_json_text(v) for v in values], pa.string())
+    fast_type = {"text": pa.string(), "ts": pa.int64(), "int": pa.int64(), "bool": pa.bool_()}[col.kind]
+    try:
+        arr = pa.array(values, fast_type)
+        if col.kind == "ts":
+            if len(arr) and arr.null_count < len(arr):
+                import pyarrow.compute as pc
+
+                lo, hi = pc.min_max(arr).values()
+                if lo.as_py() < 0 or hi.as_py() > _MAX_TS:
+                    raise ValueError("timestamp out of range")
+            return arr.cast(UTC_SECONDS).cast(TIMESTAMP)
+        return arr
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        pass
+    clean: list[Any] = []
+    for i, v in enumerate(values):
+        c = _coerce(col.kind, v)
+        if c is _INVALID:
+            invalid.setdefault(i, {})[col.field] = v
+            c = None
+        clean.append(c)
+    arr = pa.array(clean, fast_type)
+    return arr.cast(UTC_SECONDS).cast(TIMESTAMP) if col.kind == "ts" else arr
+
+
+def _key_problem(value: Any) -> str | None:
+    if value is None:
+        return "is missing"
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return f"is not a string ({type(value).__name__})"
+    if isinstance(value, str) and not value.strip():
+        return "is empty"
+    return None
+
+
+def to_batch(
+    table: str, records: Sequence[Record], *, defaults: dict[str, Any] | None = None
+) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
+    """Convert one page of records into a record batch of ``table``'s schema, plus the records it had to reject.
+
+    ``defaults`` fills columns the records do not carry (for example ``channel_id`` from the request path).
+    Records with the same key keep the last one seen (DuckDB cannot upsert a key twice in one statement).
+    """
+    tspec = TABLES[table]
+    rejected: list[RejectedRecord] = []
+    kept: dict[Any, int] = {}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            rejected.append(RejectedRecord(table, i, "<record>", f"is a {type(rec).__name__}, not an object"))
+            continue
+        parts = []
+        for k in tspec.key:
+            v = rec.get(k) if k != "channel_id" or not defaults else rec.get(k, defaults.get(k))
+            problem = _key_problem(v)
+            if problem:
+                rejected.append(RejectedRecord(table, i, k, problem, key=_short(rec, tspec.key[0])))
+                break
+            parts.append(str(v))
+        else:
+            kept[tuple(parts)] = i
+    rows = [records[i] for i in sorted(kept.values())]
+    invalid: dict[int, dict[str, Any]] = {}
+    arrays = []
+    for col in tspec.columns:
+        if col.getter is not None:
+            values = [col.getter(r) for r in rows]
+        else:
+            values = [r.get(col.field) for r in rows]
+        if defaults and col.name in defaults:
+            values = [defaults[col.name] if v is None else v for v in values]
+        arrays.append(_build_column(col, values, invalid))
+    extras = []
+    for i, rec in enumerate(rows):
+        unknown = {k: v for k, v in rec.items() if k not in tspec.consumed} if len(rec) else {}
+        if i in invalid:
+            unknown["_invalid"] = invalid[i]
+        extras.append(_json_text(unknown) if unknown else None)
+    arrays.append(pa.array(extras, pa.string()))
+    return pa.RecordBatch.from_arrays(arrays, schema=tspec.schema), rejected
+
+
+def _short(rec: Record, field: str) -> str | None:
+    v = rec.get(field)
+    return str(v)[:80] if v is not None else None
+
+
+def transaction_records(operations: Iterable[Record]) -> list[Record]:
+    """One record per transaction of each operation, with ``operation_id`` and ``idx`` (its position)."""
+    out: list[Record] = []
+    for op in operations:
+        txs = op.get("transactions") if isinstance(op, dict) else None
+        if not isinstance(txs, list) or not isinstance(op.get("operation_id"), str):
+            continue
+        for idx, tx in enumerate(txs):
+            if isinstance(tx, dict):
+                out.append({**tx, "operation_id": op["operation_id"], "idx": idx})
+    return out

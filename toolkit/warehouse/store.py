@@ -1,0 +1,183 @@
+"""The DuckDB store: open the file, create the schema and views, upsert Arrow batches with their cursors.
+
+One writer at a time: :func:`sync_lock` takes an exclusive lock file beside the warehouse; a second writer gets
+:class:`~toolkit.errors.SyncLockedError` with a clear message. Readers open with ``read_only=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import SyncLockedError, WarehouseError
+from .arrow import TABLES
+from .views import view_statements
+
+
+def _schema_sql() -> str:
+    return resources.files("toolkit.warehouse").joinpath("sql/schema.sql").read_text(encoding="utf-8")
+
+
+def to_arrow_table(result: duckdb.DuckDBPyConnection) -> pa.Table:
+    """Materialise a DuckDB result as an Arrow table (the method name moved across DuckDB releases)."""
+    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+        method = getattr(result, name, None)
+        if method is not None:
+            out = method()
+            return out.read_all() if isinstance(out, pa.RecordBatchReader) else out
+    raise WarehouseError("this DuckDB release has no Arrow export; install duckdb>=1.1")
+
+
+class Warehouse:
+    """A DuckDB warehouse file with the toolkit's tables and views.
+
+    Use as a context manager. ``read_only=True`` opens an existing file for queries only.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        if read_only and not self.path.exists():
+            raise WarehouseError(
+                f"No warehouse at {self.path}. Run `chainops sync` (or `chainops demo`) first, "
+                "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
+            )
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            hint = "another process is writing to it; wait for it to finish" if "lock" in str(exc).lower() else \
+                "check the path and that it is a DuckDB file"
+            raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
+        self.con.execute("SET TimeZone = 'UTC'")
+        if not read_only:
+            self.ensure_schema()
+
+    def __repr__(self) -> str:
+        return f"Warehouse({str(self.path)!r}, read_only={self.read_only})"
+
+    def ensure_schema(self) -> None:
+        """Create missing tables and (re)create the views."""
+        self.con.execute(_schema_sql())
+        for statement in view_statements():
+            self.con.execute(statement)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.con.close()
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- writing --------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One DuckDB transaction: committed when the block ends, rolled back if it raises."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def upsert(self, table: str, batch: pa.RecordBatch | pa.Table, *, synced_at: Any = None) -> int:
+        """Insert or replace ``batch``'s rows in ``table`` by primary key (call inside :meth:`transaction`)."""
+        if batch.num_rows == 0:
+            return 0
+        tspec = TABLES[table]
+        data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        view = f"_incoming_{table}"
+        self.con.register(view, data)
+        try:
+            if table == "operation_transactions":
+                self.con.execute(
+                    f"DELETE FROM operation_transactions WHERE operation_id IN (SELECT operation_id FROM {view})"
+                )
+            extra_cols = ", now() AS synced_at" if "synced_at" in self.columns(table) else ""
+            self.con.execute(f'INSERT OR REPLACE INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
+        finally:
+            self.con.unregister(view)
+        return data.num_rows
+
+    def columns(self, table: str) -> list[str]:
+        """Column names of a table or view."""
+        rows = self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def get_cursor(self, stream: str) -> Any:
+        """The saved cursor of a sync stream (decoded JSON), or ``None``."""
+        row = self.con.execute("SELECT cursor FROM sync_state WHERE stream = ?", [stream]).fetchone()
+        return json.loads(row[0]) if row and row[0] is not None else None
+
+    def set_cursor(self, stream: str, cursor: Any) -> None:
+        """Save a stream's cursor (call inside the transaction that wrote the rows it covers)."""
+        self.con.execute(
+            "INSERT OR REPLACE INTO sync_state (stream, cursor, updated_at) VALUES (?, ?, now())",
+            [stream, json.dumps(cursor)],
+        )
+
+    def cursors(self, prefix: str = "") -> dict[str, Any]:
+        """Every saved cursor whose stream name starts with ``prefix``."""
+        rows = self.con.execute(
+            "SELECT stream, cursor FROM sync_state WHERE starts_with(stream, ?)", [prefix]
+        ).fetchall()
+        return {stream: json.loads(cur) for stream, cur in rows}
+
+    # ---- reading --------------------------------------------------------------------------------------------
+
+    def arrow(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
+        """Run SQL (values bound as parameters, never pasted in) and return an Arrow table."""
+        return to_arrow_table(self.con.execute(sql, params or []))
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""
+        return self.arrow(sql, params).to_pandas()
+
+    def count(self, table: str) -> int:
+        """Rows in a table or view."""
+        if table not in self.tables():
+            raise WarehouseError(f"no table or view named {table!r}")
+        return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+
+    def tables(self) -> list[str]:
+        """Names of the tables and views."""
+        rows = self.con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()
+        return [r[0] for r in rows]
+
+
+@contextlib.contextmanager
+def sync_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the warehouse's writer lock (``<warehouse>.lock``) for the block, or raise SyncLockedError at once."""
+    lock_path = Path(f"{path}.lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SyncLockedError(
+                f"Another sync is writing to {path} right now. Wait for it to finish and run again "
+                f"(if no sync is running, the lock file {lock_path} is stale and may be deleted)."
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
