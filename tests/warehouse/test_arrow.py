@@ -1,0 +1,74 @@
+"""Records -> Arrow batches: fixed schema, unknown fields kept, bad values kept verbatim, bad keys rejected."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from tests.warehouse.helpers import T0, op_event
+from toolkit.warehouse import TABLES, to_batch, transaction_records
+
+
+def test_event_batch_has_the_fixed_schema_and_flattened_fields() -> None:
+    ev = op_event("op-1", "confirmed", T0)
+    ev["headers"]["proofs"] = [{"alg": "ecdsa", "ocr_report": "0x00", "ocr_context": "0x00",
+                                "signatures": ["0x" + "11" * 65] * 4}]
+    batch, rejected = to_batch("events", [ev], defaults={"channel_id": "ch-1"})
+    assert rejected == []
+    assert batch.schema == TABLES["events"].schema
+    row = batch.to_pylist()[0]
+    assert row["channel_id"] == "ch-1" and row["type"] == "operation.status" and row["operation_id"] == "op-1"
+    assert row["ts"].timestamp() == T0 and row["ts"].tzinfo is not None
+    assert row["proof_count"] == 1 and row["signature_count"] == 4
+    assert json.loads(row["payload"])["status"] == "confirmed"
+    assert row["extra"] is None
+
+
+def test_unknown_fields_and_values_are_kept() -> None:
+    ev = op_event("op-1", "teleported", T0)  # unknown enum value
+    ev["brand_new_field"] = {"x": 1}
+    batch, rejected = to_batch("events", [ev], defaults={"channel_id": "c"})
+    row = batch.to_pylist()[0]
+    assert rejected == [] and row["status"] == "teleported"
+    assert json.loads(row["extra"]) == {"brand_new_field": {"x": 1}}
+
+
+def test_wrong_types_become_null_and_are_kept_in_extra() -> None:
+    op = {"operation_id": "op-1", "status": "accepted", "created_at": "not a time", "deadline": "17",
+          "chain_selector": 15971525489660198786, "updated_at": -5, "transactions": []}
+    batch, rejected = to_batch("operations", [op], defaults={"channel_id": "c"})
+    row = batch.to_pylist()[0]
+    assert rejected == []
+    assert row["created_at"] is None and row["updated_at"] is None
+    assert row["deadline"] == 17
+    assert row["chain_selector"] == "15971525489660198786"  # exact, as text
+    assert json.loads(row["extra"]) == {"_invalid": {"created_at": "not a time", "updated_at": -5}}
+
+
+def test_records_without_a_key_are_rejected_by_name_and_the_rest_kept() -> None:
+    good = {"channel_id": "c-1", "name": "ok", "status": "active", "created_at": T0}
+    batch, rejected = to_batch("channels", [good, {"name": "no id"}, "garbage", {"channel_id": ["x"]}])
+    assert batch.num_rows == 1
+    assert [(r.index, r.field) for r in rejected] == [(1, "channel_id"), (2, "<record>"), (3, "channel_id")]
+    assert "channels record #1: field 'channel_id' is missing" in str(rejected[0])
+
+
+def test_same_key_twice_keeps_the_last() -> None:
+    recs = [{"channel_id": "c", "name": "old"}, {"channel_id": "c", "name": "new"}]
+    batch, _ = to_batch("channels", recs)
+    assert batch.column("name").to_pylist() == ["new"]
+
+
+def test_transactions_keep_exact_values_and_selectors() -> None:
+    big = str(10**30 + 7)
+    op = {"operation_id": "op-1", "transactions": [
+        {"to": "0x" + "cd" * 20, "value": big, "data": "0xa9059cbb" + "00" * 64},
+        {"to": "0x" + "ef" * 20, "value": "0", "data": "0x"},
+    ]}
+    batch, rejected = to_batch("operation_transactions", transaction_records([op]))
+    rows = batch.to_pylist()
+    assert rejected == []
+    assert [(r["idx"], r["value"], r["data_size"], r["selector"]) for r in rows] == [
+        (0, big, 68, "0xa9059cbb"), (1, "0", 0, None)]
+    assert batch.schema.field("value").type == pa.string()
