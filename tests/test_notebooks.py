@@ -1,0 +1,39 @@
+"""Every notebook runs top to bottom against the sandbox and shows its main table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+#: What each notebook's main output must show.
+MAIN_TABLE = {"01_quickstart.ipynb": "p50_s"}
+
+
+def test_every_notebook_is_checked() -> None:
+    assert NOTEBOOKS, "no notebooks found"
+    assert {p.name for p in NOTEBOOKS} == set(MAIN_TABLE)
+
+
+def test_notebooks_are_stored_without_outputs() -> None:
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHAINOPS_NOTEBOOK_WAREHOUSE", str(tmp_path / "nb.duckdb"))
+    monkeypatch.setenv("MPLBACKEND", "agg")
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = "\n".join(
+        str(out.get("data", {}).get("text/html", "")) + str(out.get("data", {}).get("text/plain", ""))
+        for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+    )
+    assert MAIN_TABLE[path.name] in shown
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert images, "the notebook shows no plot"
