@@ -19,7 +19,7 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sandbox():
     """A seeded sandbox (frozen clock) with one organisation holding ``TEST_KEY``."""
     from toolkit.sandbox import Sandbox
@@ -28,8 +28,8 @@ def sandbox():
                    operations_per_day=300)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(sandbox) -> Iterator[object]:
-    """The session sandbox served on 127.0.0.1 (a free port)."""
+    """The module's sandbox served on 127.0.0.1 (a free port)."""
     with sandbox.serve(host="127.0.0.1", port=0) as running:
         yield running

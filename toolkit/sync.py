@@ -27,6 +27,7 @@ from .api import Client, Page
 from .config import Settings
 from .errors import ChainopsError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
+from .warehouse.models import refresh_models
 
 EVENT_PAGE_LIMIT = 200
 
@@ -235,6 +236,7 @@ def sync(
             loader = Loader(client, wh, result, full=full, quiet=quiet)
             try:
                 loader.run(channels)
+                refresh_models(wh)
                 result.outcome = "partial" if result.rejected or result.gaps else "ok"
             except BaseException as exc:
                 result.outcome = "failed"

@@ -1,0 +1,106 @@
+"""The `chainops` command line as a user runs it: real processes, exit codes, output, and no key in any of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_KEY
+from toolkit.cli import build_parser
+
+
+def chainops(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    return subprocess.run([sys.executable, "-m", "toolkit", *args], capture_output=True, text=True,
+                          env={**base, **(env or {})}, cwd=cwd, timeout=timeout)
+
+
+def assert_no_key(*outputs: str) -> None:
+    for text in outputs:
+        assert TEST_KEY not in text
+
+
+def test_every_command_has_help() -> None:
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"demo", "sync", "metrics", "report", "sql", "sandbox"} <= set(commands)
+    for name, sub in commands.items():
+        assert sub.format_help().strip(), name
+        for action in sub._actions:
+            if action.dest != "help":
+                assert action.help, f"{name} {action.dest} has no help"
+
+
+def test_sync_without_settings_says_how_to_set_them(tmp_path) -> None:
+    out = chainops("sync", "--warehouse", str(tmp_path / "w.duckdb"))
+    assert out.returncode == 1
+    assert "CREC_BASE_URL" in out.stderr and "CREC_API_KEY" in out.stderr and "chainops demo" in out.stderr
+
+
+def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
+    out = chainops("sync", "--warehouse", str(tmp_path / "w.duckdb"),
+                   env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://api.example.com/v1"})
+    assert out.returncode == 1 and "https" in out.stderr
+    assert_no_key(out.stdout, out.stderr)
+
+
+def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
+    wh = str(tmp_path / "w.duckdb")
+    env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
+    runs = [chainops("sync", "--quiet", env=env)]
+    assert runs[-1].returncode == 0, runs[-1].stderr
+    assert "sync ok" in runs[-1].stdout
+    runs.append(chainops("metrics", "status-latency", "--format", "csv", env=env))
+    assert runs[-1].returncode == 0, runs[-1].stderr
+    assert runs[-1].stdout.splitlines()[0].startswith("network,status,entered,n,mean_s,p50_s")
+    runs.append(chainops("sql", "select count(*) as n from events", "--format", "json", env=env))
+    assert runs[-1].returncode == 0 and '"n"' in runs[-1].stdout
+    runs.append(chainops("report", "--out", str(tmp_path / "r.html"), env=env))
+    assert runs[-1].returncode == 0 and (tmp_path / "r.html").exists()
+    runs.append(chainops("sql", "select * from no_such_table", env=env))
+    assert runs[-1].returncode == 1 and "no_such_table" in runs[-1].stderr
+    for run in runs:
+        assert_no_key(run.stdout, run.stderr)
+    assert TEST_KEY.encode() not in Path(wh).read_bytes()
+    assert TEST_KEY not in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize(("key", "expected"), [("wrong-key", "CREC_API_KEY"),
+                                               ("not-onboarded-key", "not onboarded")])
+def test_bad_keys_fail_with_a_clear_message(server, tmp_path, key, expected) -> None:
+    out = chainops("sync", "--quiet", "--warehouse", str(tmp_path / "w.duckdb"),
+                   env={"CREC_API_KEY": key, "CREC_BASE_URL": server.base_url})
+    assert out.returncode == 1
+    assert "401" in out.stderr and expected in out.stderr
+    assert key not in out.stderr and key not in out.stdout
+
+
+def test_unreachable_service_fails_with_a_clear_message(tmp_path) -> None:
+    out = chainops("sync", "--quiet", "--warehouse", str(tmp_path / "w.duckdb"),
+                   env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert out.returncode == 1 and "CREC_BASE_URL" in out.stderr
+    assert_no_key(out.stdout, out.stderr)
+
+
+def test_metrics_on_a_missing_warehouse_says_what_to_do(tmp_path) -> None:
+    out = chainops("metrics", "status-latency", "--warehouse", str(tmp_path / "none.duckdb"))
+    assert out.returncode == 1 and "chainops sync" in out.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    assert chainops("metrics", "no-such-metric").returncode == 2
+
+
+def test_demo_runs_end_to_end(tmp_path) -> None:
+    out = chainops("demo", "--quiet", "--days", "1", "--warehouse", str(tmp_path / "demo.duckdb"),
+                   "--out", str(tmp_path / "reports"))
+    assert out.returncode == 0, out.stderr
+    assert "p50_s" in out.stdout and "confirmed_latest" in out.stdout
+    report = tmp_path / "reports" / "demo.html"
+    assert f"Report: {report}" in out.stdout
+    assert "data:image/png;base64," in report.read_text()

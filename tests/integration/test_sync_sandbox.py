@@ -1,0 +1,112 @@
+"""End to end: the sandbox over real HTTP on 127.0.0.1 -> sync -> a real DuckDB file, checked against the truth."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from tests.conftest import TEST_KEY
+from toolkit import spec
+from toolkit.config import Settings
+from toolkit.metrics import status_latency
+from toolkit.sync import sync
+from toolkit.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def synced(server, tmp_path_factory):
+    path = tmp_path_factory.mktemp("wh") / "sync.duckdb"
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+    result = sync(settings, quiet=True)
+    return path, result, settings
+
+
+def ids(rows, key):
+    return sorted(r[key] for r in rows)
+
+
+def test_sync_completes_and_is_audited(synced) -> None:
+    path, result, _ = synced
+    assert result.outcome == "ok", result.summary()
+    with Warehouse(path, read_only=True) as wh:
+        run = wh.con.execute("SELECT outcome, requests, rows_written->>'$.events' FROM sync_runs").fetchall()
+    assert run == [("ok", result.requests, str(result.rows["events"]))]
+    assert result.requests > 0
+
+
+def test_resources_match_what_the_sandbox_served(synced, sandbox) -> None:
+    path, _, _ = synced
+    truth = sandbox.truth(TEST_KEY)
+    with Warehouse(path, read_only=True) as wh:
+        def column(sql):
+            return sorted(r[0] for r in wh.con.execute(sql).fetchall())
+
+        assert column("SELECT chain_selector FROM networks") == ids(truth.networks, "chain_selector")
+        assert column("SELECT channel_id FROM channels") == ids(truth.channels, "channel_id")
+        assert "archived" in {c["status"] for c in truth.channels}
+        assert column("SELECT wallet_id FROM wallets") == ids(truth.wallets, "wallet_id")
+        assert column("SELECT watcher_id FROM watchers") == ids(truth.watchers, "watcher_id")
+        assert column("SELECT query_id FROM queries") == ids(truth.queries, "query_id")
+        ops = dict(wh.con.execute("SELECT operation_id, status FROM operations").fetchall())
+        assert ops == {o["operation_id"]: o["status"] for o in truth.operations}
+        n_tx = wh.count("operation_transactions")
+        assert n_tx == sum(len(o["transactions"]) for o in truth.operations)
+        for channel in truth.channels:
+            served = [e["event_id"] for e in truth.events(channel["channel_id"])]
+            stored = column(f"SELECT event_id FROM events WHERE channel_id = '{channel['channel_id']}'")
+            assert stored == sorted(served), channel["name"]
+
+
+def test_transitions_match_the_engine(synced, sandbox) -> None:
+    path, _, _ = synced
+    truth = {(op, status): ts for op, status, ts in sandbox.truth(TEST_KEY).transitions}
+    with Warehouse(path, read_only=True) as wh:
+        stored = {
+            (op, status): ts
+            for op, status, ts in wh.con.execute(
+                "SELECT operation_id, status, epoch(entered_at)::BIGINT FROM operation_transitions").fetchall()
+        }
+    assert stored == truth
+
+
+def test_status_latency_matches_an_independent_computation(synced, sandbox) -> None:
+    path, _, _ = synced
+    truth = sandbox.truth(TEST_KEY)
+    network_of = {n["chain_selector"]: n["name"] for n in truth.networks}
+    chain_of = {o["operation_id"]: o["chain_selector"] for o in truth.operations}
+    per_op = defaultdict(list)
+    for op, status, ts in truth.transitions:
+        per_op[op].append((ts, spec.OPERATION_STAGE_ORDER[status], status))
+    seconds = defaultdict(list)
+    for op, moves in per_op.items():
+        moves.sort()
+        for (t0, _, s0), (t1, _, _) in zip(moves, moves[1:], strict=False):
+            seconds[(network_of[chain_of[op]], s0)].append(t1 - t0)
+    df = status_latency(str(path), by=["network", "status"])
+    got = {(r.network, r.status): (r.n, r.p50_s, r.p90_s, r.mean_s) for r in df.itertuples() if r.n}
+    want = {k: (len(v), float(np.quantile(v, 0.5)), float(np.quantile(v, 0.9)), float(np.mean(v)))
+            for k, v in seconds.items()}
+    assert got.keys() == want.keys()
+    for key, (n, p50, p90, mean) in want.items():
+        assert got[key][0] == n, key
+        assert got[key][1:] == pytest.approx((p50, p90, mean)), key
+    assert df["status"].cat.ordered
+    testnets = {n["name"] for n in truth.networks if n.get("type") == "testnet"}
+    reached = set(df.loc[df["status"].isin(["confirmed_safe", "confirmed"]), "network"])
+    assert testnets and not (testnets & reached), "test networks stop at confirmed_latest"
+
+
+def test_second_sync_is_incremental_and_catches_new_events(synced, sandbox) -> None:
+    path, first, settings = synced
+    again = sync(settings, quiet=True)
+    assert again.rows["events"] == 0
+    sandbox.advance(1800)
+    later = sync(settings, quiet=True)
+    assert later.rows["events"] > 0
+    truth = sandbox.truth(TEST_KEY)
+    with Warehouse(path, read_only=True) as wh:
+        assert wh.count("events") == sum(len(truth.events(c["channel_id"])) for c in truth.channels)
+        ops = dict(wh.con.execute("SELECT operation_id, status FROM operations").fetchall())
+    assert ops == {o["operation_id"]: o["status"] for o in truth.operations}
