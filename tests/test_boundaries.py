@@ -57,7 +57,8 @@ def imports_of(path: Path) -> set[str]:
 
 def test_sandbox_imports_only_spec_of_the_toolkit() -> None:
     for path in (PACKAGE / "sandbox").rglob("*.py"):
-        toolkit_imports = {n for n in imports_of(path) if n.startswith("toolkit") and not n.startswith("toolkit.sandbox")}
+        names = imports_of(path)
+        toolkit_imports = {n for n in names if n.startswith("toolkit") and not n.startswith("toolkit.sandbox")}
         assert toolkit_imports <= {"toolkit", "toolkit.spec"}, (path.name, toolkit_imports)
 
 

@@ -35,5 +35,6 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
         for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
     )
     assert MAIN_TABLE[path.name] in shown
-    images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert images, "the notebook shows no plot"

@@ -89,9 +89,9 @@ def test_final_client_errors_are_not_retried() -> None:
 
 
 def test_last_attempt_error_names_attempts_and_request() -> None:
-    with client_for(answering(500, {"type": "INTERNAL_ERROR", "message": "down"})) as client:
-        with pytest.raises(errors.ServerError) as info:
-            client.list_networks()
+    client = client_for(answering(500, {"type": "INTERNAL_ERROR", "message": "down"}))
+    with client, pytest.raises(errors.ServerError) as info:
+        client.list_networks()
     assert info.value.attempts == 3
     text = str(info.value)
     assert "GET /networks" in text and "3 attempts" in text and "INTERNAL_ERROR" in text
@@ -120,9 +120,9 @@ def test_connection_failure_is_a_transport_error() -> None:
 
 
 def test_retry_after_header_is_read() -> None:
-    with client_for(answering(429, {"type": "X", "message": "m"}, headers={"Retry-After": "0"})) as client:
-        with pytest.raises(errors.RateLimitError) as info:
-            client.list_networks()
+    client = client_for(answering(429, {"type": "X", "message": "m"}, headers={"Retry-After": "0"}))
+    with client, pytest.raises(errors.RateLimitError) as info:
+        client.list_networks()
     assert info.value.retry_after == 0.0
 
 

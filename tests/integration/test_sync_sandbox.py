@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 import numpy as np
@@ -82,7 +83,7 @@ def test_status_latency_matches_an_independent_computation(synced, sandbox) -> N
     seconds = defaultdict(list)
     for op, moves in per_op.items():
         moves.sort()
-        for (t0, _, s0), (t1, _, _) in zip(moves, moves[1:], strict=False):
+        for (t0, _, s0), (t1, _, _) in itertools.pairwise(moves):
             seconds[(network_of[chain_of[op]], s0)].append(t1 - t0)
     df = status_latency(str(path), by=["network", "status"])
     got = {(r.network, r.status): (r.n, r.p50_s, r.p90_s, r.mean_s) for r in df.itertuples() if r.n}
@@ -99,7 +100,7 @@ def test_status_latency_matches_an_independent_computation(synced, sandbox) -> N
 
 
 def test_second_sync_is_incremental_and_catches_new_events(synced, sandbox) -> None:
-    path, first, settings = synced
+    path, _, settings = synced
     again = sync(settings, quiet=True)
     assert again.rows["events"] == 0
     sandbox.advance(1800)
