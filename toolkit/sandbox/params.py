@@ -1,0 +1,71 @@
+"""Query-string parameters: paging (limit/offset) and filters, validated as the service does (400 otherwise)."""
+
+from __future__ import annotations
+
+from toolkit.sandbox.apierror import validation
+from toolkit.spec import ADDRESS_RE, UUID_RE, PageLimits
+
+INT64_MAX = 2**63 - 1
+
+
+def one(query: dict[str, list[str]], name: str) -> str | None:
+    """The single value of a parameter (the last one when repeated), or ``None``."""
+    values = query.get(name)
+    return values[-1] if values else None
+
+
+def many(query: dict[str, list[str]], name: str, allowed: tuple[str, ...] | None = None) -> frozenset[str] | None:
+    """An array filter (repeated keys, also ``name[]``), checked against ``allowed``; ``None`` when absent."""
+    values = [*query.get(name, ()), *query.get(name + "[]", ())]
+    values = [v for raw in values for v in raw.split(",") if v != ""]
+    if not values:
+        return None
+    if allowed is not None:
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            raise validation(f"{name}: unknown value {bad[0]!r}")
+    return frozenset(values)
+
+
+def integer(query: dict[str, list[str]], name: str, minimum: int = 0, maximum: int = INT64_MAX) -> int | None:
+    """An integer parameter in ``[minimum, maximum]``, or ``None`` when absent."""
+    raw = one(query, name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise validation(f"{name} must be an integer") from None
+    if not minimum <= value <= maximum:
+        raise validation(f"{name} must be between {minimum} and {maximum}")
+    return value
+
+
+def paging(query: dict[str, list[str]], limits: PageLimits) -> tuple[int, int]:
+    """``(limit, offset)`` of a row-skip list."""
+    limit = integer(query, "limit", 1, limits.maximum)
+    offset = integer(query, "offset", 0)
+    return (limits.default if limit is None else limit), (offset or 0)
+
+
+def address(query: dict[str, list[str]], name: str) -> str | None:
+    """An address filter, lower-cased; 400 when malformed."""
+    raw = one(query, name)
+    if raw is None:
+        return None
+    if not ADDRESS_RE.match(raw):
+        raise validation(f"{name} must be a 0x-prefixed 20-byte hex address")
+    return raw.lower()
+
+
+def uuid(query: dict[str, list[str]], name: str) -> str | None:
+    """A UUID filter; 400 when malformed."""
+    raw = one(query, name)
+    if raw is not None and not UUID_RE.match(raw):
+        raise validation(f"{name} must be a UUID")
+    return raw
+
+
+def page(items: list, limit: int, offset: int) -> tuple[list, bool]:
+    """Row-skip slice of ``items`` and whether more follow."""
+    return items[offset:offset + limit], offset + limit < len(items)

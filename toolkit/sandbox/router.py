@@ -1,0 +1,53 @@
+"""The /v1 route table: (method, path pattern) -> handler, with ``{}`` segments passed as arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from toolkit.sandbox import events_api, reads
+from toolkit.sandbox.http import Response
+
+Handler = Callable[..., Response]
+
+ROUTES: dict[tuple[str, ...], dict[str, Handler]] = {
+    ("networks",): {"GET": reads.get_networks},
+    ("wallets",): {"GET": reads.list_wallets},
+    ("wallets", "{}"): {"GET": reads.get_wallet},
+    ("channels",): {"GET": reads.list_channels},
+    ("channels", "{}"): {"GET": reads.get_channel},
+    ("channels", "{}", "watchers"): {"GET": reads.list_watchers},
+    ("channels", "{}", "watchers", "{}"): {"GET": reads.get_watcher},
+    ("channels", "{}", "operations"): {"GET": reads.list_operations},
+    ("channels", "{}", "operations", "{}"): {"GET": reads.get_operation},
+    ("channels", "{}", "queries"): {"GET": reads.list_queries},
+    ("channels", "{}", "queries", "{}"): {"GET": reads.get_query},
+    ("channels", "{}", "events"): {"GET": events_api.poll_events},
+    ("channels", "{}", "events", "search"): {"GET": events_api.search_events},
+    ("channels", "{}", "events", "search", "{}"): {"GET": events_api.get_event},
+}
+
+
+def register(pattern: tuple[str, ...], method: str, handler: Handler) -> None:
+    """Add a handler for one method of a path pattern."""
+    ROUTES.setdefault(pattern, {})[method] = handler
+
+
+def resolve(path: str) -> tuple[dict[str, Handler], list[str]] | None:
+    """The handlers of ``path`` (relative to /v1) and its path arguments, or ``None`` when nothing matches."""
+    parts = [p for p in path.strip("/").split("/")]
+    if parts == [""]:
+        return None
+    args: list[str] = []
+    candidates = [(pattern, methods) for pattern, methods in ROUTES.items() if len(pattern) == len(parts)]
+    for pattern, methods in candidates:
+        args = []
+        for want, got in zip(pattern, parts, strict=True):
+            if want == "{}":
+                if not got:
+                    break
+                args.append(got)
+            elif want != got:
+                break
+        else:
+            return methods, args
+    return None

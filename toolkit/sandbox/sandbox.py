@@ -1,0 +1,97 @@
+"""The :class:`Sandbox`: a local emulator of the whole service, seeded with history, served over ASGI."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from toolkit.sandbox.app import SandboxApp
+from toolkit.sandbox.backend import Backend
+from toolkit.sandbox.clock import SimClock
+from toolkit.sandbox.engine import Engine
+from toolkit.sandbox.faults import FaultConfig, FaultInjector
+from toolkit.sandbox.scenarios import Scenario
+from toolkit.sandbox.truth import Truth
+
+if TYPE_CHECKING:
+    from toolkit.sandbox.serve import ServerHandle
+
+
+class Sandbox:
+    """The emulated service for a set of organisations.
+
+    The first key of ``orgs`` holds the seeded history (``days`` of it, ``operations_per_day``, ending at ``start``);
+    the other keys are onboarded but empty; ``not_onboarded`` keys answer 401 ``ORGANIZATION_NOT_FOUND``. ``speed``
+    is simulated seconds per wall second (0 = a frozen clock moved only by :meth:`advance`). The fault rates apply
+    to ``/v1`` (never to the health check nor to ``/sandbox``).
+    """
+
+    def __init__(self, orgs: Iterable[str] = ("sandbox-key",), not_onboarded: Iterable[str] = (), seed: int = 7,
+                 days: float = 3, operations_per_day: float = 400, empty: bool = False, speed: float = 0.0,
+                 start: int | None = None, fail_rate: float = 0.0, rate_limit: float | None = None,
+                 slow_rate: float = 0.0, slow_seconds: float = 5.0, truncate_rate: float = 0.0,
+                 drop_rate: float = 0.0, malformed_rate: float = 0.0) -> None:
+        keys = list(dict.fromkeys(orgs))
+        if not keys:
+            raise ValueError("at least one onboarded organisation key is needed")
+        self.seed = seed
+        self.start = int(start) if start is not None else int(time.time()) // 60 * 60
+        self.lock = threading.RLock()
+        self._clock = SimClock(self.start, speed)
+        seeded = not empty and days > 0
+        self._engine = Engine(self.start - int(days * 86400) if seeded else self.start)
+        self._backends: dict[str, Backend] = {}
+        for index, key in enumerate(keys):
+            self._backends[key] = Backend(self._engine, seed, index, api_key_name=f"sandbox-org-{index + 1}")
+        self._not_onboarded = frozenset(not_onboarded) - set(keys)
+        if seeded:
+            Scenario(self._backends[keys[0]], seed, self.start, days, operations_per_day, live=speed > 0).schedule()
+        self._engine.run_until(self.start)
+        config = FaultConfig(fail_rate=fail_rate, rate_limit=rate_limit, slow_rate=slow_rate,
+                             slow_seconds=slow_seconds, truncate_rate=truncate_rate, drop_rate=drop_rate,
+                             malformed_rate=malformed_rate)
+        self.app = SandboxApp(self, FaultInjector(config, seed))
+
+    def __repr__(self) -> str:
+        return f"<Sandbox orgs={len(self._backends)} seed={self.seed} now={self._clock.now}>"
+
+    @property
+    def now(self) -> int:
+        """Simulated unix seconds."""
+        return self._clock.now
+
+    def sync(self) -> int:
+        """Run every transition due by the clock's current time; answer that time."""
+        with self.lock:
+            now = self._clock.now
+            self._engine.run_until(now)
+            return now
+
+    def advance(self, seconds: int) -> int:
+        """Move the simulated clock forward and run every transition that falls due; answer the new time."""
+        with self.lock:
+            self._clock.advance(int(seconds))
+            return self.sync()
+
+    def backend_for(self, key: str) -> Backend | None:
+        """The backend of an onboarded key, or ``None``."""
+        return self._backends.get(key)
+
+    def is_not_onboarded(self, key: str) -> bool:
+        """Whether ``key`` is known but its organisation is not onboarded."""
+        return key in self._not_onboarded
+
+    def truth(self, org_key: str) -> Truth:
+        """A read-only view of an onboarded organisation's state, for tests."""
+        backend = self._backends.get(org_key)
+        if backend is None:
+            raise KeyError("not an onboarded organisation key")
+        return Truth(self, backend)
+
+    def serve(self, host: str = "127.0.0.1", port: int = 0) -> ServerHandle:
+        """Serve over HTTP with uvicorn in a daemon thread; returns once the server answers."""
+        from toolkit.sandbox.serve import start_server
+
+        return start_server(self.app, host, port)
