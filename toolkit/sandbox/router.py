@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from toolkit.sandbox import events_api, reads
+from toolkit.sandbox import events_api, reads, writes
 from toolkit.sandbox.http import Response
 
 Handler = Callable[..., Response]
 
 ROUTES: dict[tuple[str, ...], dict[str, Handler]] = {
     ("networks",): {"GET": reads.get_networks},
-    ("wallets",): {"GET": reads.list_wallets},
-    ("wallets", "{}"): {"GET": reads.get_wallet},
-    ("channels",): {"GET": reads.list_channels},
-    ("channels", "{}"): {"GET": reads.get_channel},
-    ("channels", "{}", "watchers"): {"GET": reads.list_watchers},
-    ("channels", "{}", "watchers", "{}"): {"GET": reads.get_watcher},
-    ("channels", "{}", "operations"): {"GET": reads.list_operations},
-    ("channels", "{}", "operations", "{}"): {"GET": reads.get_operation},
-    ("channels", "{}", "queries"): {"GET": reads.list_queries},
+    ("wallets",): {"GET": reads.list_wallets, "POST": writes.create_wallet},
+    ("wallets", "{}"): {"GET": reads.get_wallet, "PATCH": writes.update_wallet},
+    ("channels",): {"GET": reads.list_channels, "POST": writes.create_channel},
+    ("channels", "{}"): {"GET": reads.get_channel, "PATCH": writes.update_channel},
+    ("channels", "{}", "watchers"): {"GET": reads.list_watchers, "POST": writes.create_watcher},
+    ("channels", "{}", "watchers", "{}"): {"GET": reads.get_watcher, "PATCH": writes.update_watcher},
+    ("channels", "{}", "operations"): {"GET": reads.list_operations, "POST": writes.create_operation},
+    ("channels", "{}", "operations", "{}"): {"GET": reads.get_operation, "PATCH": writes.patch_operation},
+    ("channels", "{}", "queries"): {"GET": reads.list_queries, "POST": writes.create_query},
     ("channels", "{}", "queries", "{}"): {"GET": reads.get_query},
     ("channels", "{}", "events"): {"GET": events_api.poll_events},
     ("channels", "{}", "events", "search"): {"GET": events_api.search_events},
