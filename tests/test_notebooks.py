@@ -27,7 +27,6 @@ def test_notebooks_are_stored_without_outputs() -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAINOPS_NOTEBOOK_WAREHOUSE", str(tmp_path / "nb.duckdb"))
-    monkeypatch.setenv("MPLBACKEND", "agg")
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     shown = "\n".join(

@@ -177,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="T", help="start of the period: ISO time or an age such as 7d, 12h")
     p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age")
     p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
-    p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table",
+                   help="output format (default table; parquet needs --out)")
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
     p.set_defaults(func=cmd_metrics)
 
@@ -189,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sql", help="run a read-only SQL query against the warehouse")
     p.add_argument("query", help="SQL text, e.g. \"select * from operation_lifecycle limit 5\"")
     warehouse_opt(p)
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format (default table)")
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("sandbox", help="serve the local emulator of the service on loopback")

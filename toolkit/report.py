@@ -65,9 +65,9 @@ def write_html_report(
     with metrics._open(warehouse) as wh:  # one connection for every section
         latency = metrics.status_latency(wh)
         durations = metrics.status_durations(wh)
-        freshness = wh.con.execute(
-            "SELECT max(finished_at) FROM sync_runs WHERE outcome IN ('ok', 'partial')"
-        ).fetchone()[0]
+        freshness = wh.arrow(
+            "SELECT max(finished_at) AS t FROM sync_runs WHERE outcome IN ('ok', 'partial')"
+        ).column("t")[0].as_py()
     figure = plots.latency_by_status(durations)
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     synced = freshness.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if freshness else "never"

@@ -10,22 +10,20 @@ Every endpoint of the service has one method. List endpoints have a ``*_pages`` 
 
 from __future__ import annotations
 
-import json
-import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
+import orjson
 
 from .. import spec
 from ..config import Secret, Settings, check_base_url
-from ..errors import ApiError, ResponseFormatError, TransportError, api_error_class
+from ..errors import ApiError, RateLimitError, ResponseFormatError, TransportError, api_error_class
 from .auth import ApiKeyAuth
 from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, unwrap_list
 from .retry import RetryPolicy, parse_retry_after, retrying
-
-log = logging.getLogger(__name__)
 
 Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
@@ -65,6 +63,7 @@ class Client:
             trust_env=False,
         )
         self._lock = threading.Lock()
+        self._paused_until = 0.0
         self.requests = 0
         self.retries = 0
 
@@ -111,6 +110,7 @@ class Client:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send_once(self, method: str, path: str, params: Mapping[str, Any] | None, json_body: Any) -> Any:
+        self._wait_if_paused()
         with self._lock:
             self.requests += 1
         shown = "/" + path
@@ -125,10 +125,24 @@ class Client:
             if not response.content:
                 return None
             try:
-                return json.loads(response.content)
-            except ValueError as exc:
+                return orjson.loads(response.content)
+            except orjson.JSONDecodeError as exc:
                 raise ResponseFormatError(f"the answer is not valid JSON ({exc})", method=method, path=shown) from None
-        raise _error_from_response(response, method, shown)
+        error = _error_from_response(response, method, shown)
+        if isinstance(error, RateLimitError):
+            self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
+        raise error
+
+    def _pause(self, seconds: float) -> None:
+        """After a 429, every thread sharing this client holds its next request for ``seconds`` (backing off
+        together instead of each thread hammering the limit on its own schedule)."""
+        with self._lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + min(seconds, self.retry.maximum))
+
+    def _wait_if_paused(self) -> None:
+        delay = self._paused_until - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
 
     # ---- paging helpers -------------------------------------------------------------------------------------
 
@@ -341,8 +355,8 @@ def _error_from_response(response: httpx.Response, method: str, path: str) -> Ap
     """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one."""
     error_type = code = message = None
     try:
-        body = json.loads(response.content) if response.content else None
-    except ValueError:
+        body = orjson.loads(response.content) if response.content else None
+    except orjson.JSONDecodeError:
         body = None
     if isinstance(body, dict):
         error_type = body.get("type") if isinstance(body.get("type"), str) else None

@@ -16,11 +16,11 @@ bad value falls back to checking value by value).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from .. import spec
@@ -275,13 +275,17 @@ def _coerce(kind: str, value: Any) -> Any:
     raise AssertionError(kind)
 
 
-def _json_text(value: Any) -> str | None:
+def _json_text(value: Any) -> bytes | None:
+    """Compact JSON (UTF-8 bytes; Arrow stores them as text). Values JSON cannot hold are kept as their repr."""
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return orjson.dumps(repr(value))
 
 
-def _build_column(col: Column, values: list[Any], invalid: dict[int, dict[str, Any]]) -> pa.Array:
+def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[str, Any]]) -> pa.Array:
     """An Arrow array for one column; bad values become NULL and are noted in ``invalid`` by row."""
     if col.kind == "json":
         return pa.array([_json_text(v) for v in values], pa.string())
@@ -328,6 +332,8 @@ def to_batch(
     ``defaults`` fills columns the records do not carry (for example ``channel_id`` from the request path).
     Records with the same key keep the last one seen (DuckDB cannot upsert a key twice in one statement).
     """
+    if table == "events":
+        return _events_batch(records, defaults or {})
     tspec = TABLES[table]
     rejected: list[RejectedRecord] = []
     kept: dict[Any, int] = {}
@@ -382,3 +388,101 @@ def transaction_records(operations: Iterable[Record]) -> list[Record]:
             if isinstance(tx, dict):
                 out.append({**tx, "operation_id": op["operation_id"], "idx": idx})
     return out
+
+
+# ---- events: the high-volume table gets a one-pass extractor (same schema and rules as the generic path) ---------
+
+_EVENT_TOP = frozenset({"event_id", "headers", "payload", "type", "event_hash", "proofs", "channel_id"})
+_EVENT_COLUMNS = EVENTS.columns
+_EVENT_TYPES_WITH_ID = {
+    "operation.status": "operation_id",
+    "query.status": "query_id",
+    "wallet.status": "wallet_id",
+}
+
+
+def _event_row(rec: Record, channel_id: Any) -> tuple[Any, ...]:
+    headers = rec.get("headers")
+    if not isinstance(headers, dict):
+        headers = {}
+    payload = rec.get("payload")
+    if not isinstance(payload, dict):
+        payload = {}
+    etype = headers.get("type", rec.get("type"))
+    proofs = headers.get("proofs", rec.get("proofs"))
+    if isinstance(proofs, list):
+        n_proofs = len(proofs)
+        ocr = next((p for p in proofs if isinstance(p, dict) and "signatures" in p), None)
+        sigs = ocr.get("signatures") if ocr is not None else None
+        n_sigs = len(sigs) if isinstance(sigs, list) else None
+    else:
+        n_proofs, n_sigs = 0, None
+    get = payload.get
+    subject_field = spec.EVENT_SUBJECT_FIELD.get(etype) if isinstance(etype, str) else None
+    return (
+        rec.get("event_id"),
+        rec.get("channel_id", channel_id),
+        etype,
+        headers.get("offset"),
+        get("timestamp"),
+        get("status"),
+        get("status_reason"),
+        get(subject_field) if subject_field else None,
+        get("operation_id") if etype == "operation.status" else None,
+        get("query_id") if etype == "query.status" else None,
+        get("watcher_id"),
+        get("wallet_id") if etype == "wallet.status" else None,
+        get("chain_selector"),
+        get("address"),
+        get("event_hash", rec.get("event_hash")),
+        n_proofs,
+        n_sigs,
+        rec.get("payload"),
+    )
+
+
+def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
+    channel_id = defaults.get("channel_id")
+    rejected: list[RejectedRecord] = []
+    kept: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            rejected.append(RejectedRecord("events", i, "<record>", f"is a {type(rec).__name__}, not an object"))
+            continue
+        key = rec.get("event_id")
+        problem = _key_problem(key)
+        if problem:
+            rejected.append(RejectedRecord("events", i, "event_id", problem, key=_offset_name(rec)))
+            continue
+        kept[str(key)] = i
+    rows = [records[i] for i in sorted(kept.values())] if len(kept) != len(records) else list(records)
+    columns = list(zip(*(_event_row(r, channel_id) for r in rows), strict=True)) if rows else \
+        [() for _ in _EVENT_COLUMNS]
+    invalid: dict[int, dict[str, Any]] = {}
+    arrays = [_build_column(col, values, invalid) for col, values in zip(_EVENT_COLUMNS, columns, strict=True)]
+    extras: list[bytes | None] = []
+    for i, rec in enumerate(rows):
+        unknown = {k: v for k, v in rec.items() if k not in _EVENT_TOP} if len(rec) > 3 else {}
+        headers = rec.get("headers")
+        if isinstance(headers, dict) and len(headers) > 3:
+            more = {k: v for k, v in headers.items() if k not in ("type", "offset", "proofs")}
+            if more:
+                unknown["headers"] = more
+        if i in invalid:
+            unknown["_invalid"] = _invalid_names(invalid[i])
+        extras.append(_json_text(unknown) if unknown else None)
+    arrays.append(pa.array(extras, pa.string()))
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema), rejected
+
+
+def _invalid_names(bad: dict[str, Any]) -> dict[str, Any]:
+    # event columns read nested fields; name them by their wire path
+    paths = {"offset": "headers.offset", "ts": "payload.timestamp", "type": "headers.type"}
+    return {paths.get(k, k): v for k, v in bad.items()}
+
+
+def _offset_name(rec: Record) -> str | None:
+    headers = rec.get("headers")
+    if isinstance(headers, dict) and "offset" in headers:
+        return f"offset {headers['offset']}"
+    return None

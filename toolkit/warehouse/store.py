@@ -28,7 +28,7 @@ def _schema_sql() -> str:
     return resources.files("toolkit.warehouse").joinpath("sql/schema.sql").read_text(encoding="utf-8")
 
 
-def to_arrow_table(result: duckdb.DuckDBPyConnection) -> pa.Table:
+def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pa.Table:
     """Materialise a DuckDB result as an Arrow table (the method name moved across DuckDB releases)."""
     for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
         method = getattr(result, name, None)
@@ -146,7 +146,7 @@ class Warehouse:
 
     def arrow(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
         """Run SQL (values bound as parameters, never pasted in) and return an Arrow table."""
-        return to_arrow_table(self.con.execute(sql, params or []))
+        return to_arrow_table(self.con.sql(sql, params=params or None))
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""
