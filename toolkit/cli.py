@@ -22,7 +22,7 @@ DEMO_KEY = "sandbox-demo-key"
 def _print_table(df: pd.DataFrame) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_rows", 500,
                            "display.float_format", "{:,.1f}".format):
-        print(df.to_string(index=False))
+        print(df.to_string(index=False, na_rep="-"))
 
 
 def _write_frame(df: pd.DataFrame, fmt: str, out: str | None) -> None:
