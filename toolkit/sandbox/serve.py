@@ -74,6 +74,7 @@ def start_server(app: Any, host: str = "127.0.0.1", port: int = 0, timeout: floa
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it: no 40 ms stalls
     sock.bind((host, port))
     sock.listen(128)
     port = sock.getsockname()[1]
