@@ -1,0 +1,96 @@
+"""Fault injection: every mode observed over real HTTP; never on the health check nor the control API."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from toolkit.sandbox import Sandbox
+from toolkit.sandbox.serve import ServerHandle
+
+KEY = "fault-key"
+AUTH = {"Authorization": f"Apikey {KEY}"}
+
+
+@pytest.fixture
+def faulty(request) -> Iterator[ServerHandle]:
+    sb = Sandbox(orgs=(KEY,), seed=1, days=0.1, operations_per_day=200, start=1_750_000_000, **request.param)
+    with sb.serve() as server:
+        yield server
+
+
+def _assert_spared(server: ServerHandle) -> None:
+    assert httpx.get(f"{server.base_url}/health-check").json() == {"status": "ok"}
+    root = server.base_url.removesuffix("/v1")
+    assert httpx.get(f"{root}/sandbox/clock", headers=AUTH).status_code == 200
+
+
+@pytest.mark.parametrize("faulty", [{"fail_rate": 1.0}], indirect=True)
+def test_fail_rate_answers_500_application_error(faulty) -> None:
+    r = httpx.get(f"{faulty.base_url}/channels", headers=AUTH)
+    assert r.status_code == 500 and r.json()["type"] == "INTERNAL_ERROR" and "message" in r.json()
+    _assert_spared(faulty)
+
+
+@pytest.mark.parametrize("faulty", [{"rate_limit": 5}], indirect=True)
+def test_rate_limit_answers_429_with_retry_after(faulty) -> None:
+    with httpx.Client(base_url=faulty.base_url, headers=AUTH) as c:
+        codes = [c.get("/networks") for _ in range(30)]
+    limited = [r for r in codes if r.status_code == 429]
+    assert limited and codes[0].status_code == 200
+    assert all(r.headers["retry-after"] == "1" and "type" in r.json() for r in limited)
+    time.sleep(1.0)
+    assert httpx.get(f"{faulty.base_url}/networks", headers=AUTH).status_code == 200
+    _assert_spared(faulty)
+
+
+@pytest.mark.parametrize("faulty", [{"slow_rate": 1.0, "slow_seconds": 0.4}], indirect=True)
+def test_slow_answers_are_delayed(faulty) -> None:
+    began = time.perf_counter()
+    r = httpx.get(f"{faulty.base_url}/networks", headers=AUTH)
+    assert r.status_code == 200 and time.perf_counter() - began >= 0.4
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.get(f"{faulty.base_url}/networks", headers=AUTH, timeout=0.1)
+
+
+@pytest.mark.parametrize("faulty", [{"truncate_rate": 1.0}], indirect=True)
+def test_truncated_answers_close_mid_body(faulty) -> None:
+    with pytest.raises(httpx.RemoteProtocolError, match=r"complete message body"):
+        httpx.get(f"{faulty.base_url}/networks", headers=AUTH)
+    _assert_spared(faulty)
+
+
+@pytest.mark.parametrize("faulty", [{"drop_rate": 1.0}], indirect=True)
+def test_dropped_connections_send_nothing(faulty) -> None:
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+        httpx.get(f"{faulty.base_url}/networks", headers=AUTH)
+    _assert_spared(faulty)
+
+
+@pytest.mark.parametrize("faulty", [{"malformed_rate": 1.0}], indirect=True)
+def test_malformed_answers_are_invalid_json(faulty) -> None:
+    r = httpx.get(f"{faulty.base_url}/networks", headers=AUTH)
+    assert r.status_code == 200
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(r.content)
+    _assert_spared(faulty)
+
+
+@pytest.mark.parametrize("faulty", [{"fail_rate": 0.3, "malformed_rate": 0.1}], indirect=True)
+def test_partial_rates_mix_faults_and_answers(faulty) -> None:
+    with httpx.Client(base_url=faulty.base_url, headers=AUTH) as c:
+        codes = [c.get("/networks").status_code for _ in range(100)]
+    assert 10 < codes.count(500) < 50 and codes.count(200) > 50
+
+
+def test_faults_are_seeded() -> None:
+    def run() -> list[int]:
+        sb = Sandbox(orgs=(KEY,), seed=4, empty=True, fail_rate=0.5)
+        with sb.serve() as server, httpx.Client(base_url=server.base_url, headers=AUTH) as c:
+            return [c.get("/networks").status_code for _ in range(20)]
+
+    assert run() == run()

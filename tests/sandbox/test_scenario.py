@@ -1,0 +1,98 @@
+"""The seeded scenario, the clock, the control API and live mode."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import httpx
+
+from tests.sandbox.conftest import NOT_ONBOARDED, SEEDED, START
+from toolkit import spec
+from toolkit.sandbox import Sandbox
+from toolkit.sandbox.networks import MODELS
+
+
+def _all_event_bytes(sb: Sandbox, key: str) -> list[bytes]:
+    org = sb._backends[key].org
+    return [log.event_bytes(i) for log in org.logs.values() for i in range(len(log))]
+
+
+def test_same_seed_and_start_give_byte_identical_history() -> None:
+    a = Sandbox(seed=9, days=0.5, operations_per_day=300, start=START)
+    b = Sandbox(seed=9, days=0.5, operations_per_day=300, start=START)
+    c = Sandbox(seed=10, days=0.5, operations_per_day=300, start=START)
+    assert _all_event_bytes(a, "sandbox-key") == _all_event_bytes(b, "sandbox-key")
+    assert a.truth("sandbox-key").operations == b.truth("sandbox-key").operations
+    assert _all_event_bytes(a, "sandbox-key") != _all_event_bytes(c, "sandbox-key")
+    a.advance(900)
+    b.advance(900)
+    assert _all_event_bytes(a, "sandbox-key") == _all_event_bytes(b, "sandbox-key")
+
+
+def test_default_construction_is_fast() -> None:
+    began = time.perf_counter()
+    sb = Sandbox()
+    assert time.perf_counter() - began < 5
+    assert sb.now % 60 == 0 and abs(sb.now - time.time()) < 120
+
+
+def test_scenario_shape(sb) -> None:
+    truth = sb.truth(SEEDED)
+    assert len(truth.channels) >= 4 and sum(c["status"] == "archived" for c in truth.channels) == 1
+    assert any(w["status"] == "archived" for w in truth.wallets)
+    assert all("status_channel_id" in w for w in truth.wallets if w["name"] != "qa-sepolia")
+    chains = {o["chain_selector"] for o in truth.operations}
+    assert len(chains) >= 5 and any(MODELS[c].is_testnet for c in chains)
+    statuses = Counter(o["status"] for o in truth.operations)
+    drafts = sum(1 for _, s, _ in truth.transitions if s == "pending_signature")
+    assert 0.05 < drafts / len(truth.operations) < 0.16
+    assert statuses["failed"] > 0 and statuses["confirmed"] > 0 and statuses["cancelled"] + statuses["expired"] > 0
+    in_flight = [o for o in truth.operations if o["status"] not in spec.OPERATION_TERMINAL
+                 and not (o["status"] == "confirmed_latest" and MODELS[o["chain_selector"]].is_testnet)]
+    assert in_flight, "some work is still moving at start"
+    assert all(o["created_at"] < START and o["created_at"] >= START - 86400 for o in truth.operations)
+    assert {w["status"] for w in truth.watchers} >= {"active", "archived", "failed"}
+    assert truth.queries and all(q["created_at"] < START for q in truth.queries)
+    watcher_events = sum(e["headers"]["type"] == "watcher.event" for c in truth.channels
+                         for e in truth.events(c["channel_id"]))
+    active = sum(w["status"] == "active" for w in truth.watchers)
+    assert 10 * active * 24 * 0.5 < watcher_events < 60 * active * 24 * 1.5
+
+
+def test_failure_reasons_are_realistic(sb) -> None:
+    truth = sb.truth(SEEDED)
+    reasons = [e["payload"]["status_reason"] for c in truth.channels for e in truth.events(c["channel_id"])
+               if e["headers"]["type"] == "operation.status" and e["payload"]["status"] == "failed"]
+    assert reasons and all(r for r in reasons)
+    assert any(r.startswith("execution reverted") or "gas" in r or "nonce" in r for r in reasons)
+
+
+def test_clock_advance_moves_in_flight_work(sb, srv) -> None:
+    root = srv.base_url.removesuffix("/v1")
+    headers = {"Authorization": f"Apikey {SEEDED}"}
+    assert httpx.get(f"{root}/sandbox/clock").status_code == 401
+    assert httpx.get(f"{root}/sandbox/clock", headers={"Authorization": f"Apikey {NOT_ONBOARDED}"}).json()["type"] \
+        == "ORGANIZATION_NOT_FOUND"
+    now = httpx.get(f"{root}/sandbox/clock", headers=headers).json()["now"]
+    assert now == sb.now
+    moving = {o["operation_id"] for o in sb.truth(SEEDED).operations if o["status"] not in spec.OPERATION_TERMINAL
+              and o["status"] != "confirmed_latest"}
+    before = len(sb.truth(SEEDED).transitions)
+    r = httpx.post(f"{root}/sandbox/clock/advance", json={"seconds": 3600}, headers=headers)
+    assert r.json() == {"now": now + 3600}
+    after = sb.truth(SEEDED).transitions
+    assert len(after) > before and all(ts <= now + 3600 for _, _, ts in after)
+    assert {o for o, _, _ in after[before:]} & moving
+    assert httpx.post(f"{root}/sandbox/clock/advance", json={"seconds": -1}, headers=headers).status_code == 400
+
+
+def test_live_mode_follows_wall_time_and_keeps_producing_work() -> None:
+    sb = Sandbox(seed=3, days=0.25, operations_per_day=20000, speed=600.0, start=START)
+    ops_before = len(sb.truth("sandbox-key").operations)
+    time.sleep(0.3)
+    assert sb.now >= START + 120
+    with sb.serve() as server:
+        r = httpx.get(f"{server.base_url}/channels", headers={"Authorization": "Apikey sandbox-key"})
+        assert r.status_code == 200
+    assert len(sb.truth("sandbox-key").operations) > ops_before
