@@ -1,13 +1,24 @@
-"""Loaders: the organisation's resources -> Arrow batches -> the DuckDB warehouse.
+"""Loaders: the organisation's resources -> Arrow batches -> the DuckDB warehouse, incrementally and resumably.
 
-Order of a run: networks, channels (archived too), wallets (archived too), then per channel its watchers (list and
-detail), operations with their transactions, queries, and its event log. Every page is converted to an Arrow batch
-and upserted in one transaction together with the cursor of its stream, so a run killed at any point leaves the
-warehouse as it was after the last committed page, and the next run resumes from there.
+A run, in order:
 
-Events are read forward from each channel's saved message offset; pages are deduplicated by ``event_id`` (the table
-key), so overlap between runs is harmless. A gap in a channel's offsets is re-read once and recorded in
-``sync_runs.gaps`` if it survives.
+1. networks, channels (archived too) and wallets (archived too): small lists, read whole every run;
+2. per channel, watchers (list, then each watcher's detail);
+3. per channel, the **full pass** over operations and queries (``limit``/``offset`` lists), only until it has
+   completed once (or again with ``full=True``); its offset is saved with every committed batch, so a killed run
+   resumes the pass where it stopped;
+4. per channel, the **event log** forward from the saved message offset. Each committed batch of events also moves
+   the ``operations`` and ``queries`` rows they report on forward (:mod:`toolkit.warehouse.patch`) and queues ids
+   the warehouse does not know in ``sync_refetch``;
+5. the queued ids, fetched one by one;
+6. on incremental runs, the operations and queries still in a non-terminal status, re-listed with a status filter
+   (cheap, and a safety net for any move whose event was missed).
+
+So a run costs requests in proportion to what changed, not to history; one run misses nothing that existed when it
+started, and the next catches what changed during it. Every batch is upserted by primary key in one transaction
+with the cursor of its stream: a run killed at any point leaves the warehouse as it was after the last committed
+batch, and the next run continues from there. Channels are fetched concurrently (bounded threads sharing one
+client) while this thread converts and writes, so the network and the conversion overlap.
 """
 
 from __future__ import annotations
@@ -15,21 +26,30 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from . import spec
 from .api import Client, Page
+from .api.concurrency import prefetch
 from .config import Settings
-from .errors import ChainopsError
+from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.models import refresh_models
 
 EVENT_PAGE_LIMIT = 200
+#: Rows per committed batch of one stream (a crash loses at most this much work, never data).
+COMMIT_ROWS = {"events": 5000, "operations": 1000, "queries": 1000}
+#: Concurrent fetches (threads sharing one client).
+WORKERS = 4
+NON_TERMINAL_OPERATION_STATUSES = [s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL]
+NON_TERMINAL_QUERY_STATUSES = [s for s in spec.QUERY_STATUSES if s not in spec.QUERY_TERMINAL]
 
 
 @dataclass
@@ -38,11 +58,13 @@ class SyncResult:
 
     run_id: str
     started_at: datetime
+    full: bool = False
     finished_at: datetime | None = None
     outcome: str = "running"
     requests: int = 0
     retries: int = 0
     rows: Counter[str] = field(default_factory=Counter)
+    updated: Counter[str] = field(default_factory=Counter)
     rejected: list[str] = field(default_factory=list)
     gaps: dict[str, list[list[int]]] = field(default_factory=dict)
     message: str | None = None
@@ -54,33 +76,38 @@ class SyncResult:
         return (end - self.started_at).total_seconds()
 
     def summary(self) -> str:
-        """A few human lines: rows per table, requests, retries, time."""
-        rows = ", ".join(f"{table} {n:,}" for table, n in sorted(self.rows.items())) or "nothing new"
+        """A few human lines: rows new/updated per table, requests, retries, time."""
+        tables = sorted(set(self.rows) | set(self.updated))
+        rows = ", ".join(f"{t} +{self.rows[t]:,}/~{self.updated[t]:,}" for t in tables) or "nothing changed"
         lines = [
             f"sync {self.outcome} in {self.seconds:.1f}s: {self.requests:,} requests, {self.retries:,} retries",
-            f"rows written: {rows}",
+            f"rows new/updated: {rows}",
         ]
         if self.rejected:
             lines.append(f"{len(self.rejected)} records rejected (see sync_runs.message); first: {self.rejected[0]}")
         if self.gaps:
-            lines.append(f"offset gaps kept after a re-read: {self.gaps}")
+            lines.append(f"event offset gaps still open after a re-read: {self.gaps}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:  # notebooks
+        import html
 
-class _Progress:
-    """tqdm bars per stream, silent when asked or when output is not a terminal or notebook."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.enabled = not quiet and _interactive()
-
-    def bar(self, desc: str, unit: str = "rows") -> tqdm:
-        return tqdm(desc=desc, unit=unit, disable=not self.enabled, leave=False, dynamic_ncols=True)
+        return "<pre>" + html.escape(self.summary()) + "</pre>"
 
 
 def _interactive() -> bool:
     if "ipykernel" in sys.modules:
         return True
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+@dataclass
+class _Buffer:
+    """Pages of one stream waiting to be committed together."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    last: Page | None = None
+    pages: int = 0
 
 
 class Loader:
@@ -91,9 +118,24 @@ class Loader:
         self.wh = warehouse
         self.result = result
         self.full = full
-        self.progress = _Progress(quiet)
+        self.show_progress = not quiet and _interactive()
+        self.bars: dict[str, tqdm] = {}
 
-    # ---- writing one page -----------------------------------------------------------------------------------
+    # ---- progress -------------------------------------------------------------------------------------------
+
+    def bar(self, name: str) -> tqdm:
+        """The progress bar of one stream kind (created on first use; silent when not interactive)."""
+        if name not in self.bars:
+            self.bars[name] = tqdm(desc=name, unit=" rows", disable=not self.show_progress, leave=False,
+                                   dynamic_ncols=True)
+        return self.bars[name]
+
+    def close_bars(self) -> None:
+        """Close every progress bar."""
+        for bar in self.bars.values():
+            bar.close()
+
+    # ---- writing --------------------------------------------------------------------------------------------
 
     def store(
         self,
@@ -103,8 +145,9 @@ class Loader:
         page: Page | None = None,
         defaults: dict[str, Any] | None = None,
         cursor: tuple[str, Any] | None = None,
-    ) -> int:
-        """Convert and upsert one page (and save ``cursor``) in one transaction; returns rows written."""
+        done_refetch: tuple[str, Sequence[str]] | None = None,
+    ) -> None:
+        """Convert and upsert records (with their cursor and refetch bookkeeping) in one transaction."""
         batch, rejected = to_batch(table, records, defaults=defaults)
         tx_batch = None
         if table == "operations":
@@ -112,61 +155,136 @@ class Loader:
             rejected += tx_rejected
         self._note_rejected(rejected, page)
         with self.wh.transaction():
-            n = self.wh.upsert(table, batch)
+            new, updated = self.wh.upsert(table, batch)
             if tx_batch is not None:
-                self.result.rows["operation_transactions"] += self.wh.upsert("operation_transactions", tx_batch)
+                tx_new, tx_updated = self.wh.upsert("operation_transactions", tx_batch)
+                self.result.rows["operation_transactions"] += tx_new
+                self.result.updated["operation_transactions"] += tx_updated
             if cursor is not None:
                 self.wh.set_cursor(*cursor)
-        self.result.rows[table] += n
-        return n
+            if done_refetch is not None:
+                kind, ids = done_refetch
+                self.wh.con.execute("DELETE FROM sync_refetch WHERE kind = ? AND list_contains(?, id)", [kind, ids])
+        self.result.rows[table] += new
+        self.result.updated[table] += updated
 
     def _note_rejected(self, rejected: list[RejectedRecord], page: Page | None) -> None:
         where = f" (from {page.describe()})" if page is not None else ""
         self.result.rejected.extend(f"{r}{where}" for r in rejected)
 
-    # ---- streams --------------------------------------------------------------------------------------------
+    # ---- whole-list resources -------------------------------------------------------------------------------
 
-    def sync_networks(self) -> None:
-        """The networks list (one page, no paging)."""
+    def sync_small_lists(self) -> list[str]:
+        """Networks, channels and wallets, read whole; returns every channel id."""
         self.store("networks", self.client.list_networks())
+        channel_ids: list[str] = []
+        for page in self.client.channel_pages():
+            self.store("channels", page.records, page=page)
+            channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
+        for page in self.client.wallet_pages():
+            self.store("wallets", page.records, page=page)
+        return list(dict.fromkeys(channel_ids))
 
-    def sync_pages(self, table: str, pages: Iterable[Page], desc: str, **kwargs: Any) -> list[dict[str, Any]]:
-        """Store every page of a list; returns the records seen (for what depends on them)."""
-        seen: list[dict[str, Any]] = []
-        with self.progress.bar(desc) as bar:
-            for page in pages:
-                self.store(table, page.records, page=page, **kwargs)
-                seen.extend(page.records)
-                bar.update(len(page.records))
-        return seen
+    def sync_watchers(self, channel_ids: Sequence[str]) -> None:
+        """Each channel's watchers: the list (summaries), then every watcher's detail (events, ABI, config)."""
+        streams = {cid: (lambda cid=cid: self.client.watcher_pages(cid)) for cid in channel_ids}
+        wanted: list[tuple[str, str]] = []
+        for cid, page in prefetch(streams, workers=WORKERS):
+            self.store("watchers", page.records, page=page, defaults={"channel_id": cid})
+            wanted += [(cid, w["watcher_id"]) for w in page.records if isinstance(w.get("watcher_id"), str)]
+        details = self._fetch_each(wanted, self.client.get_watcher)
+        by_channel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for (cid, _), record in zip(wanted, details, strict=True):
+            if record is not None:
+                by_channel[cid].append(record)
+        for cid, records in by_channel.items():
+            self.store("watchers", records, defaults={"channel_id": cid})
 
-    def sync_channel(self, channel_id: str) -> None:
-        """A channel's watchers, operations (with transactions), queries and events."""
-        defaults = {"channel_id": channel_id}
-        summaries = self.sync_pages("watchers", self.client.watcher_pages(channel_id), "watchers", defaults=defaults)
-        details = [self.client.get_watcher(channel_id, w["watcher_id"]) for w in summaries if "watcher_id" in w]
-        if details:
-            self.store("watchers", details, defaults=defaults)
-        self.sync_pages("operations", self.client.operation_pages(channel_id), f"operations {channel_id[:8]}",
-                        defaults=defaults)
-        self.sync_pages("queries", self.client.query_pages(channel_id), f"queries {channel_id[:8]}", defaults=defaults)
-        self.sync_events(channel_id)
+    def _fetch_each(
+        self, keys: Sequence[tuple[str, str]], get: Callable[[str, str], dict[str, Any]]
+    ) -> list[dict[str, Any] | None]:
+        """GET each ``(channel_id, id)`` concurrently; a 404 gives ``None`` (the record vanished)."""
 
-    def sync_events(self, channel_id: str) -> None:
-        """The channel's event log forward from the saved message offset, one transaction per page."""
-        stream = f"events:{channel_id}"
-        saved = None if self.full else self.wh.get_cursor(stream)
-        start = int(saved["next_offset"]) if isinstance(saved, dict) and "next_offset" in saved else 0
-        defaults = {"channel_id": channel_id}
-        with self.progress.bar(f"events {channel_id[:8]}", unit="events") as bar:
-            for page in self.client.event_pages(channel_id, start=start, limit=EVENT_PAGE_LIMIT):
-                cursor = {"next_offset": page.next_offset}
-                self.store("events", page.records, page=page, defaults=defaults, cursor=(stream, cursor))
-                bar.update(len(page.records))
-        self.check_gaps(channel_id)
+        def one(key: tuple[str, str]) -> dict[str, Any] | None:
+            try:
+                return get(*key)
+            except NotFoundError:
+                return None
+
+        if not keys:
+            return []
+        with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="chainops-get") as pool:
+            return list(pool.map(one, keys))
+
+    # ---- paged streams --------------------------------------------------------------------------------------
+
+    def consume(
+        self,
+        streams: dict[tuple[str, str], Callable[[], Iterator[Page]]],
+        cursor_of: Callable[[tuple[str, str], _Buffer], tuple[str, Any] | None],
+    ) -> None:
+        """Fetch streams concurrently; commit each stream's pages in batches, each with the stream's cursor."""
+        buffers: dict[tuple[str, str], _Buffer] = defaultdict(_Buffer)
+
+        def flush(key: tuple[str, str]) -> None:
+            buf = buffers.pop(key, None)
+            if buf is None or buf.last is None:
+                return
+            table, cid = key
+            self.store(table, buf.records, page=buf.last, defaults={"channel_id": cid}, cursor=cursor_of(key, buf))
+
+        for key, page in prefetch(streams, workers=WORKERS):
+            buf = buffers[key]
+            buf.records.extend(page.records)
+            buf.last = page
+            buf.pages += 1
+            self.bar(key[0]).update(len(page.records))
+            if len(buf.records) >= COMMIT_ROWS[key[0]] or not page.has_more:
+                flush(key)
+        for key in list(buffers):
+            flush(key)
+
+    def sync_full_lists(self, channel_ids: Sequence[str]) -> None:
+        """The full pass over operations and queries of channels whose pass is not complete (resumes mid-list)."""
+        streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
+        starts: dict[tuple[str, str], int] = {}
+        for table in ("operations", "queries"):
+            pages_of = self.client.operation_pages if table == "operations" else self.client.query_pages
+            for cid in channel_ids:
+                saved = self.wh.get_cursor(f"{table}:{cid}") or {}
+                if saved.get("complete"):
+                    continue
+                start = int(saved.get("offset", 0))
+                starts[(table, cid)] = start
+                streams[(table, cid)] = lambda p=pages_of, c=cid, s=start: p(c, start=s)
+        seen: Counter[tuple[str, str]] = Counter()
+
+        def cursor_of(key: tuple[str, str], buf: _Buffer) -> tuple[str, Any]:
+            seen[key] += len(buf.records)
+            assert buf.last is not None
+            complete = not buf.last.has_more or not buf.last.records
+            return f"{key[0]}:{key[1]}", {"offset": starts[key] + seen[key], "complete": complete}
+
+        self.consume(streams, cursor_of)
+
+    def sync_events(self, channel_ids: Sequence[str]) -> None:
+        """Each channel's event log forward from its saved message offset."""
+        streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
+        for cid in channel_ids:
+            saved = self.wh.get_cursor(f"events:{cid}") or {}
+            start = int(saved.get("next_offset", 0))
+            streams[("events", cid)] = lambda c=cid, s=start: self.client.event_pages(
+                c, start=s, limit=EVENT_PAGE_LIMIT)
+
+        def cursor_of(key: tuple[str, str], buf: _Buffer) -> tuple[str, Any]:
+            return f"events:{key[1]}", {"next_offset": getattr(buf.last, "next_offset", None)}
+
+        self.consume(streams, cursor_of)
+        for cid in channel_ids:
+            self.check_gaps(cid)
 
     def check_gaps(self, channel_id: str) -> None:
-        """Re-read once any hole in the channel's stored offsets; record holes that survive."""
+        """Re-read once any hole in the channel's stored offsets; record the holes that survive."""
         holes = self._holes(channel_id)
         for lo, hi in holes:
             for page in self.client.event_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT):
@@ -189,23 +307,67 @@ class Loader:
         ).fetchall()
         return [(int(lo), int(hi)) for lo, hi in rows]
 
-    def run(self, channels: Sequence[str] | None) -> None:
+    def refetch(self, channel_ids: Sequence[str], chunk: int = 200) -> None:
+        """Fetch one by one the operations and queries that events named but the warehouse lacks."""
+        getters = {"operation": ("operations", self.client.get_operation),
+                   "query": ("queries", self.client.get_query)}
+        for kind, (table, get) in getters.items():
+            rows = self.wh.con.execute(
+                "SELECT channel_id, id FROM sync_refetch WHERE kind = ? AND list_contains(?, channel_id) ORDER BY id",
+                [kind, list(channel_ids)],
+            ).fetchall()
+            for i in range(0, len(rows), chunk):
+                keys = [(str(c), str(x)) for c, x in rows[i : i + chunk]]
+                records = self._fetch_each(keys, get)
+                by_channel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+                for (cid, rid), record in zip(keys, records, strict=True):
+                    if record is None:
+                        self.result.rejected.append(f"{kind} {rid} is named by events but answers 404")
+                    else:
+                        by_channel[cid].append(record)
+                for cid in {c for c, _ in keys}:
+                    ids = [rid for c, rid in keys if c == cid]
+                    self.store(table, by_channel.get(cid, []), defaults={"channel_id": cid},
+                               done_refetch=(kind, ids))
+
+    def sync_non_terminal(self, channel_ids: Sequence[str]) -> None:
+        """Re-list operations and queries still in a non-terminal status (status filter: a few pages at most)."""
+        streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
+        for cid in channel_ids:
+            streams[("operations", cid)] = lambda c=cid: self.client.operation_pages(
+                c, status=NON_TERMINAL_OPERATION_STATUSES)
+            streams[("queries", cid)] = lambda c=cid: self.client.query_pages(c, status=NON_TERMINAL_QUERY_STATUSES)
+        self.consume(streams, lambda key, buf: None)
+
+    # ---- the run --------------------------------------------------------------------------------------------
+
+    def run(self, only_channels: Sequence[str] | None) -> None:
         """Every stream, in dependency order."""
-        self.sync_networks()
-        all_channels = self.sync_pages("channels", self.client.channel_pages(), "channels")
-        self.sync_pages("wallets", self.client.wallet_pages(), "wallets")
-        ids = [c["channel_id"] for c in all_channels if isinstance(c.get("channel_id"), str)]
-        if channels:
-            wanted = set(channels)
-            unknown = wanted - set(ids)
+        channel_ids = self.sync_small_lists()
+        if only_channels:
+            unknown = set(only_channels) - set(channel_ids)
             if unknown:
                 raise ChainopsError(
                     f"No channel with id {', '.join(sorted(unknown))} in this organisation; "
                     "run `chainops sql \"select channel_id, name from channels\"` to list them."
                 )
-            ids = [i for i in ids if i in wanted]
-        for channel_id in ids:
-            self.sync_channel(channel_id)
+            channel_ids = [c for c in channel_ids if c in set(only_channels)]
+        if self.full:
+            with self.wh.transaction():  # a killed --full run is continued by the next run
+                for cid in channel_ids:
+                    self.wh.set_cursor(f"operations:{cid}", {"offset": 0, "complete": False})
+                    self.wh.set_cursor(f"queries:{cid}", {"offset": 0, "complete": False})
+                    self.wh.set_cursor(f"events:{cid}", {"next_offset": 0})
+        incremental = all(
+            (self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries")
+            for c in channel_ids
+        )
+        self.sync_watchers(channel_ids)
+        self.sync_full_lists(channel_ids)
+        self.sync_events(channel_ids)
+        self.refetch(channel_ids)
+        if incremental:
+            self.sync_non_terminal(channel_ids)
 
 
 def sync(
@@ -220,19 +382,19 @@ def sync(
     """Sync the organisation into the warehouse and return what the run did.
 
     ``settings`` (default: from the environment) names the service, key and warehouse; pass ``client`` to reuse
-    one. ``channels`` limits the per-channel streams; ``full`` ignores saved cursors. Raises a
-    :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
-    ``sync_runs`` either way.
+    one. ``channels`` limits the per-channel streams; ``full`` reads every list and event log from the start again.
+    Raises a :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
+    ``sync_runs`` either way, and the next run resumes from the last committed batch.
     """
     settings = settings or Settings.load(warehouse=warehouse)
     path = warehouse or settings.warehouse
     own_client = client is None
     client = client or Client.from_settings(settings)
-    result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC))
+    result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
     requests0, retries0 = client.requests, client.retries
     try:
         with sync_lock(path), Warehouse(path) as wh:
-            _write_run(wh, result, client.base_url, full)
+            _write_run(wh, result, client.base_url)
             loader = Loader(client, wh, result, full=full, quiet=quiet)
             try:
                 loader.run(channels)
@@ -243,19 +405,21 @@ def sync(
                 result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
                 raise
             finally:
+                loader.close_bars()
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
                 result.finished_at = datetime.now(UTC)
                 if result.rejected and not result.message:
                     result.message = "; ".join(result.rejected[:20])
-                _write_run(wh, result, client.base_url, full)
+                _write_run(wh, result, client.base_url)
     finally:
         if own_client:
             client.close()
     return result
 
 
-def _write_run(wh: Warehouse, result: SyncResult, base_url: str, full: bool) -> None:
+def _write_run(wh: Warehouse, result: SyncResult, base_url: str) -> None:
+    rows = {t: {"new": result.rows[t], "updated": result.updated[t]} for t in set(result.rows) | set(result.updated)}
     wh.con.execute(
         """
         INSERT OR REPLACE INTO sync_runs
@@ -264,9 +428,8 @@ def _write_run(wh: Warehouse, result: SyncResult, base_url: str, full: bool) -> 
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
-            result.run_id, result.started_at, result.finished_at, result.outcome, base_url, full, result.requests,
-            result.retries, json.dumps(dict(result.rows)), len(result.rejected), json.dumps(result.gaps),
+            result.run_id, result.started_at, result.finished_at, result.outcome, base_url, result.full,
+            result.requests, result.retries, json.dumps(rows), len(result.rejected), json.dumps(result.gaps),
             result.message,
         ],
     )
-

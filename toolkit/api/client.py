@@ -146,9 +146,11 @@ class Client:
 
     # ---- paging helpers -------------------------------------------------------------------------------------
 
-    def offset_pages(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int) -> Iterator[Page]:
-        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward."""
-        pager = OffsetPaginator(path, params, limit=limit)
+    def offset_pages(
+        self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0
+    ) -> Iterator[Page]:
+        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``."""
+        pager = OffsetPaginator(path, params, limit=limit, start=start)
         while not pager.done:
             request = pager.next_request()
             page = unwrap_list(self.request("GET", path, params=request), path, request)
@@ -270,10 +272,10 @@ class Client:
 
     # ---- operations -----------------------------------------------------------------------------------------
 
-    def operation_pages(self, channel_id: str, **filters: Any) -> Iterator[Page]:
+    def operation_pages(self, channel_id: str, *, start: int = 0, **filters: Any) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/operations`` (filters: status, chain_selector, address, wallet_id, ...)."""
         return self.offset_pages(
-            f"channels/{channel_id}/operations", filters, limit=spec.PAGE_LIMITS["operations"].maximum
+            f"channels/{channel_id}/operations", filters, limit=spec.PAGE_LIMITS["operations"].maximum, start=start
         )
 
     def iter_operations(self, channel_id: str, **filters: Any) -> Iterator[Record]:
@@ -302,9 +304,11 @@ class Client:
 
     # ---- queries --------------------------------------------------------------------------------------------
 
-    def query_pages(self, channel_id: str, **filters: Any) -> Iterator[Page]:
-        """Pages of ``GET /channels/{id}/queries``."""
-        return self.offset_pages(f"channels/{channel_id}/queries", filters, limit=spec.PAGE_LIMITS["queries"].maximum)
+    def query_pages(self, channel_id: str, *, start: int = 0, **filters: Any) -> Iterator[Page]:
+        """Pages of ``GET /channels/{id}/queries`` (filters: status, query_kind, chain_selector)."""
+        return self.offset_pages(
+            f"channels/{channel_id}/queries", filters, limit=spec.PAGE_LIMITS["queries"].maximum, start=start
+        )
 
     def iter_queries(self, channel_id: str, **filters: Any) -> Iterator[Record]:
         """Every query of a channel."""

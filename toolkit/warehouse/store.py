@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
+from .patch import apply_operation_events, apply_query_events
 from .views import view_statements
 
 
@@ -61,6 +62,7 @@ class Warehouse:
                 "check the path and that it is a DuckDB file"
             raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         self.con.execute("SET TimeZone = 'UTC'")
+        self._column_cache: dict[str, list[str]] = {}
         if not read_only:
             self.ensure_schema()
 
@@ -96,24 +98,44 @@ class Warehouse:
             raise
         self.con.execute("COMMIT")
 
-    def upsert(self, table: str, batch: pa.RecordBatch | pa.Table, *, synced_at: Any = None) -> int:
-        """Insert or replace ``batch``'s rows in ``table`` by primary key (call inside :meth:`transaction`)."""
+    def upsert(self, table: str, batch: pa.RecordBatch | pa.Table) -> tuple[int, int]:
+        """Insert or replace ``batch``'s rows in ``table`` by primary key (call inside :meth:`transaction`).
+
+        Returns ``(new, updated)``: rows whose key was not there before, and rows that replaced an existing one.
+        """
         if batch.num_rows == 0:
-            return 0
+            return 0, 0
         tspec = TABLES[table]
         data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         view = f"_incoming_{table}"
         self.con.register(view, data)
         try:
+            keys = " AND ".join(f"t.{k} = b.{k}" for k in tspec.key)
+            existing = self.con.execute(
+                f'SELECT count(*) FROM "{tspec.name}" t SEMI JOIN {view} b ON {keys}'
+            ).fetchone()[0]
             if table == "operation_transactions":
                 self.con.execute(
                     f"DELETE FROM operation_transactions WHERE operation_id IN (SELECT operation_id FROM {view})"
                 )
-            extra_cols = ", now() AS synced_at" if "synced_at" in self.columns(table) else ""
+            extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
             self.con.execute(f'INSERT OR REPLACE INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
+            self.after_upsert(table, view)
         finally:
             self.con.unregister(view)
-        return data.num_rows
+        return data.num_rows - int(existing), int(existing)
+
+    def after_upsert(self, table: str, view: str) -> None:
+        """Apply new events to the resources they report on (see :mod:`.patch`), in the same transaction."""
+        if table == "events":
+            apply_operation_events(self.con, view)
+            apply_query_events(self.con, view)
+
+    def _columns_of(self, table: str) -> list[str]:
+        cached = self._column_cache.get(table)
+        if cached is None:
+            cached = self._column_cache[table] = self.columns(table)
+        return cached
 
     def columns(self, table: str) -> list[str]:
         """Column names of a table or view."""

@@ -164,3 +164,11 @@ CREATE TABLE IF NOT EXISTS sync_runs (
     gaps JSON,
     message VARCHAR
 );
+
+-- Records the loaders must fetch one by one: seen in events but not (or not fully) in the warehouse yet.
+CREATE TABLE IF NOT EXISTS sync_refetch (
+    kind VARCHAR,
+    channel_id VARCHAR,
+    id VARCHAR,
+    PRIMARY KEY (kind, id)
+);

@@ -1,0 +1,111 @@
+"""Moving resource rows forward from the events that report their moves.
+
+Every status move of an operation or a query emits an event (API.md: "Lifecycle state can also be observed by
+fetching the resource again instead of reading events"), so an incremental sync reads the event log and applies it
+to the ``operations`` and ``queries`` rows in the same transaction as the events, instead of re-listing history.
+Moves only go forward (by stage order; terminal statuses are final). Ids the warehouse does not know yet, and drafts
+whose finalize or cancel changed fields that events do not carry, are queued in ``sync_refetch`` for a one-by-one
+fetch.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from .. import spec
+
+
+def _list(values: object) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"  # type: ignore[attr-defined]
+
+
+_OP_TERMINAL = _list(sorted(spec.OPERATION_TERMINAL))
+_Q_TERMINAL = _list(sorted(spec.QUERY_TERMINAL))
+
+
+def _rank(expr: str, order: dict[str, int]) -> str:
+    """SQL for the stage rank of a status expression (NULL for an unknown status)."""
+    return f"(CASE {expr} " + " ".join(f"WHEN '{s}' THEN {r}" for s, r in order.items()) + " END)"
+
+
+def _op_rank(expr: str) -> str:
+    return _rank(expr, spec.OPERATION_STAGE_ORDER)
+
+
+def _q_rank(expr: str) -> str:
+    return _rank(expr, spec.QUERY_STAGE_ORDER)
+
+
+def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """Apply the ``operation.status`` events of ``view`` (a registered batch) to ``operations``; queue unknown ids."""
+    latest = f"""
+        SELECT operation_id,
+               any_value(channel_id) AS channel_id,
+               arg_max(status, ({_op_rank('status')}, ts)) AS status,
+               max(ts) AS ts,
+               max({_op_rank('status')}) AS rank
+        FROM {view}
+        WHERE type = 'operation.status' AND operation_id IS NOT NULL AND ts IS NOT NULL
+          AND {_op_rank('status')} IS NOT NULL
+        GROUP BY operation_id
+    """
+    con.execute(f"""
+        INSERT OR IGNORE INTO sync_refetch
+        SELECT 'operation', l.channel_id, l.operation_id
+        FROM ({latest}) l LEFT JOIN operations o USING (operation_id)
+        WHERE o.operation_id IS NULL OR (o.status = 'pending_signature' AND l.status <> 'pending_signature')
+    """)
+    con.execute(f"""
+        UPDATE operations AS o SET
+            status = l.status,
+            updated_at = greatest(coalesce(o.updated_at, l.ts), l.ts),
+            confirmed_at = CASE WHEN l.status = 'confirmed' THEN coalesce(o.confirmed_at, l.ts) ELSE o.confirmed_at END,
+            cancelled_at = CASE WHEN l.status = 'cancelled' THEN coalesce(o.cancelled_at, l.ts) ELSE o.cancelled_at END,
+            synced_at = now()
+        FROM ({latest}) l
+        WHERE o.operation_id = l.operation_id
+          AND NOT list_contains({_OP_TERMINAL}, o.status)
+          AND {_op_rank('o.status')} IS NOT NULL
+          AND (list_contains({_OP_TERMINAL}, l.status) OR l.rank > {_op_rank('o.status')})
+    """)
+
+
+def apply_query_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """Apply the ``query.status`` events of ``view`` to ``queries`` (status and each ``<status>_at``)."""
+    per_status = ",\n".join(
+        f"min(ts) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.QUERY_STATUSES
+    )
+    latest = f"""
+        SELECT query_id,
+               any_value(channel_id) AS channel_id,
+               arg_max(status, ({_q_rank('status')}, ts)) AS status,
+               max(ts) AS ts,
+               max({_q_rank('status')}) AS rank,
+               arg_max(event_hash, ts) FILTER (WHERE event_hash IS NOT NULL) AS event_hash,
+               bool_or(proof_count > 0) AS has_proof,
+               {per_status}
+        FROM {view}
+        WHERE type = 'query.status' AND query_id IS NOT NULL AND ts IS NOT NULL AND {_q_rank('status')} IS NOT NULL
+        GROUP BY query_id
+    """
+    sets = ",\n".join(f"{s}_at = coalesce(q.{s}_at, l.{s}_at)" for s in spec.QUERY_STATUSES)
+    con.execute(f"""
+        INSERT OR IGNORE INTO sync_refetch
+        SELECT 'query', l.channel_id, l.query_id
+        FROM ({latest}) l LEFT JOIN queries q USING (query_id)
+        WHERE q.query_id IS NULL
+    """)
+    con.execute(f"""
+        UPDATE queries AS q SET
+            status = l.status,
+            updated_at = greatest(coalesce(q.updated_at, l.ts), l.ts),
+            event_hash = coalesce(l.event_hash, q.event_hash),
+            has_proof = coalesce(q.has_proof, false) OR coalesce(l.has_proof, false),
+            {sets},
+            synced_at = now()
+        FROM ({latest}) l
+        WHERE q.query_id = l.query_id
+          AND NOT list_contains({_Q_TERMINAL}, q.status)
+          AND {_q_rank('q.status')} IS NOT NULL
+          AND (list_contains({_Q_TERMINAL}, l.status) OR l.rank > {_q_rank('q.status')})
+    """)
