@@ -56,13 +56,13 @@ class EventLog:
         self._ts = array("q")
         self._types = bytearray()
         self._status: list[str | None] = []
-        self._subject: list[str] = []
         self._chain: list[str] = []
         self._address: list[str | None] = []
         self._extra: list[str | None] = []
         self._service: list[str | None] = []
         self._by_type: dict[int, array] = {code: array("q") for code in TYPE_CODE.values()}
         self._by_id: dict[str, int] = {}
+        self._by_subject: dict[str, array] = {}
         self._last_ts = 0
 
     def __len__(self) -> int:
@@ -87,12 +87,15 @@ class EventLog:
         self._types.append(code)
         self._by_type[code].append(offset)
         self._status.append(meta.status)
-        self._subject.append(meta.subject)
         self._chain.append(meta.chain_selector)
         self._address.append(meta.address)
         self._extra.append(meta.extra)
         self._service.append(meta.service)
         self._by_id[event_id] = offset
+        subject = self._by_subject.get(meta.subject)
+        if subject is None:
+            subject = self._by_subject[meta.subject] = array("q")
+        subject.append(offset)
         return offset
 
     # -- reading ---------------------------------------------------------------------------------------------------
@@ -146,7 +149,14 @@ class EventLog:
                 hi = min(hi, bisect_right(self._ts, times.lte))
         return lo, hi
 
-    def _candidates(self, lo: int, hi: int, types: frozenset[str] | None, descending: bool) -> Iterable[int]:
+    def _candidates(self, lo: int, hi: int, types: frozenset[str] | None, descending: bool,
+                    subject: str | None = None) -> Iterable[int]:
+        if subject is not None:  # the subject's own (short) offset list, filtered by type
+            arr = self._by_subject.get(subject, array("q"))
+            a, b = bisect_left(arr, lo), bisect_left(arr, hi)
+            codes = None if types is None else {TYPE_CODE[t] for t in types if t in TYPE_CODE}
+            picked = [o for o in arr[a:b] if codes is None or self._types[o] in codes]
+            return reversed(picked) if descending else picked
         if types is None or len(types) == len(TYPE_CODE):
             return range(hi - 1, lo - 1, -1) if descending else range(lo, hi)
         arrays = [self._by_type[TYPE_CODE[t]] for t in types if t in TYPE_CODE]
@@ -162,39 +172,38 @@ class EventLog:
         return reversed(merged) if descending else merged
 
     def select(self, start: int, limit: int, *, types: frozenset[str] | None = None, times: TimeRange | None = None,
-               match: Callable[[int], bool] | None = None, descending: bool = False) -> tuple[list[int], bool]:
+               match: Callable[[int], bool] | None = None, descending: bool = False,
+               subject: str | None = None) -> tuple[list[int], bool]:
         """Offsets of up to ``limit`` matching events, and whether more match beyond them.
 
-        Ascending from offset ``start``; or, with ``descending``, newest first from the end.
+        Ascending from offset ``start``; or, with ``descending``, newest first from the end. ``subject`` limits the
+        events to one operation/query/watcher/wallet id (through its index); ``match`` checks the other filters.
         """
         lo, hi = self.bounds(start, times)
         if lo >= hi:
             return [], False
-        if types is None and match is None:
+        if types is None and match is None and subject is None:
             if descending:
                 first = max(lo, hi - limit)
                 return list(range(hi - 1, first - 1, -1)), first > lo
             last = min(hi, lo + limit)
             return list(range(lo, last)), last < hi
         out: list[int] = []
-        for offset in self._candidates(lo, hi, types, descending):
+        for offset in self._candidates(lo, hi, types, descending, subject):
             if match is None or match(offset):
                 if len(out) == limit:
                     return out, True
                 out.append(offset)
         return out, False
 
-    def matcher(self, *, status: frozenset[str] | None = None, subject: str | None = None,
-                chains: frozenset[str] | None = None, addresses: frozenset[str] | None = None,
-                extra: str | None = None, services: frozenset[str] | None = None,
-                times: TimeRange | None = None) -> Callable[[int], bool] | None:
+    def matcher(self, *, status: frozenset[str] | None = None, chains: frozenset[str] | None = None,
+                addresses: frozenset[str] | None = None, extra: str | None = None,
+                services: frozenset[str] | None = None) -> Callable[[int], bool] | None:
         """A predicate over offsets for the given filters (``None`` when there are none). Addresses compare
         case-insensitively (pass them lower-cased)."""
         checks: list[Callable[[int], bool]] = []
         if status is not None:
             checks.append(lambda o, s=self._status: s[o] in status)
-        if subject is not None:
-            checks.append(lambda o, s=self._subject: s[o] == subject)
         if chains is not None:
             checks.append(lambda o, s=self._chain: s[o] in chains)
         if addresses is not None:
@@ -203,8 +212,6 @@ class EventLog:
             checks.append(lambda o, s=self._extra: s[o] == extra)
         if services is not None:
             checks.append(lambda o, s=self._service: s[o] in services)
-        if times is not None and (times.gt, times.gte, times.lt, times.lte) != (None, None, None, None):
-            checks.append(lambda o, t=self._ts: times.contains(t[o]))
         if not checks:
             return None
         if len(checks) == 1:

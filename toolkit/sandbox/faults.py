@@ -54,6 +54,7 @@ class _Bucket:
         self.stamp = now
 
     def take(self, now: float) -> bool:
+        """Refill for the time passed, then take one token if there is one."""
         self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
         self.stamp = now
         if self.tokens >= 1.0:

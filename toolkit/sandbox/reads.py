@@ -110,8 +110,12 @@ def list_operations(b: Backend, req: Request, channel_id: str) -> Response:
     limit, offset = paging(q, PAGE_LIMITS["operations"])
     statuses = many(q, "status", OPERATION_STATUSES)
     chain, addr, wallet_id, env = one(q, "chain_selector"), address(q, "address"), uuid(q, "wallet_id"), _environment(q)
+    ids = b.org.channel_operations[channel_id]
+    if all(f is None for f in (statuses, chain, addr, wallet_id, env)):  # no filter: page the id list
+        window, more = page(ids, limit, offset)
+        return list_response([b.org.operations[o] for o in window], more)
     owner = b.org.operation_wallet
-    ops = (b.org.operations[o] for o in b.org.channel_operations[channel_id])
+    ops = (b.org.operations[o] for o in ids)
     items = [o for o in ops
              if (statuses is None or o["status"] in statuses) and (chain is None or o["chain_selector"] == chain)
              and (env is None or o["chain_selector"] in env) and (addr is None or o["address"].lower() == addr)
@@ -132,7 +136,11 @@ def list_queries(b: Backend, req: Request, channel_id: str) -> Response:
     statuses = many(q, "status", QUERY_STATUSES)
     kinds = many(q, "query_kind", tuple(k.value for k in QueryKind))
     chain, env = one(q, "chain_selector"), _environment(q)
-    queries = (b.org.queries[x] for x in b.org.channel_queries[channel_id])
+    ids = b.org.channel_queries[channel_id]
+    if all(f is None for f in (statuses, kinds, chain, env)):
+        window, more = page(ids, limit, offset)
+        return list_response([b.org.queries[x] for x in window], more)
+    queries = (b.org.queries[x] for x in ids)
     items = [x for x in queries
              if (statuses is None or x["status"] in statuses) and (kinds is None or x["query_kind"] in kinds)
              and (chain is None or x["chain_selector"] == chain) and (env is None or x["chain_selector"] in env)]
