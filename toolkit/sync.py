@@ -186,17 +186,21 @@ class Loader:
         return list(dict.fromkeys(channel_ids))
 
     def sync_watchers(self, channel_ids: Sequence[str]) -> None:
-        """Each channel's watchers: the list (summaries), then every watcher's detail (events, ABI, config)."""
+        """Each channel's watchers: the list of summaries, then the detail (events, ABI, config) of each watcher
+        that is new or whose name or status changed since the warehouse saw it."""
         streams = {cid: (lambda cid=cid: self.client.watcher_pages(cid)) for cid in channel_ids}
-        wanted: list[tuple[str, str]] = []
+        summaries: list[tuple[str, dict[str, Any]]] = []
         for cid, page in prefetch(streams, workers=WORKERS):
-            self.store("watchers", page.records, page=page, defaults={"channel_id": cid})
-            wanted += [(cid, w["watcher_id"]) for w in page.records if isinstance(w.get("watcher_id"), str)]
-        details = self._fetch_each(wanted, self.client.get_watcher)
+            summaries += [(cid, w) for w in page.records if isinstance(w.get("watcher_id"), str)]
+        known = {
+            wid: (name, status)
+            for wid, name, status in self.wh.con.execute("SELECT watcher_id, name, status FROM watchers").fetchall()
+        }
+        changed = [(cid, w) for cid, w in summaries if known.get(w["watcher_id"]) != (w.get("name"), w.get("status"))]
+        details = self._fetch_each([(cid, w["watcher_id"]) for cid, w in changed], self.client.get_watcher)
         by_channel: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for (cid, _), record in zip(wanted, details, strict=True):
-            if record is not None:
-                by_channel[cid].append(record)
+        for (cid, summary), detail in zip(changed, details, strict=True):
+            by_channel[cid].append(detail if detail is not None else summary)
         for cid, records in by_channel.items():
             self.store("watchers", records, defaults={"channel_id": cid})
 

@@ -36,6 +36,19 @@ def _q_rank(expr: str) -> str:
     return _rank(expr, spec.QUERY_STAGE_ORDER)
 
 
+#: Workflow ids an ``operation.status`` payload carries for the move it reports; the record keeps the latest.
+_WORKFLOW_FIELDS = (
+    "operation_writer_workflow_id",
+    "operation_writer_workflow_execution_id",
+    "operation_status_workflow_id",
+    "operation_status_workflow_execution_id",
+)
+_workflow_ids = ",\n".join(
+    f"arg_max(json_extract_string(payload, '$.{f}'), ({_op_rank('status')}, ts)) AS {f}" for f in _WORKFLOW_FIELDS
+)
+_workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_FIELDS)
+
+
 def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
     """Apply the ``operation.status`` events of ``view`` (a registered batch) to ``operations``; queue unknown ids."""
     latest = f"""
@@ -43,7 +56,8 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
                any_value(channel_id) AS channel_id,
                arg_max(status, ({_op_rank('status')}, ts)) AS status,
                max(ts) AS ts,
-               max({_op_rank('status')}) AS rank
+               max({_op_rank('status')}) AS rank,
+               {_workflow_ids}
         FROM {view}
         WHERE type = 'operation.status' AND operation_id IS NOT NULL AND ts IS NOT NULL
           AND {_op_rank('status')} IS NOT NULL
@@ -61,6 +75,7 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
             updated_at = greatest(coalesce(o.updated_at, l.ts), l.ts),
             confirmed_at = CASE WHEN l.status = 'confirmed' THEN coalesce(o.confirmed_at, l.ts) ELSE o.confirmed_at END,
             cancelled_at = CASE WHEN l.status = 'cancelled' THEN coalesce(o.cancelled_at, l.ts) ELSE o.cancelled_at END,
+            {_workflow_sets},
             synced_at = now()
         FROM ({latest}) l
         WHERE o.operation_id = l.operation_id
