@@ -25,6 +25,8 @@ _REASONS = {
     "expired": "deadline elapsed",
 }
 _CONFIDENCE = {"confirmed_latest": "latest", "confirmed_safe": "safe", "confirmed": "finalized"}
+_WRITER_WORKFLOW_KEYS = ("operation_writer_workflow_id", "operation_writer_workflow_execution_id")
+_STATUS_WORKFLOW_KEYS = ("operation_status_workflow_id", "operation_status_workflow_execution_id")
 #: Share of failures rejected before broadcast (the rest revert on chain).
 PRE_BROADCAST_SHARE = 0.4
 
@@ -213,9 +215,10 @@ class OperationsMixin(Core):
             payload["event_hash"] = event_hash(blob)
             payload["verifiable_event"] = blob
             proof = self.proof_for(payload["event_hash"])
-        for key in ("operation_writer_workflow_id", "operation_writer_workflow_execution_id",
-                    "operation_status_workflow_id", "operation_status_workflow_execution_id"):
-            if key in op and (status in OPERATION_PROOF_STATUSES or "writer" in key):
+        # the writer workflow reports the relay steps, the status workflow the finality stages
+        keys = _STATUS_WORKFLOW_KEYS if status in OPERATION_PROOF_STATUSES else _WRITER_WORKFLOW_KEYS
+        for key in keys:
+            if key in op:
                 payload[key] = op[key]
         meta = EventMeta(status, oid, op["chain_selector"], op["address"], op["wallet_operation_id"])
         self.emit(self._op_channel[oid], "operation.status", payload, meta, proof)

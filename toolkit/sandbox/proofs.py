@@ -62,6 +62,6 @@ def ocr_proof(rng: random.Random, owner: bytes, hash_hex: str, ts: int, workflow
     return {
         "alg": OCR_ALG,
         "ocr_report": "0x" + report.hex(),
-        "ocr_context": "0x" + rng.randbytes(64).hex(),
+        "ocr_context": "0x" + rng.randbytes(32).hex(),
         "signatures": signatures,
     }

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from toolkit.sandbox.app import SandboxApp
@@ -17,6 +19,17 @@ from toolkit.sandbox.truth import Truth
 
 if TYPE_CHECKING:
     from toolkit.sandbox.serve import ServerHandle
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Sandbox:
@@ -46,9 +59,11 @@ class Sandbox:
         for index, key in enumerate(keys):
             self._backends[key] = Backend(self._engine, seed, index, api_key_name=f"sandbox-org-{index + 1}")
         self._not_onboarded = frozenset(not_onboarded) - set(keys)
-        if seeded:
-            Scenario(self._backends[keys[0]], seed, self.start, days, operations_per_day, live=speed > 0).schedule()
-        self._engine.run_until(self.start)
+        with _gc_paused():  # the backfill allocates many long-lived containers; cyclic GC passes only cost time
+            if seeded:
+                Scenario(self._backends[keys[0]], seed, self.start, days, operations_per_day,
+                         live=speed > 0).schedule()
+            self._engine.run_until(self.start)
         config = FaultConfig(fail_rate=fail_rate, rate_limit=rate_limit, slow_rate=slow_rate,
                              slow_seconds=slow_seconds, truncate_rate=truncate_rate, drop_rate=drop_rate,
                              malformed_rate=malformed_rate)
