@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,7 @@ from toolkit.sandbox import router
 from toolkit.sandbox.apierror import ApiError, validation
 from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.faults import Fault, FaultInjector
-from toolkit.sandbox.http import Request, Response, error_response, json_response
+from toolkit.sandbox.messages import Request, Response, error_response, json_response
 from toolkit.spec import ErrorType
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 HEALTH = Response(200, b'{"status":"ok"}')
+log = logging.getLogger("toolkit.sandbox")
 
 
 class _Drop(Exception):
@@ -86,6 +88,9 @@ class SandboxApp:
             return self._dispatch(req)
         except ApiError as err:
             return error_response(err)
+        except Exception:  # a sandbox bug: answer like the service would, keep the traceback in the log
+            log.exception("sandbox failed on %s %s", req.method, req.path)
+            return error_response(ApiError(500, ErrorType.INTERNAL_ERROR, "internal error"))
 
     def _dispatch(self, req: Request) -> Response:
         path = req.path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from toolkit.sandbox.apierror import ApiError, validation
 from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.eventlog import TimeRange
-from toolkit.sandbox.http import Request, Response, events_response
+from toolkit.sandbox.messages import Request, Response, events_response
 from toolkit.sandbox.networks import MODELS
 from toolkit.sandbox.params import integer, many, one
 from toolkit.spec import EVENT_SEARCH_FILTERS, EVENT_TYPES, PAGE_LIMITS, ChainEnvironment, ErrorType

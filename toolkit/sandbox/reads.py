@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolkit.sandbox.backend import Backend
-from toolkit.sandbox.http import Request, Response, json_response, list_response
+from toolkit.sandbox.messages import Request, Response, json_response, list_response
 from toolkit.sandbox.networks import MODELS, network_records
 from toolkit.sandbox.params import address, many, one, page, paging, uuid
 from toolkit.sandbox.resources import watcher_summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from toolkit.sandbox import events_api, reads, writes
-from toolkit.sandbox.http import Response
+from toolkit.sandbox.messages import Response
 
 Handler = Callable[..., Response]
 

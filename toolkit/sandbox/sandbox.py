@@ -46,6 +46,10 @@ class Sandbox:
                  start: int | None = None, fail_rate: float = 0.0, rate_limit: float | None = None,
                  slow_rate: float = 0.0, slow_seconds: float = 5.0, truncate_rate: float = 0.0,
                  drop_rate: float = 0.0, malformed_rate: float = 0.0) -> None:
+        if isinstance(orgs, str):
+            orgs = (orgs,)
+        if isinstance(not_onboarded, str):
+            not_onboarded = (not_onboarded,)
         keys = list(dict.fromkeys(orgs))
         if not keys:
             raise ValueError("at least one onboarded organisation key is needed")

@@ -78,7 +78,7 @@ def start_server(app: Any, host: str = "127.0.0.1", port: int = 0, timeout: floa
     sock.bind((host, port))
     sock.listen(128)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="critical", access_log=False, lifespan="on", http="h11",
+    config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on", http="h11",
                             loop="asyncio", ws="none", timeout_keep_alive=30)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="sandbox-server", daemon=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from toolkit.sandbox import validate
 from toolkit.sandbox.backend import Backend
-from toolkit.sandbox.http import Request, Response, json_response
+from toolkit.sandbox.messages import Request, Response, json_response
 
 
 def create_wallet(b: Backend, req: Request) -> Response:
