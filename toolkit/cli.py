@@ -131,6 +131,9 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, orgs=tuple(args.org or ["sandbox-key"]),
         not_onboarded=tuple(args.not_onboarded or ()), seed=args.seed, days=args.days, empty=args.empty,
         speed=args.speed, fail_rate=args.fail_rate, rate_limit=args.rate_limit,
+        operations_per_day=args.operations_per_day, start=args.start, slow_rate=args.slow_rate,
+        slow_seconds=args.slow_seconds, truncate_rate=args.truncate_rate, drop_rate=args.drop_rate,
+        malformed_rate=args.malformed_rate,
     )
     return 0
 
@@ -208,7 +211,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-rate", type=float, default=0.0, metavar="P",
                    help="share of requests answered 500 INTERNAL_ERROR (fault injection)")
     p.add_argument("--rate-limit", type=float, default=None, metavar="RPS",
-                   help="requests per second before answering 429 (fault injection)")
+                   help="requests per second before answering 429 with Retry-After (fault injection)")
+    p.add_argument("--operations-per-day", type=float, default=400, metavar="N",
+                   help="scenario size: operations per day of history (default 400; events are about 8x that)")
+    p.add_argument("--start", type=int, default=None, metavar="UNIX",
+                   help="simulated 'now' at start, unix seconds (default: the current minute)")
+    p.add_argument("--slow-rate", type=float, default=0.0, metavar="P", help="share of answers delayed (fault)")
+    p.add_argument("--slow-seconds", type=float, default=5.0, metavar="S", help="delay of a slow answer (default 5)")
+    p.add_argument("--truncate-rate", type=float, default=0.0, metavar="P",
+                   help="share of answers cut short after the headers (fault)")
+    p.add_argument("--drop-rate", type=float, default=0.0, metavar="P",
+                   help="share of connections closed before answering (fault)")
+    p.add_argument("--malformed-rate", type=float, default=0.0, metavar="P",
+                   help="share of answers that are 200 with invalid JSON (fault)")
     p.set_defaults(func=cmd_sandbox)
     return parser
 

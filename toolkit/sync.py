@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -42,10 +43,15 @@ from .config import Settings
 from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.models import refresh_models
+from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = 200
 #: Rows per committed batch of one stream (a crash loses at most this much work, never data).
-COMMIT_ROWS = {"events": 5000, "operations": 1000, "queries": 1000}
+COMMIT_ROWS = {"events": 20000, "operations": 5000, "queries": 5000}
+#: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), and a
+#: memory ceiling so a long history never grows the process.
+SYNC_MEMORY_LIMIT = "192MB"
+SYNC_CHECKPOINT_THRESHOLD = "256MB"
 #: Concurrent fetches (threads sharing one client).
 WORKERS = 4
 NON_TERMINAL_OPERATION_STATUSES = [s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL]
@@ -68,6 +74,8 @@ class SyncResult:
     rejected: list[str] = field(default_factory=list)
     gaps: dict[str, list[list[int]]] = field(default_factory=dict)
     message: str | None = None
+    #: Wall seconds per phase of the run (small lists, watchers, full lists, events, refetch, ...).
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -120,6 +128,7 @@ class Loader:
         self.full = full
         self.show_progress = not quiet and _interactive()
         self.bars: dict[str, tqdm] = {}
+        self.writer = Writer()
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -147,13 +156,18 @@ class Loader:
         cursor: tuple[str, Any] | None = None,
         done_refetch: tuple[str, Sequence[str]] | None = None,
     ) -> None:
-        """Convert and upsert records (with their cursor and refetch bookkeeping) in one transaction."""
+        """Convert records here, then upsert them (with their cursor and refetch bookkeeping) in one transaction
+        on the writer thread."""
         batch, rejected = to_batch(table, records, defaults=defaults)
         tx_batch = None
         if table == "operations":
             tx_batch, tx_rejected = to_batch("operation_transactions", transaction_records(records))
             rejected += tx_rejected
         self._note_rejected(rejected, page)
+        self.writer.submit(lambda: self._write(table, batch, tx_batch, cursor, done_refetch))
+
+    def _write(self, table: str, batch: Any, tx_batch: Any, cursor: tuple[str, Any] | None,
+               done_refetch: tuple[str, Sequence[str]] | None) -> None:
         with self.wh.transaction():
             new, updated = self.wh.upsert(table, batch)
             if tx_batch is not None:
@@ -192,6 +206,7 @@ class Loader:
         summaries: list[tuple[str, dict[str, Any]]] = []
         for cid, page in prefetch(streams, workers=WORKERS):
             summaries += [(cid, w) for w in page.records if isinstance(w.get("watcher_id"), str)]
+        self.writer.drain()
         known = {
             wid: (name, status)
             for wid, name, status in self.wh.con.execute("SELECT watcher_id, name, status FROM watchers").fetchall()
@@ -252,6 +267,7 @@ class Loader:
         """The full pass over operations and queries of channels whose pass is not complete (resumes mid-list)."""
         streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
         starts: dict[tuple[str, str], int] = {}
+        self.writer.drain()
         for table in ("operations", "queries"):
             pages_of = self.client.operation_pages if table == "operations" else self.client.query_pages
             for cid in channel_ids:
@@ -274,6 +290,7 @@ class Loader:
     def sync_events(self, channel_ids: Sequence[str]) -> None:
         """Each channel's event log forward from its saved message offset."""
         streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
+        self.writer.drain()
         for cid in channel_ids:
             saved = self.wh.get_cursor(f"events:{cid}") or {}
             start = int(saved.get("next_offset", 0))
@@ -289,12 +306,14 @@ class Loader:
 
     def check_gaps(self, channel_id: str) -> None:
         """Re-read once any hole in the channel's stored offsets; record the holes that survive."""
+        self.writer.drain()
         holes = self._holes(channel_id)
         for lo, hi in holes:
             for page in self.client.event_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT):
                 self.store("events", page.records, page=page, defaults={"channel_id": channel_id})
                 if page.next_offset is None or page.next_offset > hi:
                     break
+        self.writer.drain()
         left = self._holes(channel_id) if holes else []
         if left:
             self.result.gaps[channel_id] = [list(h) for h in left]
@@ -315,11 +334,16 @@ class Loader:
         """Fetch one by one the operations and queries that events named but the warehouse lacks."""
         getters = {"operation": ("operations", self.client.get_operation),
                    "query": ("queries", self.client.get_query)}
-        for kind, (table, get) in getters.items():
-            rows = self.wh.con.execute(
+        self.writer.drain()
+        queued = {
+            kind: self.wh.con.execute(
                 "SELECT channel_id, id FROM sync_refetch WHERE kind = ? AND list_contains(?, channel_id) ORDER BY id",
                 [kind, list(channel_ids)],
             ).fetchall()
+            for kind in getters
+        }
+        for kind, (table, get) in getters.items():
+            rows = queued[kind]
             for i in range(0, len(rows), chunk):
                 keys = [(str(c), str(x)) for c, x in rows[i : i + chunk]]
                 records = self._fetch_each(keys, get)
@@ -347,7 +371,9 @@ class Loader:
 
     def run(self, only_channels: Sequence[str] | None) -> None:
         """Every stream, in dependency order."""
+        started = time.perf_counter()
         channel_ids = self.sync_small_lists()
+        self.result.phases["small lists"] = round(time.perf_counter() - started, 3)
         if only_channels:
             unknown = set(only_channels) - set(channel_ids)
             if unknown:
@@ -356,6 +382,7 @@ class Loader:
                     "run `chainops sql \"select channel_id, name from channels\"` to list them."
                 )
             channel_ids = [c for c in channel_ids if c in set(only_channels)]
+        self.writer.drain()
         if self.full:
             with self.wh.transaction():  # a killed --full run is continued by the next run
                 for cid in channel_ids:
@@ -366,12 +393,17 @@ class Loader:
             (self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries")
             for c in channel_ids
         )
-        self.sync_watchers(channel_ids)
-        self.sync_full_lists(channel_ids)
-        self.sync_events(channel_ids)
-        self.refetch(channel_ids)
+        phases: list[tuple[str, Callable[[Sequence[str]], None]]] = [
+            ("watchers", self.sync_watchers), ("full lists", self.sync_full_lists), ("events", self.sync_events),
+            ("refetch", self.refetch),
+        ]
         if incremental:
-            self.sync_non_terminal(channel_ids)
+            phases.append(("non-terminal", self.sync_non_terminal))
+        for name, phase in phases:
+            started = time.perf_counter()
+            phase(channel_ids)
+            self.writer.drain()
+            self.result.phases[name] = round(time.perf_counter() - started, 3)
 
 
 def sync(
@@ -397,18 +429,25 @@ def sync(
     result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
     requests0, retries0 = client.requests, client.retries
     try:
-        with sync_lock(path), Warehouse(path) as wh:
+        with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
+            wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
             _write_run(wh, result, client.base_url)
             loader = Loader(client, wh, result, full=full, quiet=quiet)
             try:
                 loader.run(channels)
+                started = time.perf_counter()
                 refresh_models(wh)
+                result.phases["models"] = round(time.perf_counter() - started, 3)
+                started = time.perf_counter()
+                wh.con.execute("CHECKPOINT")
+                result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
                 result.outcome = "partial" if result.rejected or result.gaps else "ok"
             except BaseException as exc:
                 result.outcome = "failed"
                 result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
                 raise
             finally:
+                loader.writer.close()
                 loader.close_bars()
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0

@@ -288,7 +288,11 @@ def _json_text(value: Any) -> bytes | None:
 def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[str, Any]]) -> pa.Array:
     """An Arrow array for one column; bad values become NULL and are noted in ``invalid`` by row."""
     if col.kind == "json":
-        return pa.array([_json_text(v) for v in values], pa.string())
+        dumps = orjson.dumps
+        try:
+            return pa.array([None if v is None else dumps(v) for v in values], pa.string())
+        except (TypeError, orjson.JSONEncodeError):
+            return pa.array([_json_text(v) for v in values], pa.string())
     fast_type = {"text": pa.string(), "ts": pa.int64(), "int": pa.int64(), "bool": pa.bool_()}[col.kind]
     try:
         arr = pa.array(values, fast_type)
@@ -401,44 +405,50 @@ _EVENT_TYPES_WITH_ID = {
 }
 
 
-def _event_row(rec: Record, channel_id: Any) -> tuple[Any, ...]:
-    headers = rec.get("headers")
-    if not isinstance(headers, dict):
-        headers = {}
-    payload = rec.get("payload")
-    if not isinstance(payload, dict):
-        payload = {}
-    etype = headers.get("type", rec.get("type"))
-    proofs = headers.get("proofs", rec.get("proofs"))
-    if isinstance(proofs, list):
-        n_proofs = len(proofs)
-        ocr = next((p for p in proofs if isinstance(p, dict) and "signatures" in p), None)
-        sigs = ocr.get("signatures") if ocr is not None else None
-        n_sigs = len(sigs) if isinstance(sigs, list) else None
-    else:
-        n_proofs, n_sigs = 0, None
-    get = payload.get
-    subject_field = spec.EVENT_SUBJECT_FIELD.get(etype) if isinstance(etype, str) else None
-    return (
-        rec.get("event_id"),
-        rec.get("channel_id", channel_id),
-        etype,
-        headers.get("offset"),
-        get("timestamp"),
-        get("status"),
-        get("status_reason"),
-        get(subject_field) if subject_field else None,
-        get("operation_id") if etype == "operation.status" else None,
-        get("query_id") if etype == "query.status" else None,
-        get("watcher_id"),
-        get("wallet_id") if etype == "wallet.status" else None,
-        get("chain_selector"),
-        get("address"),
-        get("event_hash", rec.get("event_hash")),
-        n_proofs,
-        n_sigs,
-        rec.get("payload"),
-    )
+_EMPTY: dict[str, Any] = {}
+
+
+def _signature_count_of(proofs: Any) -> int | None:
+    if not proofs or not isinstance(proofs, list):
+        return None
+    for proof in proofs:
+        if isinstance(proof, dict) and "signatures" in proof:
+            sigs = proof["signatures"]
+            return len(sigs) if isinstance(sigs, list) else None
+    return None
+
+
+def _event_columns(rows: Sequence[Record], channel_id: Any) -> list[list[Any]]:
+    """The event table's columns, each built by one list comprehension (a dict lookup per value)."""
+    heads = [h if type(h) is dict else _EMPTY for h in (r.get("headers") for r in rows)]
+    pays = [p if type(p) is dict else _EMPTY for p in (r.get("payload") for r in rows)]
+    types = [h.get("type") if "type" in h else r.get("type") for h, r in zip(heads, rows, strict=True)]
+    proofs = [h.get("proofs") if "proofs" in h else r.get("proofs") for h, r in zip(heads, rows, strict=True)]
+    subject = spec.EVENT_SUBJECT_FIELD
+
+    def only(kind: str, field: str) -> list[Any]:
+        return [p.get(field) if t == kind else None for p, t in zip(pays, types, strict=True)]
+
+    return [
+        [r.get("event_id") for r in rows],
+        [r.get("channel_id", channel_id) for r in rows],
+        types,
+        [h.get("offset") for h in heads],
+        [p.get("timestamp") for p in pays],
+        [p.get("status") for p in pays],
+        [p.get("status_reason") for p in pays],
+        [p.get(subject[t]) if t in subject else None for p, t in zip(pays, types, strict=True)],
+        only("operation.status", "operation_id"),
+        only("query.status", "query_id"),
+        [p.get("watcher_id") for p in pays],
+        only("wallet.status", "wallet_id"),
+        [p.get("chain_selector") for p in pays],
+        [p.get("address") for p in pays],
+        [p.get("event_hash") if "event_hash" in p else r.get("event_hash") for p, r in zip(pays, rows, strict=True)],
+        [len(x) if type(x) is list else 0 for x in proofs],
+        [_signature_count_of(x) for x in proofs],
+        [r.get("payload") for r in rows],
+    ]
 
 
 def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
@@ -446,18 +456,20 @@ def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[
     rejected: list[RejectedRecord] = []
     kept: dict[str, int] = {}
     for i, rec in enumerate(records):
+        key = rec.get("event_id") if type(rec) is dict else None
+        if type(key) is str and key.strip():
+            kept[key] = i
+            continue
         if not isinstance(rec, dict):
             rejected.append(RejectedRecord("events", i, "<record>", f"is a {type(rec).__name__}, not an object"))
             continue
-        key = rec.get("event_id")
         problem = _key_problem(key)
         if problem:
             rejected.append(RejectedRecord("events", i, "event_id", problem, key=_offset_name(rec)))
             continue
         kept[str(key)] = i
     rows = [records[i] for i in sorted(kept.values())] if len(kept) != len(records) else list(records)
-    columns = list(zip(*(_event_row(r, channel_id) for r in rows), strict=True)) if rows else \
-        [() for _ in _EVENT_COLUMNS]
+    columns = _event_columns(rows, channel_id)
     invalid: dict[int, dict[str, Any]] = {}
     arrays = [_build_column(col, values, invalid) for col, values in zip(_EVENT_COLUMNS, columns, strict=True)]
     extras: list[bytes | None] = []

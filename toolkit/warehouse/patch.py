@@ -63,6 +63,10 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
           AND {_op_rank('status')} IS NOT NULL
         GROUP BY operation_id
     """
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _latest_operation_moves AS {latest}")
+    if not con.execute("SELECT count(*) FROM _latest_operation_moves").fetchall()[0][0]:
+        return
+    latest = "SELECT * FROM _latest_operation_moves"
     con.execute(f"""
         INSERT OR IGNORE INTO sync_refetch
         SELECT 'operation', l.channel_id, l.operation_id
@@ -104,6 +108,10 @@ def apply_query_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
         GROUP BY query_id
     """
     sets = ",\n".join(f"{s}_at = coalesce(q.{s}_at, l.{s}_at)" for s in spec.QUERY_STATUSES)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _latest_query_moves AS {latest}")
+    if not con.execute("SELECT count(*) FROM _latest_query_moves").fetchall()[0][0]:
+        return
+    latest = "SELECT * FROM _latest_query_moves"
     con.execute(f"""
         INSERT OR IGNORE INTO sync_refetch
         SELECT 'query', l.channel_id, l.query_id

@@ -45,7 +45,9 @@ class Warehouse:
     Use as a context manager. ``read_only=True`` opens an existing file for queries only.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, read_only: bool = False, memory_limit: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.read_only = read_only
         if read_only and not self.path.exists():
@@ -62,6 +64,8 @@ class Warehouse:
                 "check the path and that it is a DuckDB file"
             raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         self.con.execute("SET TimeZone = 'UTC'")
+        if memory_limit:
+            self.con.execute("SET memory_limit = ?", [memory_limit])
         self._column_cache: dict[str, list[str]] = {}
         if not read_only:
             self.ensure_schema()
@@ -110,16 +114,15 @@ class Warehouse:
         view = f"_incoming_{table}"
         self.con.register(view, data)
         try:
-            keys = " AND ".join(f"t.{k} = b.{k}" for k in tspec.key)
-            existing = self.con.execute(
-                f'SELECT count(*) FROM "{tspec.name}" t SEMI JOIN {view} b ON {keys}'
-            ).fetchone()[0]
-            if table == "operation_transactions":
-                self.con.execute(
-                    f"DELETE FROM operation_transactions WHERE operation_id IN (SELECT operation_id FROM {view})"
-                )
+            # delete + insert (one transaction) is faster than INSERT OR REPLACE and counts the replaced rows;
+            # an operation's transactions are replaced as a whole
+            key = tspec.key[0]
+            deleted = self.con.execute(
+                f'DELETE FROM "{tspec.name}" WHERE {key} IN (SELECT {key} FROM {view})'
+            ).fetchall()
+            existing = min(int(deleted[0][0]) if deleted else 0, data.num_rows)
             extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
-            self.con.execute(f'INSERT OR REPLACE INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
+            self.con.execute(f'INSERT INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
             self.after_upsert(table, view)
         finally:
             self.con.unregister(view)
@@ -147,8 +150,8 @@ class Warehouse:
 
     def get_cursor(self, stream: str) -> Any:
         """The saved cursor of a sync stream (decoded JSON), or ``None``."""
-        row = self.con.execute("SELECT cursor FROM sync_state WHERE stream = ?", [stream]).fetchone()
-        return json.loads(row[0]) if row and row[0] is not None else None
+        rows = self.con.execute("SELECT cursor FROM sync_state WHERE stream = ?", [stream]).fetchall()
+        return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def set_cursor(self, stream: str, cursor: Any) -> None:
         """Save a stream's cursor (call inside the transaction that wrote the rows it covers)."""
@@ -178,7 +181,7 @@ class Warehouse:
         """Rows in a table or view."""
         if table not in self.tables():
             raise WarehouseError(f"no table or view named {table!r}")
-        return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+        return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
 
     def tables(self) -> list[str]:
         """Names of the tables and views."""

@@ -1,0 +1,45 @@
+"""Start `chainops sandbox` in its own process (optionally pinned to one core) for benchmarks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from collections.abc import Iterator
+
+KEY = "bench-key"
+
+
+@contextmanager
+def sandbox_process(*args: str, core: int | None = 1, timeout: float = 600) -> Iterator[str]:
+    """Serve the sandbox in a subprocess; yields its base URL; stops it at the end."""
+    def pin() -> None:
+        if core is not None and hasattr(os, "sched_setaffinity") and core < os.cpu_count():
+            os.sched_setaffinity(0, {core})
+
+    cmd = [sys.executable, "-m", "toolkit", "sandbox", "--port", "0", "--org", KEY, "--speed", "0", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=pin)
+    deadline = time.monotonic() + timeout
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("serving on ") or time.monotonic() > deadline:
+            raise RuntimeError(f"the sandbox did not start: {line!r}")
+        yield line.split("serving on ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def peak_rss_mb_of(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Run a command; return (wall seconds, peak RSS in MB, stdout)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024, out.stdout

@@ -1,0 +1,134 @@
+"""Sync throughput, memory and incremental cost against the sandbox over loopback.
+
+Prints, for one scenario served by `chainops sandbox` in its own process (pinned to core 1):
+
+- the hand-written lower bound: every event page fetched with one keep-alive httpx client and parsed with
+  ``json.loads``, nothing else (and, for scale, the same with orjson, and the bytes alone);
+- a full `chainops sync` into a new warehouse: events/s, its ratio to the lower bound, peak RSS;
+- an incremental sync after 1% of the operations changed: its requests against the full sync's.
+
+Usage: python -m benchmarks.sync_bench [--events 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from benchmarks._server import KEY, sandbox_process
+
+EVENTS_PER_OPERATION = 8.6  # what the default scenario produces (operations, queries, watchers, wallets)
+
+SYNC_AND_REPORT = """
+import json, resource, sys
+from toolkit.config import Settings
+from toolkit.sync import sync
+r = sync(Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={}), quiet=True)
+print(json.dumps({"seconds": r.seconds, "requests": r.requests, "rows": dict(r.rows), "phases": r.phases,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def fetch_all_events(base_url: str, parse) -> tuple[int, float]:
+    """Every event page of every channel, one keep-alive client, optional parse; returns (events, seconds)."""
+    headers = {"Authorization": f"Apikey {KEY}"}
+    with httpx.Client(base_url=base_url + "/", headers=headers, timeout=60) as client:
+        channels = client.get("channels", params={"status": ["active", "archived"], "limit": 50}).json()["data"]
+        t0 = time.perf_counter()
+        total = 0
+        for channel in channels:
+            offset = 0
+            while True:
+                body = client.get(f"channels/{channel['channel_id']}/events",
+                                  params={"limit": 200, "offset": offset}).content
+                if parse is None:
+                    # bytes only: find the count cheaply to page on (offsets are contiguous from 0 in the sandbox)
+                    n = body.count(b'"event_id"')
+                    more = b'"has_more":true' in body[-40:]
+                else:
+                    page = parse(body)
+                    n = len(page["events"])
+                    more = page["has_more"]
+                total += n
+                offset += n
+                if not more or n == 0:
+                    break
+        return total, time.perf_counter() - t0
+
+
+def run_sync(base_url: str, warehouse: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    out = subprocess.run([sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def change_operations(base_url: str, share: float) -> int:
+    """Create ``share`` of the existing operations anew through the API and let them run to the end."""
+    from toolkit.api import Client
+
+    with Client(base_url, KEY) as client:
+        channels = [c for c in client.iter_channels() if c["status"] == "active"]
+        wallets = [w for w in client.iter_wallets() if w["status"] == "deployed"]
+        total = sum(1 for c in channels for _ in client.operation_pages(c["channel_id"]))  # pages
+        existing = total * 100
+        n = max(1, int(existing * share))
+        for i in range(n):
+            wallet = wallets[i % len(wallets)]
+            client.create_operation(channels[i % len(channels)]["channel_id"], {
+                "chain_selector": wallet["chain_selector"], "address": wallet["address"],
+                "wallet_operation_id": str(10**12 + i), "deadline": 0,
+                "transactions": [{"to": "0x" + "12" * 20, "value": "1", "data": "0x"}],
+                "signature": "0x" + "ab" * 65,
+            })
+        client._http.post(base_url.rsplit("/v1", 1)[0] + "/sandbox/clock/advance", json={"seconds": 3600})
+        return n
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="approximate events in the scenario")
+    parser.add_argument("--days", type=int, default=10)
+    args = parser.parse_args(argv)
+    per_day = max(10, int(args.events / EVENTS_PER_OPERATION / args.days))
+    print(f"scenario: {args.days} days x {per_day} operations/day (about {args.events:,} events)", flush=True)
+    t0 = time.perf_counter()
+    with sandbox_process("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3") as url:
+        print(f"sandbox ready in {time.perf_counter() - t0:.1f}s at {url}", flush=True)
+        n, secs = fetch_all_events(url, json.loads)
+        bound = n / secs
+        print(f"lower bound (httpx keep-alive + json.loads): {n:,} events in {secs:.2f}s = {bound:,.0f} events/s")
+        n2, secs2 = fetch_all_events(url, orjson.loads)
+        print(f"  same with orjson.loads:                    {n2 / secs2:,.0f} events/s")
+        n3, secs3 = fetch_all_events(url, None)
+        print(f"  bytes only:                                {n3 / secs3:,.0f} events/s")
+        with tempfile.TemporaryDirectory() as tmp:
+            wh = Path(tmp) / "bench.duckdb"
+            full = run_sync(url, wh)
+            events = full["rows"].get("events", 0)
+            rate = events / full["seconds"]
+            print(f"full sync: {events:,} events ({sum(full['rows'].values()):,} rows) in {full['seconds']:.2f}s "
+                  f"= {rate:,.0f} events/s = {rate / bound:.0%} of the lower bound; "
+                  f"{full['requests']:,} requests; peak RSS {full['peak_mb']:.0f} MB")
+            print(f"  phases (s): {full['phases']}")
+            print(f"  events phase alone: {events / full['phases']['events']:,.0f} events/s = "
+                  f"{events / full['phases']['events'] / bound:.0%} of the lower bound")
+            changed = change_operations(url, 0.01)
+            inc = run_sync(url, wh)
+            print(f"incremental after {changed:,} new operations (1%) ran to completion: {inc['requests']:,} requests "
+                  f"= {inc['requests'] / full['requests']:.1%} of the full sync's; {inc['seconds']:.2f}s; "
+                  f"rows {inc['rows']}")
+
+
+if __name__ == "__main__":
+    main()
