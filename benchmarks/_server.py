@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 KEY = "bench-key"
 
