@@ -6,138 +6,347 @@
 - ``query_lifecycle``: one row per query, one ``<status>_at`` column per query status.
 
 Network names come from ``networks``; an unknown selector shows as itself.
+
+How they stay fast on big warehouses: the per-operation work (grouping events by operation and status, the window
+over each operation's statuses, the pivot to one row per operation) is materialised at sync time into the tables
+``model_operation_transitions`` and ``model_operation_lifecycle`` by :func:`toolkit.warehouse.models.refresh_models`.
+It records a watermark (the newest ``synced_at`` of ``events`` and ``operations`` it has folded in) in
+``sync_state`` under the stream ``models``. Every row written after the watermark marks its operation *stale*
+(``model_stale_operations``). The public views read the materialised rows of every operation that is not stale and
+compute the stale ones live from the raw tables (``model_operation_transitions_live``,
+``model_operation_lifecycle_live``), so they are always exact, refreshed or not; the refresh only moves work from
+query time to sync time. ``refresh_models`` writes exactly what the live views compute, so there is one definition.
 """
 
 from __future__ import annotations
 
+import re
+
 from .. import spec
+
+#: Rank of a status the vocabulary does not know (kept, ordered after every known status).
+UNKNOWN_RANK = 1000
+#: Stream name of the models' watermark in ``sync_state``.
+MODELS_STREAM = "models"
+TRANSITIONS_TABLE = "model_operation_transitions"
+LIFECYCLE_TABLE = "model_operation_lifecycle"
+
+_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _ident(name: str) -> str:
+    """A status used as part of a column name: only plain lowercase identifiers from the vocabulary."""
+    if not _IDENTIFIER.match(name):
+        raise ValueError(f"not a plain identifier: {name!r}")
+    return name
+
+
+def _literal(value: str) -> str:
+    """A vocabulary value as an SQL string literal (vocabulary only: never a user value)."""
+    if not _IDENTIFIER.match(value.replace(".", "_")):
+        raise ValueError(f"not a vocabulary value: {value!r}")
+    return f"'{value}'"
+
+
+def _literals(values: object) -> str:
+    return ", ".join(_literal(v) for v in values)  # type: ignore[attr-defined]
 
 
 def _order_values(order: dict[str, int]) -> str:
-    return ", ".join(f"('{status}', {rank})" for status, rank in order.items())
+    return ", ".join(f"({_literal(status)}, {rank})" for status, rank in order.items())
 
 
-def _quoted(values: object) -> str:
-    return ", ".join(f"'{v}'" for v in values)  # type: ignore[attr-defined]
+OPERATION_AT_COLUMNS: tuple[str, ...] = tuple(f"{_ident(s)}_at" for s in spec.OPERATION_STATUSES)
+QUERY_AT_COLUMNS: tuple[str, ...] = tuple(f"{_ident(s)}_at" for s in spec.QUERY_STATUSES)
+
+TRANSITION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("operation_id", "VARCHAR"), ("channel_id", "VARCHAR"), ("chain_selector", "VARCHAR"), ("address", "VARCHAR"),
+    ("status", "VARCHAR"), ("stage_rank", "INTEGER"), ("entered_at", "TIMESTAMPTZ"), ("exited_at", "TIMESTAMPTZ"),
+    ("next_status", "VARCHAR"), ("seconds_in_status", "DOUBLE"), ("seconds_since_created", "DOUBLE"),
+    ("status_reason", "VARCHAR"),
+)
+LIFECYCLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("operation_id", "VARCHAR"), ("channel_id", "VARCHAR"), ("chain_selector", "VARCHAR"), ("address", "VARCHAR"),
+    ("created_at", "TIMESTAMPTZ"), *((c, "TIMESTAMPTZ") for c in OPERATION_AT_COLUMNS),
+    ("last_status", "VARCHAR"), ("last_status_at", "TIMESTAMPTZ"), ("current_status", "VARCHAR"),
+    ("terminal_status", "VARCHAR"), ("terminal_at", "TIMESTAMPTZ"), ("status_reason", "VARCHAR"),
+)
 
 
-UNKNOWN_RANK = 1000
+def _table_ddl(name: str, columns: tuple[tuple[str, str], ...]) -> str:
+    cols = ",\n    ".join(f"{c} {t}" for c, t in columns)
+    return f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n)"
 
 
-def view_statements() -> list[str]:
-    """``CREATE OR REPLACE VIEW`` statements for every modelled view, in dependency order."""
-    op_status_cols = ",\n    ".join(
-        f"min(entered_at) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.OPERATION_STATUSES
-    )
-    query_status_cols = ",\n    ".join(
-        f"coalesce(q.{s}_at, ev.{s}_at) AS {s}_at" for s in spec.QUERY_STATUSES
-    )
-    query_event_cols = ",\n        ".join(
-        f"min(ts) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.QUERY_STATUSES
-    )
-    return [
-        f"""
+def model_table_statements() -> list[str]:
+    """``CREATE TABLE IF NOT EXISTS`` for the materialised model tables (empty until the first refresh)."""
+    return [_table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS), _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_COLUMNS)]
+
+
+def _status_order_view() -> str:
+    return f"""
 CREATE OR REPLACE VIEW operation_status_order AS
 SELECT * FROM (VALUES {_order_values(spec.OPERATION_STAGE_ORDER)}) AS t(status, stage_rank)
-""",
-        f"""
-CREATE OR REPLACE VIEW operation_transitions AS
+"""
+
+
+def _stale_view() -> str:
+    """Operations whose raw rows changed after the watermark (every operation before the first refresh)."""
+    return f"""
+CREATE OR REPLACE VIEW model_stale_operations AS
+WITH wm AS (
+    SELECT
+        coalesce(max(CAST(cursor->>'$.events_synced_at' AS TIMESTAMPTZ)), '-infinity'::TIMESTAMPTZ) AS events_wm,
+        coalesce(max(CAST(cursor->>'$.operations_synced_at' AS TIMESTAMPTZ)), '-infinity'::TIMESTAMPTZ) AS ops_wm
+    FROM sync_state WHERE stream = '{MODELS_STREAM}'
+),
+-- one row only when something arrived after the watermark (answered from column statistics): with no row, the
+-- scans below stop at once, so an up-to-date warehouse pays nothing for this check
+new_events AS (
+    SELECT events_wm FROM wm
+    WHERE (SELECT max(synced_at) FROM events) > events_wm OR EXISTS (SELECT 1 FROM events WHERE synced_at IS NULL)
+),
+new_ops AS (
+    SELECT ops_wm FROM wm
+    WHERE (SELECT max(synced_at) FROM operations) > ops_wm
+       OR EXISTS (SELECT 1 FROM operations WHERE synced_at IS NULL)
+)
+SELECT DISTINCT operation_id FROM (
+    SELECT e.operation_id FROM events e, new_events w
+    WHERE e.operation_id IS NOT NULL AND (e.synced_at IS NULL OR e.synced_at > w.events_wm)
+    UNION ALL
+    SELECT o.operation_id FROM operations o, new_ops w
+    WHERE o.operation_id IS NOT NULL AND (o.synced_at IS NULL OR o.synced_at > w.ops_wm)
+)
+"""
+
+
+#: Scope of the live views: the operations whose raw rows changed after the models' watermark.
+STALE_SCOPE = "model_stale_operations"
+
+
+def _in_scope(alias: str, scope: str | None) -> str:
+    """Predicate: the row's operation is in the relation ``scope`` (an internal table or view name), or TRUE."""
+    return f"{alias}.operation_id IN (SELECT operation_id FROM {scope})" if scope else "TRUE"
+
+
+def transitions_select(scope: str | None) -> str:
+    """SELECT of the transitions of the operations listed in the relation ``scope`` (every operation when None),
+    computed from the raw events: the single definition of a transition. ``scope`` is an internal name."""
+    return f"""
 WITH entered AS (
     SELECT
-        operation_id,
-        status,
-        min(ts) AS entered_at,
-        any_value(channel_id) AS channel_id,
-        any_value(chain_selector) AS chain_selector,
-        arg_min(status_reason, ts) AS status_reason
-    FROM events
-    WHERE type = 'operation.status' AND operation_id IS NOT NULL AND status IS NOT NULL AND ts IS NOT NULL
-    GROUP BY operation_id, status
+        e.operation_id,
+        e.status,
+        min(e.ts) AS entered_at,
+        arg_min(e.status_reason, e.ts) AS status_reason,
+        any_value(e.channel_id) AS channel_id,
+        any_value(e.chain_selector) AS chain_selector,
+        any_value(e.address) AS address
+    FROM events e
+    WHERE e.type = 'operation.status' AND e.operation_id IS NOT NULL AND e.status IS NOT NULL AND e.ts IS NOT NULL
+      AND {_in_scope("e", scope)}
+    GROUP BY e.operation_id, e.status
+),
+ops AS (
+    SELECT o.operation_id, o.channel_id, o.chain_selector, o.address, o.created_at
+    FROM operations o WHERE {_in_scope("o", scope)}
 ),
 ranked AS (
-    SELECT
-        e.*,
-        coalesce(o.stage_rank, {UNKNOWN_RANK}) AS stage_rank
-    FROM entered e LEFT JOIN operation_status_order o USING (status)
+    SELECT e.*, coalesce(r.stage_rank, {UNKNOWN_RANK}) AS stage_rank
+    FROM entered e LEFT JOIN operation_status_order r USING (status)
 )
 SELECT
     r.operation_id,
     coalesce(r.channel_id, op.channel_id) AS channel_id,
     coalesce(r.chain_selector, op.chain_selector) AS chain_selector,
-    coalesce(n.name, coalesce(r.chain_selector, op.chain_selector)) AS network,
+    coalesce(op.address, r.address) AS address,
     r.status,
     r.stage_rank,
     r.entered_at,
     lead(r.entered_at) OVER w AS exited_at,
     lead(r.status) OVER w AS next_status,
     epoch(lead(r.entered_at) OVER w) - epoch(r.entered_at) AS seconds_in_status,
-    epoch(r.entered_at) - epoch(op.created_at) AS seconds_since_created,
+    epoch(r.entered_at) - epoch(coalesce(op.created_at, first_value(r.entered_at) OVER w)) AS seconds_since_created,
     r.status_reason
 FROM ranked r
-LEFT JOIN operations op USING (operation_id)
-LEFT JOIN networks n ON n.chain_selector = coalesce(r.chain_selector, op.chain_selector)
+LEFT JOIN ops op USING (operation_id)
 WINDOW w AS (PARTITION BY r.operation_id ORDER BY r.entered_at, r.stage_rank)
-""",
-        f"""
-CREATE OR REPLACE VIEW operation_lifecycle AS
+"""
+
+
+def lifecycle_select(transitions: str, scope: str | None) -> str:
+    """SELECT of one row per operation listed in the relation ``scope`` (every one when None): its transitions (from
+    the relation ``transitions``) pivoted, completed by its ``operations`` record. Both are internal names."""
+    terminal = _literals(sorted(spec.OPERATION_TERMINAL))
+    at_cols = ",\n    ".join(
+        f"min(entered_at) FILTER (WHERE status = {_literal(s)}) AS {c}"
+        for s, c in zip(spec.OPERATION_STATUSES, OPERATION_AT_COLUMNS, strict=True)
+    )
+    last = "coalesce(p.last_status, op.status)"
+    return f"""
 WITH per_op AS (
     SELECT
     operation_id,
     any_value(channel_id) AS channel_id,
     any_value(chain_selector) AS chain_selector,
-    any_value(network) AS network,
-    {op_status_cols},
+    any_value(address) AS address,
+    {at_cols},
+    min(entered_at) AS first_at,
     arg_max(status, (entered_at, stage_rank)) AS last_status,
     max(entered_at) AS last_status_at,
-    arg_max(status_reason, (entered_at, stage_rank))
-        FILTER (WHERE status IN ({_quoted(sorted(spec.OPERATION_TERMINAL))})) AS terminal_reason
-    FROM operation_transitions
+    arg_max(status_reason, (entered_at, stage_rank)) FILTER (WHERE status IN ({terminal})) AS terminal_reason
+    FROM {transitions} t
+    WHERE {_in_scope("t", scope)}
     GROUP BY operation_id
+),
+ops AS (
+    SELECT o.* FROM operations o WHERE {_in_scope("o", scope)}
 )
 SELECT
     coalesce(p.operation_id, op.operation_id) AS operation_id,
     coalesce(op.channel_id, p.channel_id) AS channel_id,
     coalesce(op.chain_selector, p.chain_selector) AS chain_selector,
-    coalesce(n.name, p.network, op.chain_selector) AS network,
-    op.address,
-    coalesce(op.created_at, p.pending_signature_at, p.accepted_at) AS created_at,
-    {", ".join(f"p.{s}_at" for s in spec.OPERATION_STATUSES)},
-    coalesce(p.last_status, op.status) AS last_status,
+    coalesce(op.address, p.address) AS address,
+    coalesce(op.created_at, p.first_at) AS created_at,
+    {", ".join(f"p.{c}" for c in OPERATION_AT_COLUMNS)},
+    {last} AS last_status,
+    coalesce(p.last_status_at, op.updated_at) AS last_status_at,
     op.status AS current_status,
-    CASE WHEN coalesce(p.last_status, op.status) IN ({_quoted(sorted(spec.OPERATION_TERMINAL))})
-         THEN coalesce(p.last_status, op.status) END AS terminal_status,
-    CASE WHEN coalesce(p.last_status, op.status) IN ({_quoted(sorted(spec.OPERATION_TERMINAL))})
-         THEN coalesce(p.last_status_at, op.updated_at) END AS terminal_at,
+    CASE WHEN {last} IN ({terminal}) THEN {last}
+         WHEN op.status IN ({terminal}) THEN op.status END AS terminal_status,
+    CASE WHEN {last} IN ({terminal}) THEN coalesce(p.last_status_at, op.updated_at)
+         WHEN op.status IN ({terminal}) THEN op.updated_at END AS terminal_at,
     p.terminal_reason AS status_reason
 FROM per_op p
-FULL OUTER JOIN operations op USING (operation_id)
-LEFT JOIN networks n ON n.chain_selector = coalesce(op.chain_selector, p.chain_selector)
-""",
-        f"""
+FULL OUTER JOIN ops op USING (operation_id)
+"""
+
+
+def _transitions_live_view() -> str:
+    """Transitions of the stale operations, computed from the raw events."""
+    return f"CREATE OR REPLACE VIEW model_operation_transitions_live AS {transitions_select(STALE_SCOPE)}"
+
+
+def _lifecycle_live_view() -> str:
+    """One row per stale operation, from the live transitions and the ``operations`` records."""
+    return ("CREATE OR REPLACE VIEW model_operation_lifecycle_live AS "
+            f"{lifecycle_select('model_operation_transitions_live', STALE_SCOPE)}")
+
+
+def _transitions_view() -> str:
+    cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
+    return f"""
+CREATE OR REPLACE VIEW operation_transitions AS
+WITH rows AS (
+    SELECT {cols} FROM {TRANSITIONS_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
+    UNION ALL
+    SELECT {cols} FROM model_operation_transitions_live
+)
+SELECT
+    t.operation_id,
+    t.channel_id,
+    t.chain_selector,
+    coalesce(n.name, t.chain_selector) AS network,
+    t.address,
+    t.status,
+    t.stage_rank,
+    t.entered_at,
+    t.exited_at,
+    t.next_status,
+    t.seconds_in_status,
+    t.seconds_since_created,
+    t.status_reason
+FROM rows t
+LEFT JOIN networks n ON n.chain_selector = t.chain_selector
+"""
+
+
+def _lifecycle_view() -> str:
+    cols = [c for c, _ in LIFECYCLE_COLUMNS]
+    rest = ", ".join(f"l.{c}" for c in cols[4:])
+    return f"""
+CREATE OR REPLACE VIEW operation_lifecycle AS
+WITH rows AS (
+    SELECT {", ".join(cols)} FROM {LIFECYCLE_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
+    UNION ALL
+    SELECT {", ".join(cols)} FROM model_operation_lifecycle_live
+)
+SELECT
+    l.operation_id,
+    l.channel_id,
+    l.chain_selector,
+    coalesce(n.name, l.chain_selector) AS network,
+    l.address,
+    {rest}
+FROM rows l
+LEFT JOIN networks n ON n.chain_selector = l.chain_selector
+"""
+
+
+def _query_lifecycle_view() -> str:
+    terminal = _literals(s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL)
+    event_cols = ",\n        ".join(
+        f"min(ts) FILTER (WHERE status = {_literal(s)}) AS {c}"
+        for s, c in zip(spec.QUERY_STATUSES, QUERY_AT_COLUMNS, strict=True)
+    )
+    status_cols = ",\n    ".join(f"coalesce(q.{c}, ev.{c}) AS {c}" for c in QUERY_AT_COLUMNS)
+    terminal_at = ", ".join(f"q.{s}_at, ev.{s}_at" for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL)
+    query_rank = "CASE status " + " ".join(
+        f"WHEN {_literal(s)} THEN {r}" for s, r in spec.QUERY_STAGE_ORDER.items()) + f" ELSE {UNKNOWN_RANK} END"
+    return f"""
 CREATE OR REPLACE VIEW query_lifecycle AS
 WITH ev AS (
     SELECT
         query_id,
         any_value(channel_id) AS channel_id,
         any_value(chain_selector) AS chain_selector,
-        {query_event_cols}
+        {event_cols},
+        arg_max(status, (ts, {query_rank})) AS last_status
     FROM events
-    WHERE type = 'query.status' AND query_id IS NOT NULL
+    WHERE type = 'query.status' AND query_id IS NOT NULL AND ts IS NOT NULL
     GROUP BY query_id
+),
+joined AS (
+    SELECT
+        coalesce(q.query_id, ev.query_id) AS query_id,
+        coalesce(q.channel_id, ev.channel_id) AS channel_id,
+        coalesce(q.chain_selector, ev.chain_selector) AS chain_selector,
+        CASE WHEN ev.last_status IN ({terminal}) AND coalesce(q.status, '') NOT IN ({terminal}) THEN ev.last_status
+             ELSE coalesce(q.status, ev.last_status) END AS status,
+        q.query_kind,
+        coalesce(q.created_at, q.accepted_at, ev.accepted_at) AS created_at,
+        {status_cols},
+        coalesce({terminal_at}) AS terminal_at
+    FROM queries q
+    FULL OUTER JOIN ev USING (query_id)
 )
 SELECT
-    coalesce(q.query_id, ev.query_id) AS query_id,
-    coalesce(q.channel_id, ev.channel_id) AS channel_id,
-    coalesce(q.chain_selector, ev.chain_selector) AS chain_selector,
-    coalesce(n.name, q.chain_selector, ev.chain_selector) AS network,
-    q.status,
-    q.query_kind,
-    q.created_at,
-    {query_status_cols},
-    epoch(coalesce(q.completed_at, ev.completed_at, q.failed_at, ev.failed_at, q.expired_at, ev.expired_at))
-        - epoch(coalesce(q.accepted_at, ev.accepted_at, q.created_at)) AS seconds_accepted_to_terminal
-FROM queries q
-FULL OUTER JOIN ev USING (query_id)
-LEFT JOIN networks n ON n.chain_selector = coalesce(q.chain_selector, ev.chain_selector)
-""",
+    j.query_id,
+    j.channel_id,
+    j.chain_selector,
+    coalesce(n.name, j.chain_selector) AS network,
+    j.status,
+    j.query_kind,
+    j.created_at,
+    {", ".join(f"j.{c}" for c in QUERY_AT_COLUMNS)},
+    CASE WHEN j.status IN ({terminal}) THEN j.status END AS terminal_status,
+    j.terminal_at,
+    epoch(j.terminal_at) - epoch(coalesce(j.accepted_at, j.created_at)) AS seconds_accepted_to_terminal
+FROM joined j
+LEFT JOIN networks n ON n.chain_selector = j.chain_selector
+"""
+
+
+def view_statements() -> list[str]:
+    """The model tables (if missing) and ``CREATE OR REPLACE VIEW`` for every modelled view, in dependency order."""
+    return [
+        *model_table_statements(),
+        _status_order_view(),
+        _stale_view(),
+        _transitions_live_view(),
+        _lifecycle_live_view(),
+        _transitions_view(),
+        _lifecycle_view(),
+        _query_lifecycle_view(),
     ]

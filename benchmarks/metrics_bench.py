@@ -1,0 +1,332 @@
+"""Metrics benchmark: a synthetic 10M-operation-event warehouse, every metric timed against a pandas baseline.
+
+Run ``.venv/bin/python -m benchmarks.metrics_bench`` (``--events N`` for another size, ``--keep PATH`` to reuse a
+generated warehouse). It prints, per metric, the DuckDB seconds (first and warm call, each in a fresh process), the
+seconds of a straightforward pandas implementation of the same metric from the raw events (load and compute), their
+ratio, and the metric call's peak memory. Not a timed test: it reports, it does not assert.
+
+The warehouse is generated straight into DuckDB (no HTTP): operations on ten networks with per-network timing,
+drafts, failures with realistic reasons, test networks that stop at ``confirmed_latest``, operations still in flight
+at the end, duplicates under new event ids, events synced late (out of order), queries, watchers and wallets.
+"""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+
+from toolkit import spec
+from toolkit.warehouse import Warehouse
+
+T0 = 1_730_000_000
+UNKNOWN_SELECTOR = "4444444444444444444"
+
+# name -> (weight %, inclusion s (lo, hi), safe after inclusion (lo, hi) or None, final after inclusion, fail rate)
+_NETWORK_TIMING: dict[str, tuple[int, tuple[int, int], tuple[int, int] | None, tuple[int, int] | None, float]] = {
+    "Ethereum Mainnet": (20, (6, 30), (370, 430), (750, 840), 0.030),
+    "Arbitrum One": (14, (1, 3), (150, 600), (900, 1200), 0.020),
+    "Avalanche": (8, (1, 4), (0, 2), (0, 2), 0.015),
+    "Polygon": (10, (2, 8), (30, 90), (1000, 1150), 0.040),
+    "Base": (14, (2, 6), (60, 240), (900, 1200), 0.025),
+    "Ethereum Sepolia": (10, (6, 40), None, None, 0.050),
+    "Arbitrum Sepolia": (8, (1, 3), None, None, 0.045),
+    "Avalanche Fuji": (5, (1, 4), None, None, 0.040),
+    "Polygon Amoy": (5, (2, 8), None, None, 0.060),
+    "Base Sepolia": (6, (2, 6), None, None, 0.045),
+}
+PRE_BROADCAST_FAILURES = (
+    "nonce too low", "intrinsic gas too low", "insufficient funds for gas * price + value",
+    "replacement transaction underpriced", "max fee per gas less than block base fee",
+    "chain unavailable: RPC endpoint timeout",
+)
+ON_CHAIN_FAILURES = (
+    "execution reverted: ERC20: transfer amount exceeds balance", "execution reverted: ERC20: insufficient allowance",
+    "execution reverted: SafeERC20: low-level call failed", "execution reverted: Ownable: caller is not the owner",
+    "out of gas", "execution reverted",
+)
+STAGE_REASONS = {
+    "pending_signature": "draft created; awaiting signature", "accepted": "operation accepted for relay",
+    "sending": "relayer picked up the operation", "sent": "transaction submitted to the mempool",
+    "broadcasting": "awaiting block inclusion", "confirmed_latest": "included in block",
+    "confirmed_safe": "block reached safe confidence", "confirmed": "block finalized",
+    "cancelled": "draft cancelled", "expired": "deadline elapsed",
+}
+EVENTS_PER_OP = 6.18  # measured average of the mix below (drafts, failures, test networks, duplicates)
+
+
+def _uuid_sql(expr: str) -> str:
+    """SQL for a UUID-shaped text made from the md5 of ``expr`` (deterministic ids)."""
+    m = f"md5({expr})"
+    return (f"substr({m}, 1, 8) || '-' || substr({m}, 9, 4) || '-4' || substr({m}, 14, 3) || '-8' || "
+            f"substr({m}, 18, 3) || '-' || substr({m}, 21, 12)")
+
+
+def _u(k: int, key: str = "i") -> str:
+    """SQL for a deterministic uniform number in [0, 1) from the row key and a stream number ``k``."""
+    return f"((hash({key}, {k}, $seed) % 1000003) / 1000003.0)"
+
+
+def _network_table(con: duckdb.DuckDBPyConnection) -> None:
+    rows = []
+    for idx, known in enumerate(spec.KNOWN_NETWORKS):
+        weight, inc, safe, final, fail = _NETWORK_TIMING[known.name]
+        rows.append((idx, known.chain_selector, known.name, known.type, weight, *inc,
+                     *(safe or (None, None)), *(final or (None, None)), fail))
+    con.execute("""CREATE OR REPLACE TEMP TABLE g_net (net INTEGER, chain_selector VARCHAR, name VARCHAR,
+        net_type VARCHAR, weight INTEGER, inc_lo DOUBLE, inc_hi DOUBLE, safe_lo DOUBLE, safe_hi DOUBLE,
+        fin_lo DOUBLE, fin_hi DOUBLE, fail DOUBLE)""")
+    con.executemany("INSERT INTO g_net VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    picks = [r[0] for r in rows for _ in range(r[4])]
+    con.execute("CREATE OR REPLACE TEMP TABLE g_pick AS SELECT unnest(?::INTEGER[]) AS net, "
+                "generate_subscripts(?::INTEGER[], 1) - 1 AS slot", [picks, picks])
+
+
+def _operations_plan(con: duckdb.DuckDBPyConnection, n_ops: int, span: int, seed: int) -> None:
+    """One row per operation with the (fractional) time of every status it will reach, NULL when it will not."""
+    con.execute(f"""
+CREATE OR REPLACE TEMP TABLE g_ops AS
+WITH base AS (
+    SELECT i, $t0 + i * ($span / $n_ops) + {_u(1)} * 30 AS c,
+        CASE WHEN {_u(2)} < 0.04 THEN 'draft_ok' WHEN {_u(2)} < 0.06 THEN 'draft_cancel'
+             WHEN {_u(2)} < 0.08 THEN 'draft_expire' ELSE 'signed' END AS kind,
+        CAST(floor({_u(3)} * 100) AS INTEGER) AS slot,
+        {_u(4)} AS u_fail, {_u(5)} AS u_pre, {_u(6)} AS u_stuck, {_u(7)} AS u7, {_u(8)} AS u8, {_u(9)} AS u9,
+        {_u(10)} AS u10, {_u(11)} AS u11, {_u(12)} AS u12, {_u(13)} AS u13, {_u(14)} AS u14,
+        CAST(floor({_u(15)} * 20) AS INTEGER) AS channel, CAST(floor({_u(16)} * 400) AS INTEGER) AS wallet,
+        CAST(floor({_u(17)} * 6) AS INTEGER) AS reason_idx
+    FROM range($n_ops) r(i)
+),
+timed AS (
+    SELECT b.*, n.chain_selector, n.fail, n.safe_lo IS NULL AS testnet,
+        CASE WHEN b.u14 < 0.0005 THEN '{UNKNOWN_SELECTOR}' ELSE n.chain_selector END AS selector,
+        b.u_fail < n.fail AS failing, b.u_pre < 0.4 AS pre_broadcast,
+        CASE b.kind WHEN 'signed' THEN b.c WHEN 'draft_ok' THEN b.c + 30 + b.u7 * 3000 END AS t_acc,
+        n.inc_lo + b.u11 * (n.inc_hi - n.inc_lo) AS inclusion,
+        n.safe_lo + b.u12 * (n.safe_hi - n.safe_lo) AS safe,
+        n.fin_lo + b.u13 * (n.fin_hi - n.fin_lo) AS final
+    FROM base b JOIN g_pick p USING (slot) JOIN g_net n ON n.net = p.net
+),
+ladder AS (
+    SELECT *,
+        t_acc + 0.5 + u8 * 3.5 AS t_send,
+        t_acc + 1 + u8 * 3.5 + u9 * 2.5 AS t_sent,
+        t_acc + 1 + u8 * 3.5 + u9 * 2.5 + u10 * 2 AS t_bc
+    FROM timed
+)
+SELECT i, c, kind, selector, testnet, channel, wallet, reason_idx, u_stuck,
+    CASE WHEN kind LIKE 'draft%' THEN c END AS t_ps,
+    t_acc,
+    CASE WHEN kind = 'draft_cancel' THEN c + 10 + u7 * 600 END AS t_cancel,
+    CASE WHEN kind = 'draft_expire' THEN c + 3600 END AS t_exp,
+    t_send,
+    CASE WHEN NOT (failing AND pre_broadcast) THEN t_sent END AS t_sent,
+    CASE WHEN NOT (failing AND pre_broadcast) THEN t_bc END AS t_bc,
+    CASE WHEN failing AND pre_broadcast THEN t_sent WHEN failing THEN t_bc + inclusion END AS t_fail,
+    CASE WHEN NOT failing THEN t_bc + inclusion END AS t_latest,
+    CASE WHEN NOT failing AND NOT testnet THEN t_bc + inclusion + safe END AS t_safe,
+    CASE WHEN NOT failing AND NOT testnet THEN t_bc + inclusion + greatest(safe, final) END AS t_final,
+    failing AND pre_broadcast AS pre_fail
+FROM ladder
+""", {"t0": T0, "span": span, "n_ops": n_ops, "seed": seed})
+
+
+def _operation_events(con: duckdb.DuckDBPyConnection, t_end: int, seed: int) -> None:
+    """Unpivot the plan into ``operation.status`` rows; stuck operations stop early; nothing after ``t_end``."""
+    reasons_pre = "[" + ", ".join(f"'{r}'" for r in PRE_BROADCAST_FAILURES) + "]"
+    reasons_chain = "[" + ", ".join(f"'{r}'" for r in ON_CHAIN_FAILURES) + "]"
+    stage_reason = "CASE s " + " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in STAGE_REASONS.items()) + " END"
+    con.execute(f"""
+CREATE OR REPLACE TEMP TABLE g_op_events AS
+WITH moves AS (
+    SELECT i, selector, channel, wallet, reason_idx, pre_fail, u_stuck,
+        unnest([
+            {{'s': 'pending_signature', 'r': 0, 't': t_ps}}, {{'s': 'accepted', 'r': 1, 't': t_acc}},
+            {{'s': 'cancelled', 'r': 9, 't': t_cancel}}, {{'s': 'expired', 'r': 10, 't': t_exp}},
+            {{'s': 'sending', 'r': 2, 't': t_send}}, {{'s': 'sent', 'r': 3, 't': t_sent}},
+            {{'s': 'broadcasting', 'r': 4, 't': t_bc}}, {{'s': 'failed', 'r': 8, 't': t_fail}},
+            {{'s': 'confirmed_latest', 'r': 5, 't': t_latest}}, {{'s': 'confirmed_safe', 'r': 6, 't': t_safe}},
+            {{'s': 'confirmed', 'r': 7, 't': t_final}}
+        ]) AS m
+    FROM g_ops
+),
+kept AS (
+    SELECT i, selector, channel, wallet, reason_idx, pre_fail, m.s AS status, m.r AS rank,
+        CAST(floor(m.t) AS BIGINT) AS ts
+    FROM moves
+    WHERE m.t IS NOT NULL AND m.t <= $t_end
+      -- 0.3% of operations get stuck after sending, sent or broadcasting and never move again
+      AND NOT (u_stuck < 0.003 AND m.r > 2 + CAST(floor(u_stuck * 1000) AS INTEGER) AND m.r < 8)
+)
+SELECT i, selector, channel, wallet, status, rank, ts,
+    CASE WHEN status = 'failed' AND pre_fail THEN {reasons_pre}[reason_idx + 1]
+         WHEN status = 'failed' THEN {reasons_chain}[reason_idx + 1]
+         ELSE {stage_reason.replace('CASE s', 'CASE status')} END AS status_reason,
+    0 AS dup
+FROM kept
+""", {"t_end": t_end})
+    # 1% of moves are delivered twice under another event id
+    con.execute(f"INSERT INTO g_op_events SELECT i, selector, channel, wallet, status, rank, ts, status_reason, 1 "
+                f"FROM g_op_events WHERE {_u(20, 'i * 16 + rank')} < 0.01", {"seed": seed})
+
+
+def _insert_operation_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    op_id = _uuid_sql("'op-' || i")
+    ev_id = _uuid_sql("'ev-' || i || '-' || rank || '-' || dup")
+    channel_id = _uuid_sql("'channel-' || channel")
+    address = "'0x' || md5('wallet-' || wallet) || substr(md5('w2-' || wallet), 1, 8)"
+    payload = (f"'{{\"operation_id\":\"' || {op_id} || '\",\"status\":\"' || status || '\",\"status_reason\":\"' || "
+               f"status_reason || '\",\"wallet_operation_id\":\"' || i || '\",\"address\":\"' || {address} || "
+               f"'\",\"chain_selector\":\"' || selector || '\",\"timestamp\":' || ts || '}}'")
+    proof = "status IN ('confirmed_latest', 'confirmed_safe', 'confirmed')"
+    con.execute(f"""
+INSERT INTO events BY NAME
+SELECT {ev_id} AS event_id, {channel_id} AS channel_id, 'operation.status' AS type, to_timestamp(ts) AS ts,
+    status, status_reason, {op_id} AS subject_id, {op_id} AS operation_id, selector AS chain_selector,
+    {address} AS address,
+    CASE WHEN {proof} THEN md5('hash-' || i || status) END AS event_hash,
+    CASE WHEN {proof} AND {_u(21, 'i * 16 + rank')} >= 0.003 THEN 1 ELSE 0 END AS proof_count,
+    CASE WHEN {proof} AND {_u(21, 'i * 16 + rank')} >= 0.003
+         THEN CASE WHEN {_u(22, 'i * 16 + rank')} < 0.002 THEN 3 ELSE 4 + CAST(floor({_u(23, 'i * 16 + rank')} * 4)
+              AS INTEGER) END END AS signature_count,
+    {payload} AS payload,
+    -- hourly syncs; 2% of events are synced a few hours late (stored out of order)
+    date_trunc('hour', to_timestamp(ts)) + INTERVAL 1 HOUR
+        + CASE WHEN dup = 1 OR {_u(24, 'i * 16 + rank')} < 0.02 THEN INTERVAL 3 HOUR ELSE INTERVAL 0 HOUR END
+        AS synced_at
+FROM g_op_events
+ORDER BY synced_at, channel_id, ts
+""", {"seed": seed})
+
+
+def _insert_operations(con: duckdb.DuckDBPyConnection, t_end: int) -> None:
+    con.execute(f"""
+INSERT INTO operations BY NAME
+WITH last AS (
+    SELECT i, arg_max(status, (ts, rank)) AS status, max(ts) AS updated FROM g_op_events GROUP BY i
+)
+SELECT {_uuid_sql("'op-' || o.i")} AS operation_id, {_uuid_sql("'channel-' || o.channel")} AS channel_id,
+    l.status, o.selector AS chain_selector, '0x' || md5('wallet-' || o.wallet) || substr(md5('w2-' || o.wallet), 1, 8)
+        AS address,
+    CAST(o.i AS VARCHAR) AS wallet_operation_id, CAST(floor(o.c) AS BIGINT) + 7200 AS deadline,
+    to_timestamp(CAST(floor(o.c) AS BIGINT) + 7200) AS deadline_at, 1 AS transaction_count,
+    to_timestamp(CAST(floor(o.c) AS BIGINT)) AS created_at, to_timestamp(l.updated) AS updated_at,
+    least(to_timestamp(l.updated) + INTERVAL 1 HOUR, to_timestamp($t_end)) AS synced_at
+FROM g_ops o JOIN last l USING (i)
+""", {"t_end": t_end})
+
+
+def _insert_queries(con: duckdb.DuckDBPyConnection, n_queries: int, span: int, t_end: int, seed: int) -> None:
+    con.execute(f"""
+CREATE OR REPLACE TEMP TABLE g_q AS
+WITH b AS (
+    SELECT i, $t0 + i * ($span / $n) AS c, p.net, CAST(floor({_u(31)} * 20) AS INTEGER) AS channel,
+        {_u(32)} AS roll, {_u(33)} AS u3, {_u(34)} AS u4, {_u(35)} AS u5
+    FROM range($n) r(i) JOIN g_pick p ON p.slot = CAST(floor({_u(30)} * 100) AS INTEGER)
+)
+SELECT i, channel, n.chain_selector, c AS t_accepted, c + 0.2 + u3 * 1.8 AS t_sending,
+    c + 0.7 + u3 * 1.8 + u4 * 2.5 AS t_sent,
+    CASE WHEN roll >= 0.06 THEN c + 3.7 + u3 * 1.8 + u4 * 2.5 + u5 * 37 END AS t_completed,
+    CASE WHEN roll >= 0.02 AND roll < 0.06 THEN c + 3.7 + u3 * 1.8 + u4 * 2.5 + u5 * 37 END AS t_failed,
+    CASE WHEN roll < 0.02 THEN c + 300 END AS t_expired
+FROM b JOIN g_net n USING (net)
+""", {"t0": T0, "span": span, "n": n_queries, "seed": seed})
+    for s in ("completed", "failed", "expired"):
+        con.execute(f"UPDATE g_q SET t_{s} = NULL WHERE t_{s} > ?", [t_end])
+    qid = _uuid_sql("'q-' || i")
+    ch = _uuid_sql("'channel-' || channel")
+    ts = {s: f"to_timestamp(CAST(floor(t_{s}) AS BIGINT))" for s in spec.QUERY_STATUSES}
+    status = "CASE " + " ".join(f"WHEN t_{s} IS NOT NULL THEN '{s}'" for s in reversed(spec.QUERY_STATUSES)) + " END"
+    con.execute(f"""
+INSERT INTO queries BY NAME
+SELECT {qid} AS query_id, {ch} AS channel_id, {status} AS status, 'evm_call' AS query_kind, chain_selector,
+    {ts['accepted']} AS created_at, {', '.join(f"{v} AS {s}_at" for s, v in ts.items())},
+    to_timestamp(CAST(floor(t_accepted) AS BIGINT) + 300) AS expires_at,
+    to_timestamp(CAST(floor(t_accepted) AS BIGINT) + 400) AS synced_at
+FROM g_q
+""")
+    moves = ", ".join(f"{{'s': '{s}', 't': t_{s}}}" for s in spec.QUERY_STATUSES)
+    con.execute(f"""
+INSERT INTO events BY NAME
+WITH m AS (SELECT i, channel, chain_selector, unnest([{moves}]) AS m FROM g_q)
+SELECT {_uuid_sql("'qev-' || i || m.s")} AS event_id, {ch} AS channel_id, 'query.status' AS type,
+    to_timestamp(CAST(floor(m.t) AS BIGINT)) AS ts, m.s AS status, {qid} AS subject_id, {qid} AS query_id,
+    chain_selector,
+    CASE WHEN m.s IN ('completed', 'failed') THEN 1 ELSE 0 END AS proof_count,
+    CASE WHEN m.s IN ('completed', 'failed') THEN 4 + CAST(floor({_u(36)} * 3) AS INTEGER) END AS signature_count,
+    date_trunc('hour', to_timestamp(CAST(floor(m.t) AS BIGINT))) + INTERVAL 1 HOUR AS synced_at
+FROM m WHERE m.t IS NOT NULL
+""", {"seed": seed})
+
+
+def _insert_watchers(con: duckdb.DuckDBPyConnection, n_watcher_events: int, span: int, seed: int) -> None:
+    con.execute(f"""
+CREATE OR REPLACE TEMP TABLE g_w AS
+SELECT i, {_uuid_sql("'watcher-' || i")} AS watcher_id, {_uuid_sql("'channel-' || (i % 20)")} AS channel_id,
+    n.chain_selector, 'watcher-' || i AS name,
+    CASE WHEN i % 29 = 3 THEN 'failed' WHEN i % 13 = 5 THEN 'archived' ELSE 'active' END AS final_status,
+    $t0 + i * 600 AS t_created
+FROM range(40) r(i) JOIN g_net n ON n.net = i % 10
+""", {"t0": T0})
+    con.execute("""INSERT INTO watchers BY NAME SELECT watcher_id, channel_id, name, final_status AS status,
+        chain_selector, '0x' || md5(name) || '00000000' AS address, 'erc20' AS service,
+        to_timestamp(t_created) AS created_at FROM g_w""")
+    history = """[{'s': 'pending', 't': t_created}, {'s': CASE WHEN final_status = 'failed' THEN 'failed'
+        ELSE 'active' END, 't': t_created + 30}]
+        || CASE WHEN final_status = 'archived' THEN [{'s': 'archiving', 't': t_created + $span // 2},
+           {'s': 'archived', 't': t_created + $span // 2 + 40}] ELSE [] END"""
+    con.execute(f"""
+INSERT INTO events BY NAME
+WITH h AS (SELECT watcher_id, channel_id, chain_selector, unnest({history}) AS m FROM g_w)
+SELECT {_uuid_sql("'wst-' || watcher_id || m.s")} AS event_id, channel_id, 'watcher.status' AS type,
+    to_timestamp(m.t) AS ts, m.s AS status, watcher_id AS subject_id, watcher_id, chain_selector, 0 AS proof_count,
+    to_timestamp(m.t) + INTERVAL 1 HOUR AS synced_at
+FROM h
+""", {"span": span})
+    con.execute(f"""
+INSERT INTO events BY NAME
+WITH e AS (
+    SELECT r.i, w.watcher_id, w.channel_id, w.chain_selector,
+        $t0 + 60 + CAST(floor({_u(40, 'r.i')} * ($span - 120)) AS BIGINT) AS t
+    FROM range($n) r(i) JOIN g_w w ON w.i = CAST(floor({_u(41, 'r.i')} * 40) AS INTEGER)
+    WHERE w.final_status <> 'failed'
+)
+SELECT {_uuid_sql("'wev-' || i")} AS event_id, channel_id, 'watcher.event' AS type, to_timestamp(t) AS ts,
+    watcher_id AS subject_id, watcher_id, chain_selector, md5('wev' || i) AS event_hash,
+    CASE WHEN {_u(42)} < 0.001 THEN 0 ELSE 1 END AS proof_count,
+    CASE WHEN {_u(42)} >= 0.001 THEN 4 + CAST(floor({_u(43)} * 4) AS INTEGER) END AS signature_count,
+    date_trunc('hour', to_timestamp(t)) + INTERVAL 1 HOUR AS synced_at
+FROM e ORDER BY t
+""", {"t0": T0, "span": span, "n": n_watcher_events, "seed": seed})
+
+
+def _insert_reference(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""INSERT INTO networks BY NAME SELECT chain_selector, name, 'evm' AS chain_family,
+        net_type AS network_type, to_timestamp(1700000000) AS created_at FROM g_net""")
+    con.execute(f"""INSERT INTO channels BY NAME SELECT {_uuid_sql("'channel-' || i")} AS channel_id,
+        'channel ' || i AS name, 'active' AS status, to_timestamp($t0) AS created_at FROM range(20) r(i)""",
+                {"t0": T0})
+
+
+def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: int = 30, seed: int = 7) -> dict:
+    """Write a synthetic warehouse with about ``n_events`` operation events over ``days`` days; returns its counts."""
+    span = days * 86_400
+    n_ops = max(int(n_events / EVENTS_PER_OP), 10)
+    t_end = T0 + span
+    with Warehouse(path) as wh:
+        con = wh.con
+        con.execute("SET preserve_insertion_order = true")
+        _network_table(con)
+        _operations_plan(con, n_ops, span, seed)
+        _operation_events(con, t_end, seed)
+        _insert_operation_events(con, seed)
+        _insert_operations(con, t_end)
+        _insert_queries(con, max(n_ops // 8, 10), span, t_end, seed)
+        _insert_watchers(con, max(n_events // 20, 100), span, seed)
+        _insert_reference(con)
+        counts = dict(con.execute("SELECT type, count(*) FROM events GROUP BY type").fetchall())
+        counts["operations"] = con.execute("SELECT count(*) FROM operations").fetchone()[0]
+        for t in ("g_ops", "g_op_events", "g_q", "g_w", "g_net", "g_pick"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+        con.execute("CHECKPOINT")
+    return counts
