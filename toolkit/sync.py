@@ -24,6 +24,7 @@ client) while this thread converts and writes, so the network and the conversion
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -43,17 +44,21 @@ from .config import Settings
 from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.models import refresh_models
+from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = 200
 #: Rows per committed batch of one stream (a crash loses at most this much work, never data).
-COMMIT_ROWS = {"events": 20000, "operations": 5000, "queries": 5000}
+COMMIT_ROWS = {"events": 10000, "operations": 5000, "queries": 5000}
+#: Parsed records waiting across all streams before the largest buffer is committed early (memory ceiling).
+MAX_BUFFERED_ROWS = 12000
 #: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), and a
 #: memory ceiling so a long history never grows the process.
 SYNC_MEMORY_LIMIT = "192MB"
 SYNC_CHECKPOINT_THRESHOLD = "256MB"
+SWITCH_INTERVAL = float(os.environ.get("CHAINOPS_SWITCH_INTERVAL", "0.0005"))
 #: Concurrent fetches (threads sharing one client).
-WORKERS = 4
+WORKERS = int(os.environ.get("CHAINOPS_SYNC_WORKERS", "4"))
 NON_TERMINAL_OPERATION_STATUSES = [s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL]
 NON_TERMINAL_QUERY_STATUSES = [s for s in spec.QUERY_STATUSES if s not in spec.QUERY_TERMINAL]
 
@@ -252,14 +257,21 @@ class Loader:
             table, cid = key
             self.store(table, buf.records, page=buf.last, defaults={"channel_id": cid}, cursor=cursor_of(key, buf))
 
+        buffered = 0
         for key, page in prefetch(streams, workers=WORKERS):
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
             buf.pages += 1
+            buffered += len(page.records)
             self.bar(key[0]).update(len(page.records))
             if len(buf.records) >= COMMIT_ROWS[key[0]] or not page.has_more:
+                buffered -= len(buf.records)
                 flush(key)
+            elif buffered > MAX_BUFFERED_ROWS:  # parsed records are bulky: keep few of them alive at once
+                largest = max(buffers, key=lambda k: len(buffers[k].records))
+                buffered -= len(buffers[largest].records)
+                flush(largest)
         for key in list(buffers):
             flush(key)
 
@@ -303,6 +315,8 @@ class Loader:
         self.consume(streams, cursor_of)
         for cid in channel_ids:
             self.check_gaps(cid)
+        self.writer.drain()
+        apply_new_events(self.wh.con)
 
     def check_gaps(self, channel_id: str) -> None:
         """Re-read once any hole in the channel's stored offsets; record the holes that survive."""
@@ -428,6 +442,10 @@ def sync(
     client = client or Client.from_settings(settings)
     result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
     requests0, retries0 = client.requests, client.retries
+    # Fetch threads release the GIL on every socket read and must win it back from the converting thread; the
+    # default 5 ms switch interval turns that into a convoy that starves the network. Restored at the end.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
     try:
         with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
@@ -456,6 +474,7 @@ def sync(
                     result.message = "; ".join(result.rejected[:20])
                 _write_run(wh, result, client.base_url)
     finally:
+        sys.setswitchinterval(switch_interval)
         if own_client:
             client.close()
     return result

@@ -469,6 +469,9 @@ def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[
             continue
         kept[str(key)] = i
     rows = [records[i] for i in sorted(kept.values())] if len(kept) != len(records) else list(records)
+    fast = _events_batch_fast(rows, channel_id)
+    if fast is not None:
+        return fast, rejected
     columns = _event_columns(rows, channel_id)
     invalid: dict[int, dict[str, Any]] = {}
     arrays = [_build_column(col, values, invalid) for col, values in zip(_EVENT_COLUMNS, columns, strict=True)]
@@ -498,3 +501,80 @@ def _offset_name(rec: Record) -> str | None:
     if isinstance(headers, dict) and "offset" in headers:
         return f"offset {headers['offset']}"
     return None
+
+
+# ---- events, fast path: Arrow converts the dicts in C++ when the page has exactly the documented shape -----------
+
+_S = pa.string()
+_PAYLOAD_TEXT_FIELDS = ("status", "status_reason", "operation_id", "query_id", "watcher_id", "wallet_id",
+                        "chain_selector", "address", "event_hash")
+_EVENT_STRUCT = pa.struct([
+    ("event_id", _S),
+    ("headers", pa.struct([("type", _S), ("offset", pa.int64()),
+                           ("proofs", pa.list_(pa.struct([("signatures", pa.list_(_S))])))])),
+    ("payload", pa.struct([*((f, _S) for f in _PAYLOAD_TEXT_FIELDS), ("timestamp", pa.int64())])),
+])
+_TOP_KEYS = frozenset({"event_id", "headers", "payload"})
+_HEADER_KEYS = frozenset({"type", "offset", "proofs"})
+
+
+def _only_where(types: pa.Array, kind: str, values: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(types, kind), values, pa.nulls(len(values), values.type))
+
+
+def _events_batch_fast(rows: Sequence[Record], channel_id: Any) -> pa.RecordBatch | None:
+    """The event batch built by Arrow's C++ converter, or ``None`` when the page needs the careful path (unknown
+    top-level or header fields, a value of an unexpected type, more than one proof, out-of-range times)."""
+    import pyarrow.compute as pc
+
+    for r in rows:
+        if r.keys() - _TOP_KEYS or type(r.get("headers")) is not dict or r["headers"].keys() - _HEADER_KEYS:
+            return None
+    try:
+        events = pa.array(rows, type=_EVENT_STRUCT)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    heads, pays = pc.struct_field(events, "headers"), pc.struct_field(events, "payload")
+    proofs = pc.struct_field(heads, "proofs")
+    n_proofs = pc.fill_null(pc.list_value_length(proofs), 0)
+    if len(rows) and pc.max(n_proofs).as_py() > 1:
+        return None
+    ts = pc.struct_field(pays, "timestamp")
+    if len(rows) and ts.null_count < len(ts):
+        lo, hi = pc.min_max(ts).values()
+        if lo.as_py() < 0 or hi.as_py() > _MAX_TS:
+            return None
+    first_sigs = pc.struct_field(pc.list_element(pc.if_else(pc.greater(n_proofs, 0), proofs, None), 0), "signatures")
+    field = {name: pc.struct_field(pays, name) for name in _PAYLOAD_TEXT_FIELDS}
+    types = pc.struct_field(heads, "type")
+    subject = pc.case_when(
+        pc.make_struct(*(pc.fill_null(pc.equal(types, t), False) for t in spec.EVENT_SUBJECT_FIELD)),
+        *(field[f] for f in spec.EVENT_SUBJECT_FIELD.values()),
+    )
+    dumps = orjson.dumps
+    payloads = pa.array([None if (p := r.get("payload")) is None else dumps(p) for r in rows], pa.string())
+    n = len(rows)
+    arrays = [
+        pc.struct_field(events, "event_id"),
+        pa.array([channel_id] * n, _S),
+        types,
+        pc.struct_field(heads, "offset"),
+        ts.cast(UTC_SECONDS).cast(TIMESTAMP),
+        field["status"],
+        field["status_reason"],
+        subject,
+        _only_where(types, "operation.status", field["operation_id"]),
+        _only_where(types, "query.status", field["query_id"]),
+        field["watcher_id"],
+        _only_where(types, "wallet.status", field["wallet_id"]),
+        field["chain_selector"],
+        field["address"],
+        field["event_hash"],
+        n_proofs.cast(pa.int64()),
+        pc.list_value_length(first_sigs).cast(pa.int64()),
+        payloads,
+        pa.nulls(n, _S),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema)

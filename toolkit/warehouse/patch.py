@@ -1,8 +1,10 @@
 """Moving resource rows forward from the events that report their moves.
 
 Every status move of an operation or a query emits an event (API.md: "Lifecycle state can also be observed by
-fetching the resource again instead of reading events"), so an incremental sync reads the event log and applies it
-to the ``operations`` and ``queries`` rows in the same transaction as the events, instead of re-listing history.
+fetching the resource again instead of reading events"), so a sync reads the event log and applies it to the
+``operations`` and ``queries`` rows, instead of re-listing history. :func:`apply_new_events` does it set-wise for
+every event stored since its watermark (kept in ``sync_state`` under ``patch``, written in the same transaction), so
+a run killed before it runs leaves the work to the next run.
 Moves only go forward (by stage order; terminal statuses are final). Ids the warehouse does not know yet, and drafts
 whose finalize or cancel changed fields that events do not carry, are queued in ``sync_refetch`` for a one-by-one
 fetch.
@@ -49,8 +51,40 @@ _workflow_ids = ",\n".join(
 _workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_FIELDS)
 
 
+PATCH_STREAM = "patch"
+
+
+def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
+    """Apply every event stored since the last call (by ``synced_at``) to operations and queries, in one
+    transaction with the new watermark; returns how many events it looked at."""
+    rows = con.execute("SELECT cursor->>'synced_at' FROM sync_state WHERE stream = ?", [PATCH_STREAM]).fetchall()
+    since = rows[0][0] if rows and rows[0][0] else "-infinity"
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
+            "event_hash, proof_count, payload, synced_at FROM events "
+            "WHERE synced_at > CAST(? AS TIMESTAMPTZ) AND type IN ('operation.status', 'query.status')",
+            [since],
+        )
+        counted = con.execute("SELECT count(*), CAST(max(synced_at) AS VARCHAR) FROM _new_events").fetchall()[0]
+        if counted[0]:
+            apply_operation_events(con, "_new_events")
+            apply_query_events(con, "_new_events")
+            con.execute(
+                "INSERT OR REPLACE INTO sync_state VALUES (?, json_object('synced_at', ?), now())",
+                [PATCH_STREAM, counted[1]],
+            )
+        con.execute("DROP TABLE IF EXISTS _new_events")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return int(counted[0])
+
+
 def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
-    """Apply the ``operation.status`` events of ``view`` (a registered batch) to ``operations``; queue unknown ids."""
+    """Apply the ``operation.status`` events of ``view`` (a table or view) to ``operations``; queue unknown ids."""
     latest = f"""
         SELECT operation_id,
                any_value(channel_id) AS channel_id,

@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
-from .patch import apply_operation_events, apply_query_events
 from .views import view_statements
 
 
@@ -123,16 +122,9 @@ class Warehouse:
             existing = min(int(deleted[0][0]) if deleted else 0, data.num_rows)
             extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
             self.con.execute(f'INSERT INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
-            self.after_upsert(table, view)
         finally:
             self.con.unregister(view)
         return data.num_rows - int(existing), int(existing)
-
-    def after_upsert(self, table: str, view: str) -> None:
-        """Apply new events to the resources they report on (see :mod:`.patch`), in the same transaction."""
-        if table == "events":
-            apply_operation_events(self.con, view)
-            apply_query_events(self.con, view)
 
     def _columns_of(self, table: str) -> list[str]:
         cached = self._column_cache.get(table)
