@@ -16,6 +16,8 @@ bad value falls back to checking value by value).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -245,6 +247,8 @@ def _selector(data: Any) -> str | None:
 # ---- value coercion (the slow path, used only for a column that holds a bad value) ------------------------------
 
 _INVALID = object()
+#: ASCII digits only: str.isdigit() also accepts characters such as '²' that int() refuses.
+_INTEGER_TEXT = re.compile(r"-?[0-9]{1,20}")
 
 
 def _coerce(kind: str, value: Any) -> Any:
@@ -261,7 +265,7 @@ def _coerce(kind: str, value: Any) -> Any:
             return _INVALID
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
             value = int(value)
         if not isinstance(value, int):
             return _INVALID
@@ -282,7 +286,8 @@ def _json_text(value: Any) -> bytes | None:
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
     except (TypeError, orjson.JSONEncodeError):
-        return orjson.dumps(repr(value))
+        # integers beyond 64 bits and other rarities: the standard library writes them exactly
+        return json.dumps(value, ensure_ascii=False, default=repr).encode()
 
 
 def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[str, Any]]) -> pa.Array:
@@ -470,8 +475,11 @@ def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[
         kept[str(key)] = i
     rows = [records[i] for i in sorted(kept.values())] if len(kept) != len(records) else list(records)
     fast = _events_batch_fast(rows, channel_id)
-    if fast is not None:
-        return fast, rejected
+    return (fast if fast is not None else _events_batch_careful(rows, channel_id)), rejected
+
+
+def _events_batch_careful(rows: Sequence[Record], channel_id: Any) -> pa.RecordBatch:
+    """The event batch built value by value: any shape, unknown fields and bad values kept in ``extra``."""
     columns = _event_columns(rows, channel_id)
     invalid: dict[int, dict[str, Any]] = {}
     arrays = [_build_column(col, values, invalid) for col, values in zip(_EVENT_COLUMNS, columns, strict=True)]
@@ -487,7 +495,7 @@ def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[
             unknown["_invalid"] = _invalid_names(invalid[i])
         extras.append(_json_text(unknown) if unknown else None)
     arrays.append(pa.array(extras, pa.string()))
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema), rejected
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema)
 
 
 def _invalid_names(bad: dict[str, Any]) -> dict[str, Any]:
