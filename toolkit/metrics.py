@@ -736,7 +736,8 @@ def _stuck_rows(wh: Warehouse, at: pd.Timestamp, q: _Sql, multiple: float, min_s
         ),
         judged AS (
             SELECT cur.*, p.p90_s AS network_p90_s,
-                coalesce(x.seconds, greatest({q.bind(float(multiple))} * p.p90_s, {q.bind(float(min_seconds))}))
+                coalesce(x.seconds, CASE WHEN p.p90_s IS NOT NULL
+                    THEN greatest({q.bind(float(multiple))} * p.p90_s, {q.bind(float(min_seconds))}) END)
                     AS threshold_s
             FROM current cur
             LEFT JOIN p90 p ON p.chain_selector IS NOT DISTINCT FROM cur.chain_selector AND p.status = cur.status
@@ -824,7 +825,8 @@ def _signature_stats(proved: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         g = g.sort_values("signature_count")
         cum = g["n"].cumsum().to_numpy()
         values = g["signature_count"].to_numpy(dtype=float)
-        median = values[np.searchsorted(cum, (cum[-1] + 1) / 2)]
+        middle = np.searchsorted(cum, [(cum[-1] - 1) // 2 + 1, cum[-1] // 2 + 1])  # the two middle positions
+        median = float(values[middle].mean())
         rows.append((*(key if isinstance(key, tuple) else (key,)), values[0], median, values[-1]))
     names = ["signatures_min", "signatures_p50", "signatures_max"]
     return pd.DataFrame(rows, columns=[*keys, *names]).set_index(keys)

@@ -9,7 +9,10 @@ nothing new changes nothing). The rows it writes are exactly what the live views
 
 from __future__ import annotations
 
+import contextlib
+import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .store import Warehouse
@@ -25,6 +28,12 @@ from .views import (
 
 #: Bump when the model tables' definition changes: the next refresh rebuilds them from the raw tables.
 MODEL_VERSION = 1
+#: Operations recomputed per statement, per byte of DuckDB's memory limit (a first build over a long history then
+#: fits the sync's memory ceiling: 192 MB gives chunks of about 100,000 operations), and the bounds.
+BYTES_PER_OPERATION = 2_000
+CHUNK_BOUNDS = (10_000, 1_000_000)
+_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
+          "TIB": 2**40}
 
 
 @dataclass(frozen=True)
@@ -59,25 +68,59 @@ def _rebuild(wh: Warehouse) -> None:
 
 
 def _fold_in(wh: Warehouse, rebuilt: bool) -> tuple[int, int]:
-    """Replace the model rows of every stale operation (all of them after a rebuild) by a fresh computation from the
-    raw tables, with the same SELECTs the live views use; returns (operations, transitions) written."""
+    """Replace the model rows of every stale operation by a fresh computation from the raw tables, with the same
+    SELECTs the live views use, in chunks sized to the memory limit (so a first build of a large history fits the
+    sync's memory ceiling); returns (operations, transitions) written."""
     con = wh.con
-    scope: str | None = None
-    if not rebuilt:
-        con.execute("CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id FROM model_stale_operations")
-        if con.execute("SELECT count(*) FROM _model_scope").fetchone()[0] == 0:
-            return 0, 0
-        scope = "_model_scope"
-        for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE):
-            con.execute(f"DELETE FROM {table} WHERE operation_id IN (SELECT operation_id FROM {scope})")
+    con.execute("CREATE OR REPLACE TEMP TABLE _model_stale AS SELECT operation_id FROM model_stale_operations")
+    stale = con.execute("SELECT count(*) FROM _model_stale").fetchone()[0]
+    chunks = -(-stale // _chunk_operations(wh))
+    n_ops = n_rows = 0
+    for chunk in range(chunks):
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id FROM _model_stale "
+            "WHERE hash(operation_id) % ? = ?", [chunks, chunk],
+        )
+        ops, rows = _fold_in_scope(wh, "_model_scope", delete=not rebuilt)
+        n_ops, n_rows = n_ops + ops, n_rows + rows
+    con.execute("DROP TABLE IF EXISTS _model_scope")
+    con.execute("DROP TABLE IF EXISTS _model_stale")
+    return n_ops, n_rows
+
+
+def _chunk_operations(wh: Warehouse) -> int:
+    """How many operations one statement may recompute under the connection's memory limit."""
+    row = wh.con.execute("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()
+    match = re.match(r"^\s*([0-9.]+)\s*([A-Za-z]+)\s*$", str(row[0]) if row else "")
+    limit = float(match.group(1)) * _UNITS.get(match.group(2).upper(), 0) if match else 0
+    if limit <= 0:
+        return CHUNK_BOUNDS[1]
+    return int(min(max(limit // BYTES_PER_OPERATION, CHUNK_BOUNDS[0]), CHUNK_BOUNDS[1]))
+
+
+def _fold_in_scope(wh: Warehouse, scope: str, *, delete: bool) -> tuple[int, int]:
+    """(Delete and) recompute the model rows of the operations listed in the temp table ``scope``."""
+    con = wh.con
+    for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE) if delete else ():
+        con.execute(f"DELETE FROM {table} WHERE operation_id IN (SELECT operation_id FROM {scope})")
     t_cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
     l_cols = ", ".join(c for c, _ in LIFECYCLE_COLUMNS)
-    n_rows = con.execute(f"INSERT INTO {TRANSITIONS_TABLE} ({t_cols}) {transitions_select(scope)}").fetchone()[0]
-    n_ops = con.execute(
+    rows = con.execute(f"INSERT INTO {TRANSITIONS_TABLE} ({t_cols}) {transitions_select(scope)}").fetchone()[0]
+    ops = con.execute(
         f"INSERT INTO {LIFECYCLE_TABLE} ({l_cols}) {lifecycle_select(TRANSITIONS_TABLE, scope)}"
     ).fetchone()[0]
-    con.execute("DROP TABLE IF EXISTS _model_scope")
-    return int(n_ops), int(n_rows)
+    return int(ops), int(rows)
+
+
+@contextlib.contextmanager
+def _unordered_inserts(wh: Warehouse) -> Iterator[None]:
+    """Let DuckDB write the model rows in any order while the block runs (less memory), then restore the setting."""
+    before = wh.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+    wh.con.execute("SET preserve_insertion_order = false")
+    try:
+        yield
+    finally:
+        wh.con.execute(f"SET preserve_insertion_order = {'true' if before else 'false'}")
 
 
 def refresh_models(wh: Warehouse, *, full: bool = False) -> RefreshResult:
@@ -87,7 +130,7 @@ def refresh_models(wh: Warehouse, *, full: bool = False) -> RefreshResult:
     :data:`MODEL_VERSION` changes). Returns a :class:`RefreshResult`.
     """
     started = time.perf_counter()
-    with wh.transaction():
+    with _unordered_inserts(wh), wh.transaction():
         rebuilt = _needs_rebuild(wh, full)
         if rebuilt:
             _rebuild(wh)

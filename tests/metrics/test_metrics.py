@@ -1,0 +1,332 @@
+"""Every metric on hand-made tiny warehouses, with the values worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from tests.metrics.builders import (
+    ETHEREUM,
+    SEPOLIA,
+    T0,
+    build,
+    ladder,
+    op_event,
+    op_record,
+    query_event,
+    refresh,
+    watcher_event,
+    watcher_record,
+    watcher_status,
+)
+from toolkit import metrics, spec
+
+FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
+TO_LATEST = FULL[:5]
+
+
+@pytest.fixture(params=["live", "refreshed"])
+def mode(request) -> str:
+    """Every metric is checked on the live views and on the materialised models."""
+    return request.param
+
+
+def make(tmp_path, mode: str, **records):
+    wh = build(tmp_path / "w.duckdb", **records)
+    return refresh(wh) if mode == "refreshed" else wh
+
+
+# ---- status latency ----------------------------------------------------------------------------------------------
+
+
+def test_status_latency_over_daily_buckets(tmp_path, mode) -> None:
+    day = 86_400
+    events = ladder("a", ("accepted", "sending"), (0, 10)) + ladder("b", ("accepted", "sending"), (day, day + 20))
+    wh = make(tmp_path, mode, events=events)
+    df = metrics.status_latency(wh, by=["status"], bucket="1d")
+    day0 = pd.Timestamp(T0, unit="s", tz="UTC").floor("D")
+    got = [(r.status, r.bucket, r.entered, r.n, r.p50_s) for r in df.itertuples()]
+    assert got[0] == ("accepted", day0, 1, 1, 10.0)
+    assert got[1] == ("accepted", day0 + pd.Timedelta(days=1), 1, 1, 20.0)
+    assert [(g[0], g[1], g[3]) for g in got[2:]] == [("sending", day0, 0), ("sending", day0 + pd.Timedelta(days=1), 0)]
+    assert str(df["bucket"].dtype) == "datetime64[us, UTC]"
+
+
+def test_status_latency_quantiles_and_time_since_creation(tmp_path, mode) -> None:
+    events = []
+    for i, gap in enumerate((2, 4, 6, 8, 10)):
+        events += ladder(f"op{i}", ("accepted", "sending"), (0, gap))
+    wh = make(tmp_path, mode, events=events, operations=[op_record("op0", "sending", created=-3, updated=2)])
+    row = metrics.status_latency(wh, by=["network", "status"], status="accepted").iloc[0]
+    assert (row.network, row.status, row.entered, row.n, row.mean_s) == ("Ethereum Mainnet", "accepted", 5, 5, 6.0)
+    assert (row.p50_s, row.p90_s, row.p99_s, row.max_s) == (6.0, 9.2, pytest.approx(9.92), 10.0)
+    sending = metrics.status_latency(wh, by=["status"], status="sending").iloc[0]
+    assert sending.n == 0 and math.isnan(sending.p50_s)
+    assert sending.since_created_p50_s == 6.0  # op0 counts from its record's created_at: 2 + 3 = 5; others 4..10
+
+
+# ---- failure rates -----------------------------------------------------------------------------------------------
+
+
+def outcomes_history() -> tuple[list[dict], list[dict]]:
+    events, ops = [], []
+    for i in range(7):
+        events += ladder(f"e-ok{i}", FULL, (0, 1, 2, 3, 15, 400, 800))
+    events += ladder("e-f1", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low")
+    events += ladder("e-f2", ("accepted", "sending", "sent", "broadcasting", "failed"), (0, 1, 2, 3, 20),
+                     reason="execution reverted: Pausable: paused")
+    events += ladder("e-wait", TO_LATEST, (0, 1, 2, 3, 15))  # mainnet: still waiting for safe and finalized
+    for i in range(4):
+        events += ladder(f"s-ok{i}", TO_LATEST, (0, 1, 2, 3, 12), chain=SEPOLIA)
+    events += ladder("s-exp", ("pending_signature", "expired"), (0, 3600), chain=SEPOLIA, reason="deadline elapsed")
+    events += ladder("s-can", ("pending_signature", "cancelled"), (0, 60), chain=SEPOLIA)
+    return events, ops
+
+
+def test_failure_rates_count_latest_only_networks_as_confirmed(tmp_path, mode) -> None:
+    events, _ = outcomes_history()
+    df = metrics.failure_rates(make(tmp_path, mode, events=events)).set_index("network")
+    eth, sep = df.loc["Ethereum Mainnet"], df.loc["Ethereum Sepolia"]
+    assert (eth.operations, eth.terminal, eth.confirmed, eth.failed, eth.expired, eth.cancelled, eth.in_flight) == (
+        10, 9, 7, 2, 0, 0, 1)
+    assert (sep.operations, sep.terminal, sep.confirmed, sep.failed, sep.expired, sep.cancelled, sep.in_flight) == (
+        6, 6, 4, 0, 1, 1, 0)
+    assert eth.failure_rate == pytest.approx(2 / 9)
+    low, high = metrics.wilson_interval(2, 9)
+    assert (eth.failure_rate_low, eth.failure_rate_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
+    assert sep.expiry_rate == pytest.approx(1 / 6) and sep.cancel_rate == pytest.approx(1 / 6)
+
+
+def test_wilson_interval_matches_published_values() -> None:
+    low, high = metrics.wilson_interval([10, 0, 5], [100, 10, 0])
+    assert low[0] == pytest.approx(0.05523, abs=5e-5) and high[0] == pytest.approx(0.17437, abs=5e-5)
+    assert low[1] == 0 and high[1] == pytest.approx(0.27753, abs=5e-5)
+    assert math.isnan(low[2]) and math.isnan(high[2])
+
+
+def test_failure_rates_by_wallet_channel_and_week(tmp_path, mode) -> None:
+    events = ladder("a1", ("accepted", "sending", "failed"), (0, 1, 5), reason="out of gas", channel="ch-a")
+    events += ladder("a2", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-a")
+    events += ladder("b1", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-b")
+    ops = [op_record("a1", "failed", channel="ch-a", address="0x" + "01" * 20, updated=5),
+           op_record("a2", "confirmed", channel="ch-a", address="0x" + "01" * 20, updated=800),
+           op_record("b1", "confirmed", channel="ch-b", address="0x" + "02" * 20, updated=800, created=8 * 86_400)]
+    wh = make(tmp_path, mode, events=events, operations=ops)
+    by_wallet = metrics.failure_rates(wh, by=["address"]).set_index("address")
+    assert by_wallet.loc["0x" + "01" * 20, "failure_rate"] == 0.5
+    assert by_wallet.loc["0x" + "02" * 20, "failure_rate"] == 0.0
+    by_channel = metrics.failure_rates(wh, by=["channel_id"])
+    assert list(by_channel["channel_id"]) == ["ch-a", "ch-b"] and list(by_channel["failed"]) == [1, 0]
+    weekly = metrics.failure_rates(wh, by=[], bucket="1w")
+    assert list(weekly["operations"]) == [2, 1] and (weekly["bucket"].dt.day_of_week == 0).all()
+    assert metrics.failure_rates(wh, channel="ch-b")["operations"].tolist() == [1]
+
+
+# ---- failure reasons ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("reason", "status", "category"), [
+    ("execution reverted: ERC20: transfer amount exceeds balance", "failed", "revert"),
+    ("execution reverted", "failed", "revert"),
+    ("out of gas", "failed", "gas"),
+    ("intrinsic gas too low", "failed", "gas"),
+    ("insufficient funds for gas * price + value", "failed", "gas"),
+    ("max fee per gas less than block base fee", "failed", "gas"),
+    ("nonce too low", "failed", "nonce"),
+    ("replacement transaction underpriced", "failed", "nonce"),
+    ("chain unavailable: RPC endpoint timeout", "failed", "chain_unavailable"),
+    ("deadline elapsed before broadcast", "expired", "deadline"),
+    ("", "expired", "deadline"),
+    ("something new", "failed", "other"),
+    (None, "failed", "other"),
+])
+def test_failure_taxonomy(reason, status, category) -> None:
+    assert metrics.classify_failure(reason, status) == category
+
+
+def test_failure_reasons_keep_the_raw_text_in_their_category(tmp_path, mode) -> None:
+    reasons = ["execution reverted: A"] * 3 + ["execution reverted: B"] + ["nonce too low"] * 2 + ["weird"]
+    events = []
+    for i, reason in enumerate(reasons):
+        events += ladder(f"f{i}", ("accepted", "sending", "failed"), (0, 1, 5), reason=reason)
+    events += ladder("x1", ("pending_signature", "expired"), (0, 60), reason="deadline elapsed")
+    events += ladder("ok", FULL, (0, 1, 2, 3, 15, 400, 800))
+    wh = make(tmp_path, mode, events=events)
+    df = metrics.failure_reasons(wh)
+    got = [(r.category, r.reason, r.status, r.operations, r.category_operations, r.rank) for r in df.itertuples()]
+    assert got == [
+        ("revert", "execution reverted: A", "failed", 3, 4, 1),
+        ("nonce", "nonce too low", "failed", 2, 2, 2),
+        ("deadline", "deadline elapsed", "expired", 1, 1, 3),
+        ("revert", "execution reverted: B", "failed", 1, 4, 4),
+        ("other", "weird", "failed", 1, 1, 5),
+    ]
+    assert df["share"].sum() == pytest.approx(1.0) and df.loc[0, "category_share"] == pytest.approx(0.5)
+    assert list(df["category"].cat.categories) == list(metrics.FAILURE_CATEGORIES) and df["category"].cat.ordered
+    assert len(metrics.failure_reasons(wh, top=2)) == 2
+    assert metrics.failure_reasons(wh, status="expired")["reason"].tolist() == ["deadline elapsed"]
+
+
+# ---- finality ----------------------------------------------------------------------------------------------------
+
+
+def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode) -> None:
+    events = ladder("e1", FULL, (0, 1, 2, 3, 15, 400, 800))
+    events += ladder("e2", ("accepted", "sending", "sent", "broadcasting", "confirmed_safe", "confirmed"),
+                     (0, 1, 2, 3, 410, 820))  # the confirmed_latest event is missing
+    events += ladder("e3", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low")
+    events += ladder("e4", TO_LATEST, (0, 1, 2, 3, 30))
+    events += ladder("d1", ("pending_signature", "cancelled"), (0, 10))  # never relayed
+    events += ladder("s1", TO_LATEST, (0, 1, 2, 3, 12), chain=SEPOLIA)
+    events += ladder("s2", TO_LATEST, (0, 1, 2, 3, 20), chain=SEPOLIA)
+    df = metrics.finality_breakdown(make(tmp_path, mode, events=events)).set_index("network")
+    eth, sep = df.loc["Ethereum Mainnet"], df.loc["Ethereum Sepolia"]
+    assert (eth.operations, eth.reached_latest, eth.reached_safe, eth.reached_finalized, eth.failed) == (4, 3, 2, 2, 1)
+    assert (eth.latest_share, eth.safe_share, eth.finalized_share) == (0.75, 0.5, 0.5)
+    assert not eth.latest_only and sep.latest_only
+    assert (eth.to_latest_p50_s, eth.to_latest_p90_s) == (22.5, 28.5)
+    assert (eth.to_safe_p50_s, eth.to_safe_p90_s) == (405.0, 409.0)
+    assert (eth.to_finalized_p50_s, eth.to_finalized_p90_s) == (810.0, 818.0)
+    assert (eth.latest_to_safe_p50_s, eth.safe_to_finalized_p50_s, eth.latest_to_finalized_p90_s) == (
+        385.0, 405.0, 785.0)
+    assert (sep.operations, sep.reached_latest, sep.reached_safe, sep.reached_finalized) == (2, 2, 0, 0)
+    assert (sep.to_latest_p50_s, sep.to_latest_p90_s) == (16.0, pytest.approx(19.2))
+    assert math.isnan(sep.to_safe_p50_s)
+    times = metrics.finality_times(tmp_path / "w.duckdb")
+    assert sorted(times.loc[times.network == "Ethereum Mainnet", "to_latest_s"].dropna()) == [15.0, 30.0]
+
+
+# ---- queries -----------------------------------------------------------------------------------------------------
+
+
+def test_query_latency_per_network_and_outcome(tmp_path, mode) -> None:
+    plan = {"q1": (("accepted", 0), ("sending", 1), ("sent", 3), ("completed", 13)),
+            "q2": (("accepted", 0), ("sending", 2), ("sent", 4), ("completed", 24)),
+            "q3": (("accepted", 0), ("sending", 1), ("sent", 2), ("failed", 12)),
+            "q4": (("accepted", 0), ("sending", 1), ("sent", 2), ("expired", 300)),
+            "q5": (("accepted", 0), ("sending", 1))}
+    events = [query_event(q, s, t) for q, moves in plan.items() for s, t in moves]
+    record = {"query_id": "q1", "channel_id": "ch-1", "status": "completed", "query_kind": "evm_call",
+              "chain_selector": ETHEREUM, "created_at": T0, "accepted_at": T0, "sending_at": T0 + 1,
+              "sent_at": T0 + 3, "completed_at": T0 + 13}
+    df = metrics.query_latency(make(tmp_path, mode, events=events, queries=[record]))
+    assert list(df["outcome"]) == ["completed", "failed", "expired", "in_flight"]
+    done = df.iloc[0]
+    assert (done.queries, done.accepted_to_sending_p50_s, done.sending_to_sent_p50_s, done.sent_to_terminal_p50_s,
+            done.accepted_to_terminal_p50_s) == (2, 1.5, 2.0, 15.0, 18.5)
+    assert (df["finished"] == 4).all()
+    assert (df["failure_rate"] == 0.25).all() and (df["expiry_rate"] == 0.25).all()
+    expired = df.iloc[2]
+    assert expired.sent_to_terminal_p50_s == 298.0
+    overall = metrics.query_latency(tmp_path / "w.duckdb", by=[])
+    assert (overall.loc[0, "queries"], overall.loc[0, "finished"], overall.loc[0, "failure_rate"]) == (5, 4, 0.25)
+
+
+# ---- stuck operations --------------------------------------------------------------------------------------------
+
+
+def stuck_history() -> tuple[list[dict], list[dict]]:
+    events = []
+    for i in range(10):  # history: `sent` lasts 10 s on Ethereum
+        events += ladder(f"h{i}", ("accepted", "sending", "sent", "broadcasting"), (0, 1, 2, 12))
+    events += ladder("s1", ("accepted", "sending", "sent"), (998, 999, 1000))
+    events += ladder("s2", ("accepted", "sending", "sent"), (1088, 1089, 1090))
+    events += ladder("t1", TO_LATEST, (0, 1, 2, 3, 12), chain=SEPOLIA)  # final on a latest-only network
+    events += ladder("t2", TO_LATEST, (0, 1, 2, 3, 12), chain=SEPOLIA)
+    events += ladder("f1", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low")
+    events += ladder("r1", ("accepted", "sending", "sent"), (0, 1, 2))  # its record says it is confirmed
+    events += [op_event("late", "accepted", T0 + 1100)]
+    return events, [op_record("r1", "confirmed", updated=900)]
+
+
+def test_stuck_operations_by_network_p90_multiple(tmp_path, mode) -> None:
+    events, ops = stuck_history()
+    wh = make(tmp_path, mode, events=events, operations=ops)
+    df = metrics.stuck_operations(wh, min_seconds=0)  # now = the newest event, T0 + 1100
+    assert list(df["operation_id"]) == ["s1"]
+    row = df.iloc[0]
+    assert (row.status, row.age_s, row.network_p90_s, row.threshold_s) == ("sent", 100.0, 10.0, 30.0)
+    assert row.entered_at == pd.Timestamp(T0 + 1000, unit="s", tz="UTC")
+    assert metrics.stuck_operations(wh)["threshold_s"].tolist() == [60.0]  # at least 60 s by default
+    assert list(metrics.stuck_operations(wh, min_seconds=0, thresholds={"sent": 5})["operation_id"]) == ["s1", "s2"]
+    earlier = metrics.stuck_operations(wh, min_seconds=0, now=pd.Timestamp(T0 + 1050, unit="s", tz="UTC"))
+    assert list(earlier["operation_id"]) == ["s1"] and earlier.iloc[0].age_s == 50.0
+    summary = metrics.stuck_operations(wh, min_seconds=0, thresholds={"sent": 5}, by=["network", "status"])
+    assert summary[["network", "status", "stuck", "max_age_s"]].values.tolist() == [
+        ["Ethereum Mainnet", "sent", 2, 100.0]]
+
+
+def test_stuck_operations_default_threshold_is_reproducible(tmp_path, mode) -> None:
+    events, ops = stuck_history()
+    wh = make(tmp_path, mode, events=events, operations=ops)
+    assert metrics.latest_event_time(wh) == pd.Timestamp(T0 + 1100, unit="s", tz="UTC")
+    df = metrics.stuck_operations(wh, multiple=1.0, min_seconds=0)
+    assert df.equals(metrics.stuck_operations(wh, multiple=1.0, min_seconds=0))
+    assert list(df["operation_id"]) == ["s1"]  # threshold 1 x p90 = 10 s: s2 has been in `sent` exactly 10 s
+    assert df.iloc[0].threshold_s == 10.0
+
+
+# ---- proofs ------------------------------------------------------------------------------------------------------
+
+
+def test_proof_coverage_against_the_rules_and_signature_minimum(tmp_path, mode) -> None:
+    events = ladder("o", ("confirmed_latest",), (10,), signatures=4)
+    events += ladder("o", ("confirmed_safe",), (20,), signatures=3)
+    events += ladder("o", ("confirmed",), (30,), signatures=None)  # a proof is missing
+    events += ladder("o", ("accepted",), (0,))
+    unexpected = op_event("o2", "accepted", T0)
+    unexpected["headers"]["proofs"] = [{"signatures": ["0x00"] * 4}]
+    events += [unexpected, query_event("q", "completed", 5, signatures=5), query_event("q", "accepted", 0),
+               watcher_event("w", 5, signatures=4), watcher_event("w", 6, signatures=None),
+               watcher_status("w", "active", 1)]
+    df = metrics.proof_coverage(make(tmp_path, mode, events=events)).set_index("type")
+    op = df.loc["operation.status"]
+    assert (op.events, op.must_have_proof, op.with_proof, op.missing_proof, op.enough_signatures,
+            op.too_few_signatures, op.unexpected_proofs) == (5, 3, 2, 1, 1, 1, 1)
+    assert (op.signatures_min, op.signatures_p50, op.signatures_max) == (3.0, 3.5, 4.0)
+    assert op.coverage == pytest.approx(2 / 3) and op.min_signatures == spec.PROOF_MIN_SIGNATURES
+    q, w, ws = df.loc["query.status"], df.loc["watcher.event"], df.loc["watcher.status"]
+    assert (q.events, q.must_have_proof, q.with_proof, q.signatures_p50) == (2, 1, 1, 5.0)
+    assert (w.events, w.must_have_proof, w.with_proof, w.missing_proof) == (2, 2, 1, 1)
+    assert (ws.events, ws.must_have_proof) == (1, 0) and math.isnan(ws.coverage)
+
+
+def test_proof_rules_are_the_spec_for_every_type_and_status(tmp_path) -> None:
+    statuses = {"operation.status": spec.OPERATION_STATUSES, "query.status": spec.QUERY_STATUSES,
+                "watcher.status": spec.WATCHER_STATUSES, "wallet.status": spec.WALLET_STATUSES}
+    events = []
+    for etype, values in statuses.items():
+        for s in values:
+            events.append({"event_id": f"{etype}-{s}", "headers": {"type": etype, "offset": len(events)},
+                           "payload": {"status": s, "timestamp": T0, "operation_id": "o", "query_id": "q",
+                                       "watcher_id": "w", "wallet_id": "x"}})
+    events.append(watcher_event("w", 0))
+    df = metrics.proof_coverage(build(tmp_path / "w.duckdb", events=events), by=["type", "status"])
+    got = {(r.type, r.status if isinstance(r.status, str) else None): r.must_have_proof == 1
+           for r in df.itertuples()}
+    assert got == {(t, s): spec.event_requires_proof(t, s) for t, s in got}
+    assert sum(got.values()) == len(spec.OPERATION_PROOF_STATUSES) + len(spec.QUERY_PROOF_STATUSES) + 1
+
+
+# ---- watchers ----------------------------------------------------------------------------------------------------
+
+
+def test_watcher_activity_per_hour_with_the_status_then(tmp_path, mode) -> None:
+    events = [watcher_status("w1", s, t) for s, t in
+              (("pending", 0), ("active", 30), ("archiving", 7200), ("archived", 7240))]
+    events += [watcher_event("w1", t) for t in (100, 200, 3700, 7230)]
+    wh = make(tmp_path, mode, events=events, watchers=[watcher_record("w1", "transfers", "archived")])
+    df = metrics.watcher_activity(wh)
+    hour0 = pd.Timestamp(T0, unit="s", tz="UTC").floor("h")
+    assert [(r.bucket - hour0, r.events, r.status, r.name) for r in df.itertuples()] == [
+        (pd.Timedelta(0), 2, "active", "transfers"), (pd.Timedelta(hours=1), 1, "active", "transfers"),
+        (pd.Timedelta(hours=2), 1, "archived", "transfers")]
+    assert df["status"].cat.ordered and list(df["status"].cat.categories) == list(spec.WATCHER_STATUSES)
+    history = metrics.watcher_status_history(wh)
+    assert [(r.status, r.seconds_in_status) for r in history.itertuples()][:3] == [
+        ("pending", 30.0), ("active", 7170.0), ("archiving", 40.0)]
+    assert history.iloc[-1].status == "archived" and pd.isna(history.iloc[-1].exited_at)
+    by_network = metrics.watcher_activity(wh, by=["network"], bucket="1d")
+    assert by_network["events"].sum() == 4 and set(by_network["network"]) == {"Ethereum Mainnet"}
