@@ -1,17 +1,25 @@
 """Matplotlib figures for the metrics: readable defaults, titles and units.
 
-Each function takes a DataFrame from :mod:`toolkit.metrics` and returns a :class:`matplotlib.figure.Figure`.
-matplotlib is imported inside the functions, so ``import toolkit`` never loads it.
+Each function takes a DataFrame from :mod:`toolkit.metrics` and returns a :class:`matplotlib.figure.Figure` (no
+pyplot state: safe in scripts, servers and notebooks). matplotlib is imported inside the functions, so
+``import toolkit`` never loads it. :func:`figure_for` draws the figure of a metric by its ``chainops metrics`` name
+straight from a warehouse.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+#: Colours of the failure categories (tab10 entries), in taxonomy order.
+_CATEGORY_COLOURS = {"revert": 3, "gas": 1, "nonce": 4, "chain_unavailable": 0, "deadline": 7, "other": 5}
 
 
 def _figure(width: float = 10.0, height: float = 5.0) -> Figure:
@@ -20,23 +28,44 @@ def _figure(width: float = 10.0, height: float = 5.0) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _colour(i: int) -> Any:
+    import matplotlib
+
+    return matplotlib.colormaps["tab10"](i % 10)
+
+
+def _empty(fig: Figure, title: str, message: str) -> Figure:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    ax.set_axis_off()
+    ax.set_title(title)
+    return fig
+
+
+def _present(values: pd.Series) -> list[Any]:
+    """Categories of a categorical that occur, in category order (plain values in sorted order otherwise)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return [c for c in values.cat.categories if (values == c).any()]
+    return sorted(values.dropna().astype(str).unique())
+
+
+# ---- status latency ----------------------------------------------------------------------------------------------
+
+
 def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in each operation status") -> Figure:
     """Box plots of seconds in status, one box per status and network (log scale: stages span seconds to hours).
 
-    ``durations`` has ``network``, ``status`` and ``seconds`` columns (:func:`toolkit.metrics.status_durations`).
+    Arguments: ``durations`` with ``network``, ``status`` and ``seconds`` (:func:`toolkit.metrics.status_durations`).
+    Returns the figure.
     """
     fig = _figure()
-    ax = fig.add_subplot()
     data = durations.dropna(subset=["seconds"])
     if data.empty:
-        ax.text(0.5, 0.5, "no completed status transitions in range", ha="center", va="center")
-        ax.set_axis_off()
-        ax.set_title(title)
-        return fig
-    statuses = [s for s in data["status"].cat.categories if (data["status"] == s).any()]
+        return _empty(fig, title, "no completed status transitions in range")
+    ax = fig.add_subplot()
+    statuses = _present(data["status"])
     networks = sorted(data["network"].astype(str).unique())
     width = 0.8 / max(len(networks), 1)
-    cmap = __import__("matplotlib").colormaps["tab10"]
     for j, network in enumerate(networks):
         sub = data[data["network"].astype(str) == network]
         series = [sub.loc[sub["status"] == s, "seconds"].clip(lower=0.5).to_numpy() for s in statuses]
@@ -47,9 +76,9 @@ def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in ea
         box = ax.boxplot([v for _, v in keep], positions=[p for p, _ in keep], widths=width * 0.9,
                          patch_artist=True, showfliers=False, manage_ticks=False)
         for patch in box["boxes"]:
-            patch.set_facecolor(cmap(j % 10))
+            patch.set_facecolor(_colour(j))
             patch.set_alpha(0.7)
-        ax.plot([], [], color=cmap(j % 10), linewidth=8, alpha=0.7, label=network)
+        ax.plot([], [], color=_colour(j), linewidth=8, alpha=0.7, label=network)
     ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("seconds in status (log scale; sub-second shown as 0.5 s)")
@@ -58,3 +87,320 @@ def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in ea
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="network", fontsize="small", ncols=2)
     return fig
+
+
+def latency_ecdf(durations: pd.DataFrame, *, title: str = "Distribution of the time spent in each status") -> Figure:
+    """Empirical CDFs of seconds in status, one line per status (all networks pooled; log scale).
+
+    Arguments: ``durations`` as for :func:`latency_by_status`. Returns the figure.
+    """
+    fig = _figure()
+    data = durations.dropna(subset=["seconds"])
+    if data.empty:
+        return _empty(fig, title, "no completed status transitions in range")
+    ax = fig.add_subplot()
+    for i, status in enumerate(_present(data["status"])):
+        values = np.sort(data.loc[data["status"] == status, "seconds"].clip(lower=0.5).to_numpy())
+        ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", color=_colour(i),
+                label=f"{status} (n={len(values):,})")
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds in status (log scale; sub-second shown as 0.5 s)")
+    ax.set_ylabel("share of transitions at or below")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+# ---- failures ----------------------------------------------------------------------------------------------------
+
+
+def failure_rate_over_time(rates: pd.DataFrame, *, group: str | None = None, max_lines: int = 6,
+                           title: str = "Failure rate over time") -> Figure:
+    """The failure rate per time bucket with its 95% Wilson interval as a band, one line per group.
+
+    Arguments: ``rates`` from :func:`toolkit.metrics.failure_rates` with a ``bucket``; ``group`` the column that
+    separates lines (default: the first grouping column present, else one line); ``max_lines`` groups at most (the
+    largest). Returns the figure.
+    """
+    fig = _figure()
+    data = rates.dropna(subset=["failure_rate"]) if "bucket" in rates.columns else rates.iloc[0:0]
+    if data.empty:
+        return _empty(fig, title, "no finished operations in range (or no `bucket` column)")
+    ax = fig.add_subplot()
+    group = group or next((c for c in ("network", "channel_id", "address", "chain_selector") if c in data), None)
+    parts = list(data.groupby(group, sort=True)) if group else [("all operations", data)]
+    if len(parts) > max_lines:  # the largest groups only: a band per small group is noise
+        parts = sorted(parts, key=lambda p: -p[1]["terminal"].sum())[:max_lines]
+        title = f"{title} ({max_lines} largest of {data[group].nunique()} {group} groups)"
+    for i, (name, part) in enumerate(sorted(parts, key=lambda p: str(p[0]))):
+        part = part.sort_values("bucket")
+        ax.plot(part["bucket"], part["failure_rate"] * 100, marker="o", markersize=3, color=_colour(i),
+                label=str(name))
+        ax.fill_between(part["bucket"], part["failure_rate_low"] * 100, part["failure_rate_high"] * 100,
+                        color=_colour(i), alpha=0.2, linewidth=0)
+    ax.set_ylabel("failed operations, % of finished (band: 95% Wilson interval)")
+    ax.set_xlabel("bucket start (UTC)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(title=group or None, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.autofmt_xdate()
+    return fig
+
+
+def failure_reason_bars(reasons: pd.DataFrame, *, top: int = 15,
+                        title: str = "Most frequent failure reasons") -> Figure:
+    """Horizontal bars of the most frequent raw failure reasons, coloured by taxonomy category.
+
+    Arguments: ``reasons`` from :func:`toolkit.metrics.failure_reasons`; ``top`` bars at most. Returns the figure.
+    """
+    fig = _figure(10, 1.5 + 0.35 * min(top, max(len(reasons), 1)))
+    if reasons.empty:
+        return _empty(fig, title, "no failed or expired operations in range")
+    ax = fig.add_subplot()
+    totals = reasons.groupby(["category", "reason"], observed=True)["operations"].sum().reset_index()
+    data = totals.sort_values("operations", ascending=False).head(top).iloc[::-1]
+    colours = [_colour(_CATEGORY_COLOURS.get(str(c), 5)) for c in data["category"]]
+    labels = [r if len(r) <= 60 else r[:57] + "..." for r in data["reason"].astype(str)]
+    ax.barh(range(len(data)), data["operations"], color=colours)
+    ax.set_yticks(range(len(data)), labels, fontsize="small")
+    for category in _present(data["category"]):
+        ax.barh([0], [0], color=_colour(_CATEGORY_COLOURS.get(str(category), 5)), label=str(category))
+    ax.set_xlabel("operations")
+    ax.set_ylabel("raw reason (status_reason)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(title="category", fontsize="small", loc="lower right")
+    return fig
+
+
+# ---- finality ----------------------------------------------------------------------------------------------------
+
+
+def finality_funnel(breakdown: pd.DataFrame, *, title: str = "How far operations get through finality") -> Figure:
+    """Per network, the share of relayed operations that reached latest, safe and finalized confirmation.
+
+    Arguments: ``breakdown`` from :func:`toolkit.metrics.finality_breakdown` (grouped by network). Networks where
+    only the latest stage is active are marked. Returns the figure.
+    """
+    fig = _figure(10, 5.5)
+    if breakdown.empty:
+        return _empty(fig, title, "no relayed operations in range")
+    ax = fig.add_subplot()
+    label_col = next((c for c in ("network", "chain_selector", "channel_id") if c in breakdown), None)
+    labels = breakdown[label_col].astype(str).tolist() if label_col else ["all"] * len(breakdown)
+    labels = [f"{lab}\n(latest only)" if lo else lab for lab, lo in zip(labels, breakdown["latest_only"],
+                                                                       strict=True)]
+    x = np.arange(len(breakdown))
+    stages = (("latest_share", "latest"), ("safe_share", "safe"), ("finalized_share", "finalized"))
+    for i, (col, name) in enumerate(stages):
+        ax.bar(x + (i - 1) * 0.27, breakdown[col] * 100, width=0.27, color=_colour(i), label=name)
+    for xi, n in zip(x, breakdown["operations"], strict=True):
+        ax.text(xi, 101, f"n={n:,}", ha="center", va="bottom", fontsize="x-small")
+    ax.set_xticks(x, labels, rotation=20, ha="right", fontsize="small")
+    ax.set_ylabel("relayed operations that reached the stage, %")
+    ax.set_ylim(0, 110)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="confirmation", fontsize="small", loc="lower right")
+    return fig
+
+
+def finality_stage_times(times: pd.DataFrame, *, title: str = "Time to each finality stage") -> Figure:
+    """Per network, box plots of the seconds from ``accepted`` to latest, safe and finalized confirmation.
+
+    Arguments: ``times`` from :func:`toolkit.metrics.finality_times`. Returns the figure (log scale).
+    """
+    fig = _figure(10, 5.5)
+    columns = (("to_latest_s", "latest"), ("to_safe_s", "safe"), ("to_finalized_s", "finalized"))
+    if times.empty:
+        return _empty(fig, title, "no operation reached a finality stage in range")
+    ax = fig.add_subplot()
+    networks = sorted(times["network"].astype(str).unique())
+    for i, (col, name) in enumerate(columns):
+        series = [times.loc[times["network"].astype(str) == n, col].dropna().clip(lower=0.5).to_numpy()
+                  for n in networks]
+        positions = [k + (i - 1) * 0.27 for k in range(len(networks))]
+        keep = [(p, v) for p, v in zip(positions, series, strict=True) if len(v)]
+        if keep:
+            box = ax.boxplot([v for _, v in keep], positions=[p for p, _ in keep], widths=0.24, patch_artist=True,
+                             showfliers=False, manage_ticks=False)
+            for patch in box["boxes"]:
+                patch.set_facecolor(_colour(i))
+                patch.set_alpha(0.7)
+        ax.plot([], [], color=_colour(i), linewidth=8, alpha=0.7, label=name)
+    ax.set_xticks(range(len(networks)), networks, rotation=20, ha="right", fontsize="small")
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds from accepted (log scale)")
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="stage reached", fontsize="small")
+    return fig
+
+
+# ---- queries, stuck operations, proofs, watchers -----------------------------------------------------------------
+
+
+def query_latency_bars(latency: pd.DataFrame, *, title: str = "Chain-query latency per stage") -> Figure:
+    """Per network, the p50 (bar) and p90 (tick) seconds of each query stage of completed queries.
+
+    Arguments: ``latency`` from :func:`toolkit.metrics.query_latency` (by network and outcome). Returns the figure.
+    """
+    fig = _figure()
+    data = latency[latency["outcome"] == "completed"] if "outcome" in latency else latency
+    if data.empty or "network" not in data:
+        return _empty(fig, title, "no completed queries in range (group by network and outcome)")
+    ax = fig.add_subplot()
+    stages = ("accepted_to_sending", "sending_to_sent", "sent_to_terminal")
+    x = np.arange(len(data))
+    for i, stage in enumerate(stages):
+        pos = x + (i - 1) * 0.27
+        ax.bar(pos, data[f"{stage}_p50_s"], width=0.27, color=_colour(i), label=stage.replace("_", " "))
+        ax.scatter(pos, data[f"{stage}_p90_s"], marker="_", s=200, color="black", zorder=3)
+    ax.scatter([], [], marker="_", s=200, color="black", label="p90")
+    ax.set_xticks(x, data["network"].astype(str), rotation=20, ha="right", fontsize="small")
+    ax.set_ylabel("seconds (bar: p50)")
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def stuck_ages(stuck: pd.DataFrame, *, title: str = "Operations stuck in a status") -> Figure:
+    """Each stuck operation's age against its threshold, per status (log scale).
+
+    Arguments: ``stuck`` from :func:`toolkit.metrics.stuck_operations` (one row per operation). Returns the figure.
+    """
+    fig = _figure()
+    if stuck.empty or "age_s" not in stuck:
+        return _empty(fig, title, "no stuck operations")
+    ax = fig.add_subplot()
+    statuses = _present(stuck["status"])
+    networks = sorted(stuck["network"].astype(str).unique())
+    rng = np.random.default_rng(0)
+    for j, network in enumerate(networks):
+        sub = stuck[stuck["network"].astype(str) == network]
+        xs = [statuses.index(s) + rng.uniform(-0.25, 0.25) for s in sub["status"]]
+        ax.scatter(xs, sub["age_s"] / 60, s=14, color=_colour(j), alpha=0.7, label=network)
+    for i, status in enumerate(statuses):
+        thr = stuck.loc[stuck["status"] == status, "threshold_s"].min() / 60
+        ax.hlines(thr, i - 0.4, i + 0.4, colors="black", linestyles="dashed")
+    ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("minutes in the status (dashed: lowest threshold)")
+    ax.set_title(f"{title} ({len(stuck):,})")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="network", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def proof_coverage_bars(coverage: pd.DataFrame, *, title: str = "Events carrying the DON proofs they must") -> Figure:
+    """Per event type, the share of events that must carry a proof and do (95% interval as error bars), and the
+    share of their proofs with fewer signatures than the minimum.
+
+    Arguments: ``coverage`` from :func:`toolkit.metrics.proof_coverage` (by type). Returns the figure.
+    """
+    fig = _figure()
+    data = coverage[coverage["must_have_proof"] > 0] if "must_have_proof" in coverage else coverage.iloc[0:0]
+    if data.empty:
+        return _empty(fig, title, "no events that must carry proofs in range")
+    ax = fig.add_subplot()
+    label_col = next((c for c in ("type", "network", "channel_id", "status") if c in data), None)
+    labels = data[label_col].astype(str).tolist() if label_col else ["all"]
+    x = np.arange(len(data))
+    cov = data["coverage"] * 100
+    err = np.vstack([cov - data["coverage_low"] * 100, data["coverage_high"] * 100 - cov])
+    ax.bar(x - 0.2, cov, width=0.4, yerr=err, capsize=3, color=_colour(2), label="carry a proof")
+    few = data["too_few_signatures"] / data["with_proof"].where(data["with_proof"] > 0) * 100
+    ax.bar(x + 0.2, few.fillna(0), width=0.4, color=_colour(3),
+           label=f"proofs with fewer than {int(data['min_signatures'].iloc[0])} signatures")
+    for xi, n in zip(x, data["must_have_proof"], strict=True):
+        ax.text(xi, 101, f"n={n:,}", ha="center", va="bottom", fontsize="x-small")
+    ax.set_xticks(x, labels)
+    ax.set_ylabel("% of events that must carry a proof")
+    ax.set_ylim(0, 110)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small", loc="center right")
+    return fig
+
+
+def watcher_activity_heatmap(activity: pd.DataFrame, *, title: str = "Observed contract events per watcher") -> Figure:
+    """A heat map of ``watcher.event`` counts: one row per watcher, one column per time bucket.
+
+    Arguments: ``activity`` from :func:`toolkit.metrics.watcher_activity`. Returns the figure.
+    """
+    fig = _figure(11, 5)
+    if activity.empty:
+        return _empty(fig, title, "no watcher events in range")
+    ax = fig.add_subplot()
+    label = "name" if "name" in activity else next(c for c in ("watcher_id", "network", "channel_id",
+                                                               "chain_selector") if c in activity)
+    rows = activity[label].fillna(activity.get("watcher_id", activity[label])).astype(str)
+    grid = activity.assign(_row=rows).pivot_table(index="_row", columns="bucket", values="events", aggfunc="sum",
+                                                  fill_value=0)
+    image = ax.imshow(grid.to_numpy(), aspect="auto", interpolation="nearest", cmap="viridis")
+    ax.set_yticks(range(len(grid.index)), grid.index, fontsize="x-small")
+    step = max(len(grid.columns) // 8, 1)
+    ticks = list(range(0, len(grid.columns), step))
+    ax.set_xticks(ticks, [grid.columns[i].strftime("%m-%d %H:%M") for i in ticks], rotation=30, ha="right",
+                  fontsize="x-small")
+    ax.set_xlabel("bucket start (UTC)")
+    ax.set_ylabel("watcher")
+    fig.colorbar(image, ax=ax, label="events per bucket")
+    ax.set_title(title)
+    return fig
+
+
+# ---- by metric name ----------------------------------------------------------------------------------------------
+
+
+def _finality(warehouse: Any, **kwargs: Any) -> Figure:
+    from . import metrics
+
+    return finality_funnel(metrics.finality_breakdown(warehouse, **kwargs))
+
+
+def _simple(data: Callable[..., pd.DataFrame], draw: Callable[[pd.DataFrame], Figure],
+            **defaults: Any) -> Callable[..., Figure]:
+    def make(warehouse: Any, **kwargs: Any) -> Figure:
+        return draw(data(warehouse, **{**defaults, **kwargs}))
+
+    return make
+
+
+def _registry() -> dict[str, Callable[..., Figure]]:
+    from . import metrics as m
+
+    return {
+        "status-latency": _simple(m.status_durations, latency_by_status),
+        "failure-rates": _simple(m.failure_rates, failure_rate_over_time, bucket="1d"),
+        "failure-reasons": _simple(m.failure_reasons, failure_reason_bars, top=None),
+        "finality-breakdown": _finality,
+        "finality-times": _simple(m.finality_times, finality_stage_times),
+        "query-latency": _simple(m.query_latency, query_latency_bars),
+        "stuck-operations": _simple(m.stuck_operations, stuck_ages),
+        "proof-coverage": _simple(m.proof_coverage, proof_coverage_bars),
+        "watcher-activity": _simple(m.watcher_activity, watcher_activity_heatmap),
+    }
+
+
+#: Names :func:`figure_for` draws: every metric of :data:`toolkit.metrics.METRICS` but the watcher history, plus
+#: ``finality-times``.
+FIGURES: tuple[str, ...] = ("status-latency", "failure-rates", "failure-reasons", "finality-breakdown",
+                            "finality-times", "query-latency", "stuck-operations", "proof-coverage",
+                            "watcher-activity")
+
+
+def figure_for(name: str, warehouse: str | os.PathLike[str] | Any = None, **filters: Any) -> Figure:
+    """The figure of a metric by its ``chainops metrics`` name, drawn from the warehouse.
+
+    Arguments: ``name`` one of :data:`FIGURES`; ``warehouse``; ``filters`` passed to the metric (``since``,
+    ``channel``, ...). Returns the figure. Raises ``ValueError`` for an unknown name.
+    """
+    registry = _registry()
+    if name not in registry:
+        raise ValueError(f"no figure for {name!r}; choose from {list(FIGURES)}")
+    return registry[name](warehouse, **filters)
