@@ -4,12 +4,12 @@ A run, in order:
 
 1. networks, channels (archived too) and wallets (archived too): small lists, read whole every run;
 2. per channel, watchers (list, then each watcher's detail);
-3. per channel, the **full pass** over operations and queries (``limit``/``offset`` lists), only until it has
-   completed once (or again with ``full=True``); its offset is saved with every committed batch, so a killed run
-   resumes the pass where it stopped;
-4. per channel, the **event log** forward from the saved message offset. Each committed batch of events also moves
-   the ``operations`` and ``queries`` rows they report on forward (:mod:`toolkit.warehouse.patch`) and queues ids
-   the warehouse does not know in ``sync_refetch``;
+3. per channel, the **full pass** over operations and queries (``limit``/``offset`` lists) until it has completed
+   once (or again with ``full=True``), then only the tail past the saved offset; the offset is saved with every
+   committed batch, so a killed run resumes the pass where it stopped;
+4. per channel, the **event log** forward from the saved message offset; then the events stored since the last
+   patch move the ``operations`` and ``queries`` rows they report on forward (:mod:`toolkit.warehouse.patch`) and
+   queue ids the warehouse does not know in ``sync_refetch``;
 5. the queued ids, fetched one by one;
 6. on incremental runs, the operations and queries still in a non-terminal status, re-listed with a status filter
    (cheap, and a safety net for any move whose event was missed).
@@ -49,13 +49,13 @@ from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = 200
 #: Rows per committed batch of one stream (a crash loses at most this much work, never data).
-COMMIT_ROWS = {"events": 10000, "operations": 5000, "queries": 5000}
+COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
 #: Parsed records waiting across all streams before the largest buffer is committed early (memory ceiling).
-MAX_BUFFERED_ROWS = 12000
+MAX_BUFFERED_ROWS = 6000
 #: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), and a
 #: memory ceiling so a long history never grows the process.
-SYNC_MEMORY_LIMIT = "192MB"
-SYNC_CHECKPOINT_THRESHOLD = "256MB"
+SYNC_MEMORY_LIMIT = "128MB"
+SYNC_CHECKPOINT_THRESHOLD = "128MB"
 SWITCH_INTERVAL = float(os.environ.get("CHAINOPS_SWITCH_INTERVAL", "0.0005"))
 #: Concurrent fetches (threads sharing one client).
 WORKERS = int(os.environ.get("CHAINOPS_SYNC_WORKERS", "4"))
@@ -276,26 +276,28 @@ class Loader:
             flush(key)
 
     def sync_full_lists(self, channel_ids: Sequence[str]) -> None:
-        """The full pass over operations and queries of channels whose pass is not complete (resumes mid-list)."""
+        """The pass over operations and queries: from the start until it has completed once (resuming mid-list
+        after a crash), then only the tail past the saved offset. Lists come in creation order on the sandbox and
+        the SDK's mock, so the tail holds the new rows, a page per hundred; if a service orders them otherwise the
+        tail is merely re-read rows, and new ones still arrive through their events and the refetch."""
         streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
-        starts: dict[tuple[str, str], int] = {}
+        starts: dict[tuple[str, str], tuple[int, bool]] = {}
         self.writer.drain()
         for table in ("operations", "queries"):
             pages_of = self.client.operation_pages if table == "operations" else self.client.query_pages
             for cid in channel_ids:
                 saved = self.wh.get_cursor(f"{table}:{cid}") or {}
-                if saved.get("complete"):
-                    continue
                 start = int(saved.get("offset", 0))
-                starts[(table, cid)] = start
+                starts[(table, cid)] = (start, bool(saved.get("complete")))
                 streams[(table, cid)] = lambda p=pages_of, c=cid, s=start: p(c, start=s)
         seen: Counter[tuple[str, str]] = Counter()
 
         def cursor_of(key: tuple[str, str], buf: _Buffer) -> tuple[str, Any]:
             seen[key] += len(buf.records)
             assert buf.last is not None
-            complete = not buf.last.has_more or not buf.last.records
-            return f"{key[0]}:{key[1]}", {"offset": starts[key] + seen[key], "complete": complete}
+            start, was_complete = starts[key]
+            complete = was_complete or not buf.last.has_more or not buf.last.records
+            return f"{key[0]}:{key[1]}", {"offset": start + seen[key], "complete": complete}
 
         self.consume(streams, cursor_of)
 

@@ -69,17 +69,25 @@ def _rebuild(wh: Warehouse) -> None:
 
 def _fold_in(wh: Warehouse, rebuilt: bool) -> tuple[int, int]:
     """Replace the model rows of every stale operation by a fresh computation from the raw tables, with the same
-    SELECTs the live views use, in chunks sized to the memory limit (so a first build of a large history fits the
-    sync's memory ceiling); returns (operations, transitions) written."""
+    SELECTs the live views use; returns (operations, transitions) written.
+
+    The work goes in chunks sized to the memory limit (so a first build of a long history fits the sync's memory
+    ceiling), oldest operations first: the model tables then keep operations in about creation order, and the next
+    syncs, which mostly touch recent operations, delete rows from few storage vectors (a delete's bookkeeping
+    grows with the vectors it touches)."""
     con = wh.con
-    con.execute("CREATE OR REPLACE TEMP TABLE _model_stale AS SELECT operation_id FROM model_stale_operations")
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _model_stale AS
+        SELECT s.operation_id, row_number() OVER (ORDER BY o.created_at NULLS LAST, s.operation_id) - 1 AS position
+        FROM model_stale_operations s LEFT JOIN operations o USING (operation_id)
+    """)
     stale = con.execute("SELECT count(*) FROM _model_stale").fetchone()[0]
-    chunks = -(-stale // _chunk_operations(wh))
+    size = _chunk_operations(wh)
     n_ops = n_rows = 0
-    for chunk in range(chunks):
+    for start in range(0, stale, size):
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id FROM _model_stale "
-            "WHERE hash(operation_id) % ? = ?", [chunks, chunk],
+            "WHERE position >= ? AND position < ?", [start, start + size],
         )
         ops, rows = _fold_in_scope(wh, "_model_scope", delete=not rebuilt)
         n_ops, n_rows = n_ops + ops, n_rows + rows

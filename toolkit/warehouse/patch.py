@@ -45,9 +45,7 @@ _WORKFLOW_FIELDS = (
     "operation_status_workflow_id",
     "operation_status_workflow_execution_id",
 )
-_workflow_ids = ",\n".join(
-    f"arg_max(json_extract_string(payload, '$.{f}'), ({_op_rank('status')}, ts)) AS {f}" for f in _WORKFLOW_FIELDS
-)
+_workflow_ids = ",\n".join(f"arg_max({f}, ({_op_rank('status')}, ts)) AS {f}" for f in _WORKFLOW_FIELDS)
 _workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_FIELDS)
 
 
@@ -61,9 +59,10 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
     since = rows[0][0] if rows and rows[0][0] else "-infinity"
     con.execute("BEGIN TRANSACTION")
     try:
+        workflow = ", ".join(f"json_extract_string(payload, '$.{f}') AS {f}" for f in _WORKFLOW_FIELDS)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
-            "event_hash, proof_count, payload, synced_at FROM events "
+            f"event_hash, proof_count, synced_at, {workflow} FROM events "
             "WHERE synced_at > CAST(? AS TIMESTAMPTZ) AND type IN ('operation.status', 'query.status')",
             [since],
         )
