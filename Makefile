@@ -27,7 +27,8 @@ lint: install
 	$(BIN)/ruff format --check toolkit tests benchmarks
 
 bench: install
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks.sync_bench --events 200000 --days 4
+	$(BIN)/python -m benchmarks.metrics_bench
 
 clean:
 	rm -rf $(VENV) data/*.duckdb data/reports

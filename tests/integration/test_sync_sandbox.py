@@ -111,3 +111,24 @@ def test_second_sync_is_incremental_and_catches_new_events(synced, sandbox) -> N
         assert wh.count("events") == sum(len(truth.events(c["channel_id"])) for c in truth.channels)
         ops = dict(wh.con.execute("SELECT operation_id, status FROM operations").fetchall())
     assert ops == {o["operation_id"]: o["status"] for o in truth.operations}
+
+
+def test_key_never_logged_stored_or_shown(server, tmp_path, caplog) -> None:
+    import logging
+    import traceback
+
+    from toolkit import errors
+
+    caplog.set_level(logging.DEBUG)
+    path = tmp_path / "keys.duckdb"
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+    result = sync(settings, quiet=True)
+    bad = Settings.load(base_url=server.base_url, api_key=TEST_KEY + "-wrong", warehouse=path, environ={})
+    with pytest.raises(errors.AuthenticationError) as info:
+        sync(bad, quiet=True)
+    shown = [caplog.text, repr(settings), str(settings), repr(result), result.summary(),
+             "".join(traceback.format_exception(info.value))]
+    assert "httpx" in caplog.text  # the requests were logged, at every level, without the key
+    for text in shown:
+        assert TEST_KEY not in text
+    assert TEST_KEY.encode() not in path.read_bytes()
