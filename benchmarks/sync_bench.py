@@ -68,7 +68,9 @@ def fetch_all_events(base_url: str, parse) -> tuple[int, float]:
 def run_sync(base_url: str, warehouse: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
     out = subprocess.run([sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)],
-                         env=env, capture_output=True, text=True, check=True)
+                         env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"the sync failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
