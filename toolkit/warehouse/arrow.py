@@ -158,72 +158,13 @@ QUERIES = _table("queries", ("query_id",), [
 ], also_consumed={"proof", "verifiable_result"})
 
 
-def _payload(r: Record) -> dict[str, Any]:
-    p = r.get("payload")
-    return p if isinstance(p, dict) else {}
-
-
-def _headers(r: Record) -> dict[str, Any]:
-    h = r.get("headers")
-    return h if isinstance(h, dict) else {}
-
-
-def _event_type(r: Record) -> Any:
-    # 0.8 puts the type in headers; older envelopes had it at the top level
-    return _headers(r).get("type", r.get("type"))
-
-
-def _ocr_proofs(r: Record) -> list[dict[str, Any]]:
-    proofs = _headers(r).get("proofs", r.get("proofs"))
-    if not isinstance(proofs, list):
-        return []
-    return [p for p in proofs if isinstance(p, dict) and "signatures" in p]
-
-
-def _signature_count(r: Record) -> int | None:
-    proofs = _ocr_proofs(r)
-    if not proofs:
-        return None
-    sigs = proofs[0].get("signatures")
-    return len(sigs) if isinstance(sigs, list) else None
-
-
-def _subject(r: Record) -> Any:
-    field = spec.EVENT_SUBJECT_FIELD.get(_event_type(r))
-    return _payload(r).get(field) if field else None
-
-
-def _payload_field(name: str, only_type: str | None = None) -> Callable[[Record], Any]:
-    if only_type is None:
-        return lambda r: _payload(r).get(name)
-    return lambda r: _payload(r).get(name) if _event_type(r) == only_type else None
-
-
-def _proof_count(r: Record) -> int:
-    proofs = _headers(r).get("proofs", r.get("proofs"))
-    return len(proofs) if isinstance(proofs, list) else 0
-
-
+# The events table is converted by its own two paths below (fast and careful); these columns give its schema and
+# the kind of each value. Nested wire fields are named by the column.
 EVENTS = _table("events", ("event_id",), [
-    _t("event_id"),
-    _t("channel_id"),  # filled in from the request path (the envelope has none in 0.8)
-    Column("type", "text", getter=_event_type),
-    Column("offset", "int", getter=lambda r: _headers(r).get("offset")),
-    Column("ts", "ts", getter=_payload_field("timestamp")),
-    Column("status", "text", getter=_payload_field("status")),
-    Column("status_reason", "text", getter=_payload_field("status_reason")),
-    Column("subject_id", "text", getter=_subject),
-    Column("operation_id", "text", getter=_payload_field("operation_id", "operation.status")),
-    Column("query_id", "text", getter=_payload_field("query_id", "query.status")),
-    Column("watcher_id", "text", getter=lambda r: _payload(r).get("watcher_id")),
-    Column("wallet_id", "text", getter=_payload_field("wallet_id", "wallet.status")),
-    Column("chain_selector", "text", getter=_payload_field("chain_selector")),
-    Column("address", "text", getter=_payload_field("address")),
-    Column("event_hash", "text", getter=lambda r: _payload(r).get("event_hash", r.get("event_hash"))),
-    Column("proof_count", "int", getter=_proof_count),
-    Column("signature_count", "int", getter=_signature_count),
-    Column("payload", "json", getter=lambda r: r.get("payload")),
-], also_consumed={"headers", "payload", "type", "event_hash", "proofs"})
+    _t("event_id"), _t("channel_id"), _t("type"), _i("offset"), _ts("ts"), _t("status"), _t("status_reason"),
+    _t("subject_id"), _t("operation_id"), _t("query_id"), _t("watcher_id"), _t("wallet_id"), _t("chain_selector"),
+    _t("address"), _t("event_hash"), _i("proof_count"), _i("signature_count"), _j("payload"),
+])
 
 TABLES: dict[str, TableSpec] = {
     t.name: t for t in (NETWORKS, CHANNELS, WALLETS, WATCHERS, OPERATIONS, OPERATION_TRANSACTIONS, QUERIES, EVENTS)
