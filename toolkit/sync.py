@@ -23,6 +23,7 @@ client) while this thread converts and writes, so the network and the conversion
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -56,6 +57,8 @@ MAX_BUFFERED_ROWS = 6000
 #: memory ceiling so a long history never grows the process.
 SYNC_MEMORY_LIMIT = "128MB"
 SYNC_CHECKPOINT_THRESHOLD = "128MB"
+#: The model refresh (window functions over the changed operations' history) gets more room than the loading.
+MODELS_MEMORY_LIMIT = "512MB"
 SWITCH_INTERVAL = float(os.environ.get("CHAINOPS_SWITCH_INTERVAL", "0.0005"))
 #: Concurrent fetches (threads sharing one client).
 WORKERS = int(os.environ.get("CHAINOPS_SYNC_WORKERS", "4"))
@@ -448,6 +451,10 @@ def sync(
     # default 5 ms switch interval turns that into a convoy that starves the network. Restored at the end.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
+    # Parsed pages are millions of short-lived acyclic objects: the cyclic collector's passes over them cost more
+    # than the parsing itself. Paused for the run, restored (and caught up) at the end.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
@@ -456,6 +463,7 @@ def sync(
             try:
                 loader.run(channels)
                 started = time.perf_counter()
+                wh.con.execute("SET memory_limit = ?", [MODELS_MEMORY_LIMIT])  # windows over history need room
                 refresh_models(wh)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()
@@ -477,6 +485,8 @@ def sync(
                 _write_run(wh, result, client.base_url)
     finally:
         sys.setswitchinterval(switch_interval)
+        if gc_was_enabled:
+            gc.enable()
         if own_client:
             client.close()
     return result
