@@ -1,6 +1,7 @@
-"""The ``chainops`` command line: demo, sync, metrics, report, sql, sandbox.
+"""The ``chainops`` command line: demo, sync, metrics, report, sql, export, sandbox.
 
-Exit codes: 0 done, 1 failed (the message says what and what to do), 2 usage. The API key comes only from
+Exit codes: 0 done, 1 failed (the message says what and what to do), 2 usage, 3 a ``report --fail-on``
+threshold was breached (the report is still written). The API key comes only from
 ``CREC_API_KEY``: flags end up in shell history and process lists.
 """
 
@@ -17,6 +18,8 @@ from .config import Settings
 from .errors import ChainopsError
 
 DEMO_KEY = "sandbox-demo-key"
+#: Exit code of `chainops report` when a --fail-on threshold is breached.
+EXIT_THRESHOLD = 3
 
 
 def _print_table(df: pd.DataFrame) -> None:
@@ -97,18 +100,38 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _threshold(text: str) -> object:
+    """argparse type of ``--fail-on``: a usage error (exit 2) for an expression it cannot parse."""
+    from .report import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write the HTML report."""
+    """Write the report (HTML file, or CSV/Parquet tables in a directory); exit 3 when a --fail-on is breached."""
     from . import report
 
     settings = Settings.load(warehouse=args.warehouse)
-    out = report.write_html_report(str(settings.warehouse), args.out)
-    print(f"Report: {out}")
-    return 0
+    try:
+        result = report.write_report(str(settings.warehouse), args.out, fmt=args.format, since=args.since,
+                                     until=args.until, title=args.title, thresholds=args.fail_on or ())
+    except ValueError as exc:
+        raise ChainopsError(str(exc)) from None
+    print(f"Report: {args.out}")
+    for finding in result.findings:
+        print(f"  {finding}")
+    breaches = result.breaches
+    for threshold in breaches:
+        value = result.summary.get(threshold.name)
+        print(f"chainops report: threshold breached: {threshold} (value {value:g})", file=sys.stderr)
+    return EXIT_THRESHOLD if breaches else 0
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    """Run one SQL statement against the warehouse (read-only)."""
+    """Run one SQL query against the warehouse, opened read-only (writes fail with a clear message)."""
     import duckdb
 
     from .warehouse import Warehouse
@@ -118,8 +141,24 @@ def cmd_sql(args: argparse.Namespace) -> int:
         try:
             df = wh.query(args.query)
         except duckdb.Error as exc:
-            raise ChainopsError(f"The query failed: {exc}") from None
-    _write_frame(df, args.format, None)
+            message = str(exc).strip()
+            if "read-only" in message.lower() or "read only" in message.lower():
+                raise ChainopsError(f"The warehouse is opened read-only: only queries are allowed ({message})") \
+                    from None
+            raise ChainopsError(f"The query failed: {message}") from None
+    _write_frame(df, args.format, args.out)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write every table and view as Parquet partitioned by network and UTC day."""
+    from .export import export_parquet
+
+    settings = Settings.load(warehouse=args.warehouse)
+    written = export_parquet(str(settings.warehouse), args.out)
+    for name, files in written.items():
+        print(f"{name}: {files} file{'s' if files != 1 else ''}")
+    print(f"Exported to {args.out}")
     return 0
 
 
@@ -185,16 +224,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser("report", help="write the HTML report")
+    p = sub.add_parser("report", help="write the report: one HTML file, or the metric tables as CSV/Parquet")
     warehouse_opt(p)
-    p.add_argument("--out", required=True, metavar="PATH", help="the HTML file to write")
+    p.add_argument("--since", default="7d", metavar="T",
+                   help="start of the period: ISO time or an age before --until such as 7d, 12h (default 7d)")
+    p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age (default now)")
+    p.add_argument("--out", required=True, metavar="PATH",
+                   help="the HTML file to write, or the directory of the CSV/Parquet tables")
+    p.add_argument("--format", choices=["html", "csv", "parquet"], default="html", help="output format (default html)")
+    p.add_argument("--title", default="Chain operations", help="the report's title")
+    p.add_argument("--fail-on", action="append", type=_threshold, metavar="EXPR",
+                   help="exit 3 when this holds, e.g. 'failure_rate>0.05' or 'stuck>0' (repeatable; values: "
+                   "operations, terminal, failure_rate, expiry_rate, cancel_rate, failure_rate_change, "
+                   "worst_failure_rate, stuck, query_failure_rate, proof_coverage, slowest_p90_s, sync_age_h, ...)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("sql", help="run a read-only SQL query against the warehouse")
     p.add_argument("query", help="SQL text, e.g. \"select * from operation_lifecycle limit 5\"")
     warehouse_opt(p)
     p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format (default table)")
+    p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
     p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("export", help="write every table and view as Parquet, partitioned by network and day")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced table by table)")
+    warehouse_opt(p)
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("sandbox", help="serve the local emulator of the service on loopback")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")

@@ -1,6 +1,13 @@
-"""Report export: one self-contained HTML file (figures embedded as PNG), or the metric tables as CSV/Parquet.
+"""Scheduled reports: one self-contained HTML file (figures embedded as PNG), or the metric tables as CSV/Parquet.
 
-Every value that came from the service is escaped before it reaches the HTML.
+:func:`build_report` computes every metric table of a period ``[since, until)``, the previous period of the same
+length (for the failure-rate change), the sync freshness from ``sync_runs``, a short list of findings and the
+summary values that ``--fail-on`` thresholds test (:data:`SUMMARY_VALUES`). :meth:`Report.write` writes it as
+HTML, or as one CSV/Parquet file per table in a directory. Writing is idempotent: the same warehouse and period
+give the same bytes, and each file is replaced atomically.
+
+Every value that came from the service (channel names, status reasons, network names, ids) is escaped before it
+reaches the HTML. Thresholds are parsed by a regular expression, never evaluated.
 """
 
 from __future__ import annotations
@@ -8,78 +15,581 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
+import numbers
 import os
-from datetime import UTC, datetime
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
-from . import metrics, plots
+from . import metrics
 from .warehouse import Warehouse
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+FORMATS = ("html", "csv", "parquet")
+
+#: The values a ``--fail-on`` threshold may test, with what each means.
+SUMMARY_VALUES: dict[str, str] = {
+    "operations": "operations created in the period",
+    "terminal": "of those, operations that reached an end",
+    "failure_rate": "failed / terminal operations created in the period",
+    "expiry_rate": "expired / terminal operations created in the period",
+    "cancel_rate": "cancelled / terminal operations created in the period",
+    "previous_failure_rate": "the failure rate of the previous period of equal length",
+    "failure_rate_change": "failure_rate - previous_failure_rate (NaN when either is unknown)",
+    "worst_failure_rate": "the highest failure rate of one network",
+    "stuck": "operations stuck in a status at the end of the period",
+    "query_failure_rate": "failed / finished chain queries created in the period",
+    "query_expiry_rate": "expired / finished chain queries created in the period",
+    "proof_coverage": "share of the events that must carry a DON proof and do",
+    "slowest_p90_s": "the highest p90 seconds spent in one status on one network",
+    "sync_age_h": "hours from the last successful sync to the end of the period",
+}
+
+_THRESHOLD_RE = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
+                           r"\s*(%?)\s*$", re.I)
+_COMPARE = {
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A ``--fail-on`` condition such as ``failure_rate>0.05``: breached when ``value OP limit`` holds."""
+
+    name: str
+    op: str
+    limit: float
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.op}{self.limit:g}"
+
+    def breached(self, summary: Mapping[str, float]) -> bool:
+        """Whether the condition holds for ``summary`` (an unknown value, NaN, never breaches)."""
+        value = summary.get(self.name)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return False
+        return bool(_COMPARE[self.op](float(value), self.limit))
+
+
+def parse_threshold(text: str) -> Threshold:
+    """Parse ``NAME OP NUMBER`` (OP one of ``> >= < <= == !=``; a trailing ``%`` divides by 100), without eval.
+
+    Arguments: ``text``. Returns the :class:`Threshold`. Raises ``ValueError`` naming the accepted values.
+    """
+    m = _THRESHOLD_RE.match(text)
+    if not m:
+        raise ValueError(f"not a threshold: {text!r}; write NAME OP NUMBER, e.g. 'failure_rate>0.05' or 'stuck>0'")
+    name, op, number, percent = m.group(1).lower(), m.group(2), float(m.group(3)), m.group(4)
+    if name not in SUMMARY_VALUES:
+        raise ValueError(f"unknown value {name!r} in {text!r}; choose from {', '.join(SUMMARY_VALUES)}")
+    return Threshold(name, op, number / 100 if percent else number)
+
+
+# ---- building ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """Everything a report shows: the period, freshness, metric tables, summary values and findings."""
+
+    title: str
+    since: pd.Timestamp
+    until: pd.Timestamp
+    previous_since: pd.Timestamp
+    synced_at: pd.Timestamp | None
+    last_run: dict[str, Any] | None
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, float]
+    findings: list[str]
+    durations: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    rates_over_time: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    activity: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    thresholds: list[Threshold] = field(default_factory=list)
+
+    @property
+    def breaches(self) -> list[Threshold]:
+        """The thresholds that are breached."""
+        return [t for t in self.thresholds if t.breached(self.summary)]
+
+    def to_html(self, *, figures: bool = True) -> str:
+        """The report as one self-contained HTML page (figures as PNG ``data:`` URIs unless ``figures=False``)."""
+        return _render_html(self, figures=figures)
+
+    def _repr_html_(self) -> str:
+        return _render_html(self, figures=False, full_page=False)
+
+    def write(self, out: str | os.PathLike[str], fmt: str = "html") -> list[Path]:
+        """Write the report: ``html`` to the file ``out``; ``csv``/``parquet`` one file per table (and
+        ``summary``) into the directory ``out``. Returns the paths written."""
+        out = Path(out)
+        if fmt == "html":
+            out.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(out, self.to_html().encode("utf-8"))
+            return [out]
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown report format {fmt!r}; choose from {FORMATS}")
+        out.mkdir(parents=True, exist_ok=True)
+        frames = {**self.tables, "summary": self.summary_frame()}
+        paths = []
+        for name, df in frames.items():
+            path = out / f"{name}.{fmt}"
+            if fmt == "csv":
+                data = df.to_csv(index=False, date_format="%Y-%m-%dT%H:%M:%S%z").encode("utf-8")
+            else:
+                buffer = io.BytesIO()
+                _portable(df).to_parquet(buffer, index=False)
+                data = buffer.getvalue()
+            _atomic_write(path, data)
+            paths.append(path)
+        return paths
+
+    def summary_frame(self) -> pd.DataFrame:
+        """The summary values as a (name, value, meaning) table, with the period."""
+        rows = [("since", self.since.isoformat(), "start of the period"),
+                ("until", self.until.isoformat(), "end of the period (exclusive)")]
+        rows += [(k, _plain(v), SUMMARY_VALUES[k]) for k, v in self.summary.items()]
+        return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
+
+
+def _plain(value: float) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
+
+
+def _portable(df: pd.DataFrame) -> pd.DataFrame:
+    """Categoricals as plain strings (other engines read them as text)."""
+    df = df.copy()
+    for col in df.columns:
+        if isinstance(df[col].dtype, pd.CategoricalDtype):
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
+    return df
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+_AGE_RE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_AGE_UNITS = {"s": "s", "m": "min", "h": "h", "d": "D", "w": "W"}
+
+
+def _as_time(value: metrics.TimeLike, end: pd.Timestamp | None) -> pd.Timestamp | None:
+    """A time; an age such as ``7d`` counts back from ``end`` (so the period is exactly that long) or from now."""
+    if isinstance(value, str) and (m := _AGE_RE.match(value)):
+        base = end if end is not None else pd.Timestamp.now(tz="UTC").floor("min")
+        return base - pd.Timedelta(int(m.group(1)), unit=_AGE_UNITS[m.group(2)])
+    return metrics.to_utc(value)
+
+
+def _period(since: metrics.TimeLike, until: metrics.TimeLike) -> tuple[pd.Timestamp, pd.Timestamp]:
+    end = _as_time(until, None) if until is not None else pd.Timestamp.now(tz="UTC").floor("min")
+    start = _as_time(since, end) if since is not None else end - pd.Timedelta(days=7)
+    if end is None or start is None or start >= end:
+        raise ValueError(f"the period is empty: since {start} is not before until {end}")
+    return start, end
+
+
+def _freshness(wh: Warehouse) -> tuple[pd.Timestamp | None, dict[str, Any] | None]:
+    ok = wh.query("SELECT max(finished_at) AS t FROM sync_runs WHERE outcome IN ('ok', 'partial')")["t"]
+    synced = None if ok.empty or pd.isna(ok.iloc[0]) else pd.Timestamp(ok.iloc[0]).tz_convert("UTC")
+    last = wh.query("SELECT started_at, finished_at, outcome, message FROM sync_runs "
+                    "ORDER BY started_at DESC NULLS LAST LIMIT 1")
+    return synced, (last.iloc[0].to_dict() if len(last) else None)
+
+
+def _rate_row(df: pd.DataFrame) -> pd.Series | None:
+    return df.iloc[0] if len(df) else None
+
+
+def _value(row: pd.Series | None, col: str) -> float:
+    if row is None or col not in row or pd.isna(row[col]):
+        return float("nan")
+    return float(row[col])
+
+
+def build_report(
+    warehouse: metrics.WarehouseLike = None,
+    *,
+    since: metrics.TimeLike = "7d",
+    until: metrics.TimeLike = None,
+    title: str = "Chain operations",
+    thresholds: Sequence[Threshold | str] = (),
+) -> Report:
+    """Compute the report of the period ``[since, until)`` (default: the last 7 days up to now).
+
+    Arguments: ``warehouse``; ``since``/``until`` as datetimes, ISO strings or ages (``7d``); ``title``;
+    ``thresholds`` (:class:`Threshold` or ``--fail-on`` text) to judge. Returns the :class:`Report`.
+    """
+    start, end = _period(since, until)
+    previous = start - (end - start)
+    period = {"since": start, "until": end}
+    checks = [t if isinstance(t, Threshold) else parse_threshold(t) for t in thresholds]
+    with metrics._open(warehouse) as wh:
+        synced, last_run = _freshness(wh)
+        latency = metrics.status_latency(wh, by=["network", "status"], **period)
+        durations = metrics.status_durations(wh, **period)
+        rates = metrics.failure_rates(wh, by=["network"], **period)
+        overall = _rate_row(metrics.failure_rates(wh, by=[], **period))
+        before = _rate_row(metrics.failure_rates(wh, by=[], since=previous, until=start))
+        bucket = "1h" if end - start <= pd.Timedelta(days=3) else "1d"
+        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **period)
+        by_channel = _with_channel_names(wh, metrics.failure_rates(wh, by=["channel_id"], **period))
+        reasons = metrics.failure_reasons(wh, by=[], top=15, **period)
+        finality = metrics.finality_breakdown(wh, by=["network"], **period)
+        queries = metrics.query_latency(wh, by=["network", "outcome"], **period)
+        query_all = _rate_row(metrics.query_latency(wh, by=[], **period))
+        latest = metrics.latest_event_time(wh)
+        at = min(end, latest) if latest is not None else end
+        stuck = metrics.stuck_operations(wh, now=at)
+        proofs = metrics.proof_coverage(wh, by=["type"], **period)
+        proof_all = _rate_row(metrics.proof_coverage(wh, by=[], **period))
+        activity = metrics.watcher_activity(wh, by=["watcher_id"], bucket=bucket, **period)
+    timed = latency.dropna(subset=["p90_s"])
+    summary = {
+        "operations": _value(overall, "operations") if overall is not None else 0.0,
+        "terminal": _value(overall, "terminal") if overall is not None else 0.0,
+        "failure_rate": _value(overall, "failure_rate"),
+        "expiry_rate": _value(overall, "expiry_rate"),
+        "cancel_rate": _value(overall, "cancel_rate"),
+        "previous_failure_rate": _value(before, "failure_rate"),
+        "failure_rate_change": _value(overall, "failure_rate") - _value(before, "failure_rate"),
+        "worst_failure_rate": float(rates["failure_rate"].max()) if rates["failure_rate"].notna().any()
+        else float("nan"),
+        "stuck": float(len(stuck)),
+        "query_failure_rate": _value(query_all, "failure_rate"),
+        "query_expiry_rate": _value(query_all, "expiry_rate"),
+        "proof_coverage": _value(proof_all, "coverage"),
+        "slowest_p90_s": float(timed["p90_s"].max()) if len(timed) else float("nan"),
+        "sync_age_h": (end - synced).total_seconds() / 3600 if synced is not None else float("nan"),
+    }
+    tables = {
+        "status_latency": latency, "failure_rates": rates, "failure_by_channel": by_channel,
+        "failure_reasons": reasons, "finality": finality, "query_latency": queries, "stuck_operations": stuck,
+        "proof_coverage": proofs, "watcher_activity": activity,
+    }
+    report = Report(title=title, since=start, until=end, previous_since=previous, synced_at=synced,
+                    last_run=last_run, tables=tables, summary=summary, findings=[], durations=durations,
+                    rates_over_time=over_time, activity=activity, thresholds=checks)
+    report.findings = _findings(report, stuck_at=at)
+    return report
+
+
+def _with_channel_names(wh: Warehouse, df: pd.DataFrame) -> pd.DataFrame:
+    names = wh.query("SELECT channel_id, name AS channel FROM channels")
+    df = df.merge(names, on="channel_id", how="left")
+    df["channel"] = df["channel"].where(df["channel"].notna(), df["channel_id"])
+    return df[["channel", *[c for c in df.columns if c != "channel"]]]
+
+
+def _pct(value: float) -> str:
+    return "unknown" if value is None or math.isnan(value) else f"{value:.1%}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.1f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
+def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
+    """Plain-text findings (escaped when rendered): slowest status, worst network, failure-rate change, stuck."""
+    s, t = report.summary, report.tables
+    out = []
+    latency = t["status_latency"].dropna(subset=["p90_s"])
+    if len(latency):
+        row = latency.loc[latency["p90_s"].idxmax()]
+        out.append(f"Slowest status: {row['status']} on {row['network']}, p90 {_duration(row['p90_s'])} "
+                   f"(p50 {_duration(row['p50_s'])}, {int(row['n']):,} operations left it).")
+    else:
+        out.append("Slowest status: no operation left a status in the period.")
+    rates = t["failure_rates"].dropna(subset=["failure_rate"])
+    if len(rates):
+        row = rates.sort_values(["failure_rate", "terminal"], ascending=[False, False], kind="stable").iloc[0]
+        out.append(f"Worst network by failure rate: {row['network']}, {_pct(row['failure_rate'])} of "
+                   f"{int(row['terminal']):,} finished operations failed (95% interval "
+                   f"{_pct(row['failure_rate_low'])} to {_pct(row['failure_rate_high'])}).")
+    else:
+        out.append("Worst network by failure rate: no operation created in the period has finished.")
+    now, before = s["failure_rate"], s["previous_failure_rate"]
+    days = (report.until - report.since) / pd.Timedelta(days=1)
+    if math.isnan(now) or math.isnan(before):
+        out.append(f"Failure rate {_pct(now)} in this period, {_pct(before)} in the previous {days:g} days: "
+                   "no change can be computed.")
+    else:
+        change = (now - before) * 100
+        word = "up" if change > 0 else "down" if change < 0 else "unchanged"
+        out.append(f"Failure rate {_pct(now)}, {word} {abs(change):.1f} percentage points from {_pct(before)} "
+                   f"in the previous {days:g} days.")
+    stuck = t["stuck_operations"]
+    if len(stuck):
+        row = stuck.iloc[0]
+        out.append(f"{len(stuck):,} operations stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
+                   f"{row['operation_id']} on {row['network']}, has been {row['status']} for "
+                   f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])}).")
+    else:
+        out.append(f"No stuck operations as of {stuck_at:%Y-%m-%d %H:%M} UTC.")
+    return out
+
+
+# ---- HTML --------------------------------------------------------------------------------------------------------
+
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; padding: 0 1rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; }
 th { background: #f2f2f2; } td.text { text-align: left; }
 img { max-width: 100%; }
-.meta { color: #666; }
+.meta { color: #555; }
+.breach { color: #a00; font-weight: bold; } .ok { color: #070; }
 """
+
+#: Per table: the columns shown in the HTML report (the CSV/Parquet files hold every column).
+_SHOWN: dict[str, tuple[str, ...]] = {
+    "status_latency": ("network", "status", "entered", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
+    "failure_rates": ("network", "operations", "terminal", "confirmed", "failed", "expired", "cancelled",
+                      "in_flight", "failure_rate", "failure_rate_low", "failure_rate_high", "expiry_rate"),
+    "failure_by_channel": ("channel", "channel_id", "operations", "terminal", "failed", "expired", "failure_rate",
+                           "failure_rate_low", "failure_rate_high"),
+    "failure_reasons": ("category", "reason", "status", "operations", "share"),
+    "finality": ("network", "operations", "reached_latest", "reached_safe", "reached_finalized", "latest_share",
+                 "safe_share", "finalized_share", "failed_share", "latest_only", "to_latest_p50_s",
+                 "to_finalized_p50_s", "to_finalized_p90_s"),
+    "query_latency": ("network", "outcome", "queries", "accepted_to_terminal_p50_s", "accepted_to_terminal_p90_s",
+                      "failure_rate", "expiry_rate"),
+    "stuck_operations": ("operation_id", "channel_id", "network", "status", "entered_at", "age_s", "threshold_s"),
+    "proof_coverage": ("type", "events", "must_have_proof", "with_proof", "missing_proof", "coverage",
+                       "too_few_signatures", "unexpected_proofs"),
+}
+_MAX_ROWS = 50
 
 
 def figure_png(fig: Figure) -> str:
-    """A figure as a base64 PNG ``data:`` URI."""
+    """A figure as a base64 PNG ``data:`` URI (no timestamp in the file: the same figure gives the same bytes)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def html_table(df: pd.DataFrame, *, float_format: str = "{:,.1f}") -> str:
-    """A DataFrame as an HTML table with every cell escaped."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+def _cell(col: str, value: Any) -> tuple[str, bool]:
+    """The text of one cell and whether it is text (left-aligned)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return "", False
+    if isinstance(value, bool | np.bool_):
+        return ("yes" if value else "no"), True
+    if isinstance(value, pd.Timestamp | datetime):
+        return pd.Timestamp(value).tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S") \
+            if pd.Timestamp(value).tzinfo else str(value), False
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}", False
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if math.isnan(v):
+            return "", False
+        if col.endswith(("rate", "share", "coverage", "_low", "_high")):
+            return f"{v:.1%}", False
+        return f"{v:,.1f}", False
+    return str(value), True
+
+
+def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: int | None = None) -> str:
+    """A DataFrame as an HTML table with every header and cell escaped (rates as percentages).
+
+    Arguments: ``df``; ``columns`` to show (those present, in this order; default all); ``max_rows`` at most.
+    Returns the HTML.
+    """
+    cols = [c for c in (columns or df.columns) if c in df.columns]
+    shown = df[cols] if max_rows is None else df[cols].head(max_rows)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
     body = []
-    for row in df.itertuples(index=False):
+    for row in shown.itertuples(index=False):
         cells = []
-        for value in row:
-            if isinstance(value, float):
-                text, cls = ("" if pd.isna(value) else float_format.format(value)), ""
-            elif isinstance(value, int):
-                text, cls = f"{value:,}", ""
-            else:
-                text, cls = ("" if value is None or value is pd.NA else str(value)), ' class="text"'
+        for col, value in zip(cols, row, strict=True):
+            text, is_text = _cell(col, value)
+            cls = ' class="text"' if is_text else ""
             cells.append(f"<td{cls}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    more = ""
+    if max_rows is not None and len(df) > max_rows:
+        more = f'<p class="meta">The first {max_rows} of {len(df):,} rows; the CSV/Parquet export holds all.</p>'
+    if not len(df):
+        return '<p class="meta">No rows in this period.</p>'
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+
+
+def interval_safe(df: pd.DataFrame, rate: str = "coverage") -> pd.DataFrame:
+    """A copy where ``<rate>_low <= <rate> <= <rate>_high`` holds exactly (rounding can break it by 1e-16 at 0 or
+    1, and matplotlib rejects negative error bars).
+
+    Arguments: ``df`` with the three columns; ``rate`` their stem. Returns the copy.
+    """
+    df = df.copy()
+    if {rate, f"{rate}_low", f"{rate}_high"} <= set(df.columns):
+        df[f"{rate}_low"] = np.fmin(df[f"{rate}_low"], df[rate])
+        df[f"{rate}_high"] = np.fmax(df[f"{rate}_high"], df[rate])
+    return df
+
+
+def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
+    from . import plots
+
+    t = report.tables
+    return {
+        "status_latency": (plots.latency_by_status(report.durations), "Seconds in each operation status, per network"),
+        "failure_rates": (plots.failure_rate_over_time(report.rates_over_time),
+                          "Failure rate over time with its 95% interval, per network"),
+        "failure_reasons": (plots.failure_reason_bars(t["failure_reasons"]), "Most frequent failure reasons"),
+        "finality": (plots.finality_funnel(t["finality"]), "Share of relayed operations reaching each stage"),
+        "query_latency": (plots.query_latency_bars(t["query_latency"]), "Chain-query latency per stage"),
+        "stuck_operations": (plots.stuck_ages(t["stuck_operations"]), "Stuck operations' ages against thresholds"),
+        "proof_coverage": (plots.proof_coverage_bars(interval_safe(t["proof_coverage"])),
+                           "Events carrying required DON proofs"),
+        "watcher_activity": (plots.watcher_activity_heatmap(report.activity), "Watcher events per time bucket"),
+    }
+
+
+_SECTIONS = (
+    ("status_latency", "Time spent in each status"),
+    ("failure_rates", "Failure rates per network"),
+    ("failure_by_channel", "Failure rates per channel"),
+    ("failure_reasons", "Failure reasons"),
+    ("finality", "Finality stages"),
+    ("query_latency", "Chain queries"),
+    ("stuck_operations", "Stuck operations"),
+    ("proof_coverage", "DON proofs"),
+    ("watcher_activity", "Watchers"),
+)
+
+
+def _when(ts: pd.Timestamp | None) -> str:
+    return "never" if ts is None or pd.isna(ts) else pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _render_html(report: Report, *, figures: bool = True, full_page: bool = True) -> str:
+    e = html.escape
+    parts = [f"<h1>{e(report.title)}</h1>"]
+    days = (report.until - report.since) / pd.Timedelta(days=1)
+    parts.append(f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))} ({days:g} days; '
+                 f"compared with {e(_when(report.previous_since))} to {e(_when(report.since))}).</p>")
+    fresh = f"Warehouse last synced {e(_when(report.synced_at))}"
+    if report.synced_at is not None:
+        fresh += f" ({report.summary['sync_age_h']:,.1f} h before the end of the period)"
+    if report.last_run:
+        fresh += (f"; last sync run: {e(str(report.last_run.get('outcome')))} "
+                  f"(started {e(_when(report.last_run.get('started_at')))})")
+    parts.append(f'<p class="meta" id="freshness">{fresh}.</p>')
+    parts.append('<h2 id="findings">Findings</h2><ul>' + "".join(f"<li>{e(f)}</li>" for f in report.findings)
+                 + "</ul>")
+    if report.thresholds:
+        items = []
+        for t in report.thresholds:
+            bad = t.breached(report.summary)
+            value = report.summary.get(t.name, float("nan"))
+            items.append(f'<li class="{"breach" if bad else "ok"}">{e(str(t))}: value {e(_plain(value) or "unknown")}'
+                         f" — {'BREACHED' if bad else 'ok'}</li>")
+        parts.append('<h2 id="thresholds">Thresholds</h2><ul>' + "".join(items) + "</ul>")
+    parts.append('<h2 id="summary">Summary</h2>' + html_table(_summary_display(report)))
+    drawn = _figures(report) if figures else {}
+    for key, heading in _SECTIONS:
+        parts.append(f'<h2 id="{key}">{e(heading)}</h2>')
+        if key in drawn:
+            fig, alt = drawn[key]
+            parts.append(f'<img alt="{e(alt)}" src="{figure_png(fig)}">')
+        if key in _SHOWN:
+            parts.append(html_table(report.tables[key], _SHOWN[key], max_rows=_MAX_ROWS))
+    body = "\n".join(parts)
+    if not full_page:
+        return f"<div>{body}</div>"
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(report.title)}</title>'
+            f"<style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+
+
+def _summary_display(report: Report) -> pd.DataFrame:
+    rows = []
+    for name, value in report.summary.items():
+        if value is None or math.isnan(value):
+            text = "unknown"
+        elif name.endswith(("rate", "coverage")):
+            text = f"{value:.2%}"
+        elif name.endswith("change"):
+            text = f"{value * 100:+.2f} points"
+        elif name.endswith("_s"):
+            text = _duration(value)
+        elif name.endswith("_h"):
+            text = f"{value:,.1f} h"
+        else:
+            text = f"{value:,.0f}"
+        rows.append((name, text, SUMMARY_VALUES[name]))
+    return pd.DataFrame(rows, columns=["name", "value", "meaning"])
+
+
+# ---- one call ----------------------------------------------------------------------------------------------------
+
+
+def write_report(
+    warehouse: metrics.WarehouseLike,
+    out: str | os.PathLike[str],
+    *,
+    fmt: str = "html",
+    since: metrics.TimeLike = "7d",
+    until: metrics.TimeLike = None,
+    title: str = "Chain operations",
+    thresholds: Sequence[Threshold | str] = (),
+) -> Report:
+    """Build the report of ``[since, until)`` and write it to ``out`` (see :meth:`Report.write`).
+
+    Returns the :class:`Report` (its ``breaches`` are the thresholds that failed).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; choose from {FORMATS}")
+    report = build_report(warehouse, since=since, until=until, title=title, thresholds=thresholds)
+    report.write(out, fmt)
+    return report
 
 
 def write_html_report(
-    warehouse: Warehouse | str | os.PathLike[str], out: str | os.PathLike[str], *, title: str = "Chain operations"
+    warehouse: metrics.WarehouseLike, out: str | os.PathLike[str], *, title: str = "Chain operations",
+    since: metrics.TimeLike = None, until: metrics.TimeLike = None,
 ) -> Path:
-    """Write the HTML report (latency per status table and plot) to ``out``; returns the path."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with metrics._open(warehouse) as wh:  # one connection for every section
-        latency = metrics.status_latency(wh)
-        durations = metrics.status_durations(wh)
-        freshness = wh.arrow(
-            "SELECT max(finished_at) AS t FROM sync_runs WHERE outcome IN ('ok', 'partial')"
-        ).column("t")[0].as_py()
-    figure = plots.latency_by_status(durations)
-    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    synced = freshness.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if freshness else "never"
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_CSS}</style></head>
-<body>
-<h1>{html.escape(title)}</h1>
-<p class="meta">Generated {generated}; warehouse last synced {synced}.</p>
-<h2>Time spent in each status</h2>
-<img alt="Seconds in each operation status, per network" src="{figure_png(figure)}">
-{html_table(latency)}
-</body></html>
-"""
-    out.write_text(page, encoding="utf-8")
-    return out
+    """Write the HTML report to ``out``; returns the path.
+
+    Without ``since``, the period covers the warehouse's whole history (from its first operation or event).
+    """
+    if since is None:
+        since = _first_time(warehouse)
+        if until is None:
+            until = _last_time(warehouse)
+    write_report(warehouse, out, since=since, until=until, title=title)
+    return Path(out)
+
+
+def _first_time(warehouse: metrics.WarehouseLike) -> pd.Timestamp:
+    with metrics._open(warehouse) as wh:
+        t = wh.query("SELECT least(min(created_at), (SELECT min(ts) FROM events)) AS t FROM operations")["t"]
+    value = t.iloc[0] if len(t) else None
+    if value is None or pd.isna(value):
+        return pd.Timestamp.now(tz="UTC").floor("min") - pd.Timedelta(days=7)
+    return pd.Timestamp(value).tz_convert("UTC").floor("D")
+
+
+def _last_time(warehouse: metrics.WarehouseLike) -> pd.Timestamp | None:
+    latest = metrics.latest_event_time(warehouse)
+    return None if latest is None else (latest + pd.Timedelta(minutes=1)).ceil("min")
+
+
+__all__ = ["FORMATS", "SUMMARY_VALUES", "Report", "Threshold", "build_report", "figure_png", "html_table",
+           "parse_threshold", "write_html_report", "write_report"]

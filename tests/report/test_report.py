@@ -1,0 +1,272 @@
+"""The report: HTML parsed back (figures, sections, escaped values, findings), CSV/Parquet tables, thresholds and
+the exit codes a scheduler sees."""
+
+from __future__ import annotations
+
+import html.parser
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.metrics.builders import ETHEREUM, NETWORKS, RELAY, SEPOLIA, T0, build, ladder, op_record, refresh
+from toolkit import report
+from toolkit.warehouse import Warehouse, to_batch
+
+SCRIPT_REASON = "<script>alert('reason')</script> execution reverted"
+SCRIPT_CHANNEL = "<script>alert('channel')</script> & <b>ops</b>"
+SCRIPT_NETWORK = 'Evil <img src=x onerror="alert(1)"> Net'
+EVIL_CHAIN = "4444444444444444444"
+DAY = 86_400
+#: The period of the tests: [T0, T0 + 1 day); the previous period is the day before.
+SINCE = datetime.fromtimestamp(T0, UTC).isoformat()
+UNTIL = datetime.fromtimestamp(T0 + DAY, UTC).isoformat()
+
+
+def _ops(prefix: str, n_ok: int, n_failed: int, *, chain: str, start: int, channel: str = "ch-1") -> tuple[list, list]:
+    events, records = [], []
+    for i in range(n_ok + n_failed):
+        op, t = f"{prefix}-{i}", start + i * 60
+        if i < n_ok:
+            statuses, times = RELAY, [t + k * 10 for k in range(len(RELAY))]
+            status = "confirmed"
+        else:
+            statuses, times = ("accepted", "sending", "failed"), (t, t + 10, t + 20)
+            status = "failed"
+        events += ladder(op, statuses, times, chain=chain, channel=channel, reason=SCRIPT_REASON)
+        records.append(op_record(op, status, chain=chain, created=times[0], updated=times[-1], channel=channel))
+    return events, records
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This period: Ethereum 8 ok + 2 failed, Sepolia 9 ok + 1 failed, the evil network 1 failed; the day before:
+    Ethereum 10 ok. One operation stuck in ``sending``; a channel and a network name full of markup."""
+    path = tmp_path_factory.mktemp("report") / "w.duckdb"
+    evil = {**NETWORKS[1], "id": "n-evil", "name": SCRIPT_NETWORK, "chain_selector": EVIL_CHAIN}
+    events, records = [], []
+    for args in (("eth", 8, 2, ETHEREUM, 600), ("sep", 9, 1, SEPOLIA, 900), ("evil", 0, 1, EVIL_CHAIN, 1200),
+                 ("old", 10, 0, ETHEREUM, 600 - DAY)):
+        e, r = _ops(*args[:3], chain=args[3], start=args[4], channel="ch-evil" if args[0] == "evil" else "ch-1")
+        events += e
+        records += r
+    # one operation stuck in sending for hours while later events keep arriving
+    events += ladder("stuck-1", ("accepted", "sending"), (2000, 2010), chain=ETHEREUM)
+    records.append(op_record("stuck-1", "sending", chain=ETHEREUM, created=2000, updated=2010))
+    events += ladder("late-1", RELAY, [40_000 + 10 * k for k in range(len(RELAY))], chain=ETHEREUM)
+    records.append(op_record("late-1", "confirmed", chain=ETHEREUM, created=40_000, updated=40_060))
+    wh = build(path, events=events, operations=records, networks=[*NETWORKS, evil])
+    with wh.transaction():
+        batch, rejected = to_batch("channels", [
+            {"channel_id": "ch-1", "name": "payments", "status": "active", "created_at": T0 - DAY},
+            {"channel_id": "ch-evil", "name": SCRIPT_CHANNEL, "status": "active", "created_at": T0 - DAY},
+        ])
+        assert not rejected
+        wh.upsert("channels", batch)
+        wh.con.execute("INSERT INTO sync_runs (run_id, started_at, finished_at, outcome) VALUES "
+                       "('r1', to_timestamp(?), to_timestamp(?), 'ok')", [T0 + DAY - 120, T0 + DAY - 60])
+    refresh(wh).close()
+    return path
+
+
+class Page(html.parser.HTMLParser):
+    """What a browser would see: images, section ids, list items, table cells, all text, and any script tag."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[dict[str, str]] = []
+        self.ids: list[str] = []
+        self.items: list[str] = []
+        self.cells: list[str] = []
+        self.text: list[str] = []
+        self.tags: list[str] = []
+        self._in: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        values = {k: v or "" for k, v in attrs}
+        if tag == "img":
+            self.images.append(values)
+        if "id" in values:
+            self.ids.append(values["id"])
+        if tag in ("li", "td"):
+            self._in.append(tag)
+            (self.items if tag == "li" else self.cells).append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._in and self._in[-1] == tag:
+            self._in.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._in:
+            target = self.items if self._in[-1] == "li" else self.cells
+            target[-1] += data
+
+
+def parse(text: str) -> Page:
+    page = Page()
+    page.feed(text)
+    return page
+
+
+@pytest.fixture(scope="module")
+def page(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Page, report.Report]:
+    out = tmp_path_factory.mktemp("out") / "weekly.html"
+    rep = report.write_report(str(warehouse), out, since=SINCE, until=UNTIL, title="Weekly <ops>",
+                              thresholds=["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"])
+    text = out.read_text(encoding="utf-8")
+    return text, parse(text), rep
+
+
+def test_html_has_every_section_with_figures_embedded(page) -> None:
+    text, parsed, _ = page
+    for section in ("freshness", "findings", "thresholds", "summary", "status_latency", "failure_rates",
+                    "failure_by_channel", "failure_reasons", "finality", "query_latency", "stuck_operations",
+                    "proof_coverage", "watcher_activity"):
+        assert section in parsed.ids, section
+    assert len(parsed.images) == 8
+    assert all(img["src"].startswith("data:image/png;base64,") and len(img["src"]) > 2000 for img in parsed.images)
+    assert all(img["alt"] for img in parsed.images)
+    assert "http://" not in text and "https://" not in text  # self-contained: nothing fetched
+    assert "<title>Weekly &lt;ops&gt;</title>" in text
+
+
+def test_every_value_from_the_service_is_escaped(page) -> None:
+    text, parsed, _ = page
+    assert parsed.tags.count("script") == 0 and "<b>" not in text
+    assert "onerror=" not in "".join(t for t in parsed.tags)
+    assert "<script" not in text and "<img src=x" not in text
+    assert "&lt;script&gt;alert(&#x27;reason&#x27;)&lt;/script&gt;" in text
+    assert "&lt;script&gt;alert(&#x27;channel&#x27;)&lt;/script&gt; &amp; &lt;b&gt;ops&lt;/b&gt;" in text
+    # a browser shows the raw text, exactly
+    assert SCRIPT_REASON in parsed.cells
+    assert SCRIPT_CHANNEL in parsed.cells
+    assert SCRIPT_NETWORK in parsed.cells
+    assert len([i for i in parsed.images if "onerror" in i]) == 0
+
+
+def test_period_freshness_and_findings(page) -> None:
+    _, parsed, rep = page
+    shown = " ".join(parsed.text)
+    assert "2023-11-14 22:13 UTC to 2023-11-15 22:13 UTC" in shown
+    assert "Warehouse last synced 2023-11-15 22:12 UTC" in shown and "last sync run: ok" in shown
+    findings = parsed.items[:4]
+    assert findings[0].startswith("Slowest status: ")
+    # the evil network: 1 of 1 failed
+    assert findings[1].startswith(f"Worst network by failure rate: {SCRIPT_NETWORK}, 100.0% of 1 finished")
+    # this period: 4 failed of 22 finished (the stuck one is in flight); the day before: 0 of 10
+    assert rep.summary["terminal"] == 22 and rep.summary["failure_rate"] == pytest.approx(4 / 22)
+    assert rep.summary["previous_failure_rate"] == 0.0
+    assert findings[2] == "Failure rate 18.2%, up 18.2 percentage points from 0.0% in the previous 1 days."
+    assert findings[3].startswith("1 operations stuck as of") and "stuck-1 on Ethereum Mainnet" in findings[3]
+    assert rep.summary["stuck"] == 1
+
+
+def test_thresholds_are_judged(page) -> None:
+    _, parsed, rep = page
+    assert [str(t) for t in rep.breaches] == ["failure_rate>0.05", "stuck>0"]  # worst is 100%: not < 0.5
+    thresholds = [i for i in parsed.items if "BREACHED" in i or i.endswith("ok")]
+    assert any(i.startswith("failure_rate>0.05") and "BREACHED" in i for i in thresholds)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("failure_rate>0.05", report.Threshold("failure_rate", ">", 0.05)),
+    (" stuck >= 1 ", report.Threshold("stuck", ">=", 1.0)),
+    ("failure_rate>5%", report.Threshold("failure_rate", ">", 0.05)),
+    ("proof_coverage<0.999", report.Threshold("proof_coverage", "<", 0.999)),
+    ("sync_age_h>=1e1", report.Threshold("sync_age_h", ">=", 10.0)),
+])
+def test_thresholds_parse(text: str, expected: report.Threshold) -> None:
+    assert report.parse_threshold(text) == expected
+
+
+@pytest.mark.parametrize("text", ["failure_rate", "failure_rate>", "__import__('os')>1", "stuck>0 or 1",
+                                  "nope>1", "stuck=>1", "stuck>0;rm -rf /", "1>stuck"])
+def test_bad_thresholds_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError):
+        report.parse_threshold(text)
+
+
+def test_nan_never_breaches() -> None:
+    assert not report.Threshold("failure_rate", ">", 0).breached({"failure_rate": float("nan")})
+    assert not report.Threshold("failure_rate", "<", 1).breached({})
+
+
+def test_csv_and_parquet_tables(warehouse: Path, tmp_path: Path) -> None:
+    rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
+    csv_files = rep.write(tmp_path / "csv", "csv")
+    pq_files = rep.write(tmp_path / "pq", "parquet")
+    names = {p.stem for p in csv_files}
+    assert names == {p.stem for p in pq_files} == {*rep.tables, "summary"}
+    rates = pd.read_parquet(tmp_path / "pq" / "failure_rates.parquet")
+    pd.testing.assert_frame_equal(rates, rep.tables["failure_rates"], check_dtype=False)
+    channels = pd.read_csv(tmp_path / "csv" / "failure_by_channel.csv")
+    assert SCRIPT_CHANNEL in set(channels["channel"])
+    summary = pd.read_csv(tmp_path / "csv" / "summary.csv")
+    assert dict(zip(summary["name"], summary["value"], strict=True))["stuck"] == "1.0"
+
+
+def test_writing_twice_gives_the_same_bytes(warehouse: Path, tmp_path: Path) -> None:
+    first = report.write_report(str(warehouse), tmp_path / "a.html", since=SINCE, until=UNTIL)
+    report.write_report(str(warehouse), tmp_path / "b.html", since=SINCE, until=UNTIL)
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+    assert first.findings
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_an_empty_warehouse_still_reports(tmp_path: Path) -> None:
+    Warehouse(tmp_path / "empty.duckdb").close()
+    rep = report.write_report(str(tmp_path / "empty.duckdb"), tmp_path / "r.html", since="7d",
+                              thresholds=["stuck>0", "failure_rate>0"])
+    assert rep.breaches == []
+    parsed = parse((tmp_path / "r.html").read_text())
+    assert len(parsed.images) == 8
+    assert "Warehouse last synced never" in " ".join(parsed.text)
+
+
+def test_repr_html_renders_without_figures(warehouse: Path) -> None:
+    rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
+    shown = rep._repr_html_()
+    assert "<img" not in shown and "Findings" in shown and "&lt;script&gt;" in shown
+
+
+# ---- the command line: what a cron job sees -----------------------------------------------------------------------
+
+
+def chainops(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "toolkit", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:
+    base = ["report", "--warehouse", str(warehouse), "--since", SINCE, "--until", UNTIL]
+    ok = chainops(*base, "--out", str(tmp_path / "ok.html"), "--fail-on", "failure_rate>0.5", "--fail-on", "stuck>5")
+    assert ok.returncode == 0, ok.stderr
+    assert f"Report: {tmp_path / 'ok.html'}" in ok.stdout and "Slowest status" in ok.stdout
+
+    breached = chainops(*base, "--out", str(tmp_path / "bad.html"), "--fail-on", "failure_rate>0.05",
+                        "--fail-on", "stuck>0")
+    assert breached.returncode == 3, breached.stderr
+    assert "threshold breached: failure_rate>0.05" in breached.stderr
+    assert "threshold breached: stuck>0" in breached.stderr
+    assert (tmp_path / "bad.html").exists()  # written anyway, for the alert to link to
+
+    usage = chainops(*base, "--out", str(tmp_path / "x.html"), "--fail-on", "failure_rate>>1")
+    assert usage.returncode == 2 and "not a threshold" in usage.stderr
+
+    missing = chainops("report", "--warehouse", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "m.html"))
+    assert missing.returncode == 1 and "chainops sync" in missing.stderr
+
+    empty = chainops(*base[:3], "--since", UNTIL, "--until", SINCE, "--out", str(tmp_path / "e.html"))
+    assert empty.returncode == 1 and "period is empty" in empty.stderr
+
+
+def test_cli_csv_directory(warehouse: Path, tmp_path: Path) -> None:
+    out = chainops("report", "--warehouse", str(warehouse), "--since", SINCE, "--until", UNTIL, "--format", "csv",
+                   "--out", str(tmp_path / "tables"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "tables" / "status_latency.csv").exists()
+    assert (tmp_path / "tables" / "summary.csv").exists()
