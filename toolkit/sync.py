@@ -176,6 +176,7 @@ class Loader:
 
     def _write(self, table: str, batch: Any, tx_batch: Any, cursor: tuple[str, Any] | None,
                done_refetch: tuple[str, Sequence[str]] | None) -> None:
+        self.wh.yield_to_readers()  # between transactions: a waiting reader gets in, then we carry on
         with self.wh.transaction():
             new, updated = self.wh.upsert(table, batch)
             if tx_batch is not None:

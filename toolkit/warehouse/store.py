@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -22,6 +23,14 @@ import pyarrow as pa
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
 from .views import view_statements
+
+#: Seconds a reader waits for a running sync to make room before giving up.
+DEFAULT_READER_WAIT = 30.0
+
+
+def _readers_file(path: Path) -> Path:
+    """The file by which readers in other processes ask a running sync to make room."""
+    return Path(f"{path}.readers")
 
 
 def _schema_sql() -> str:
@@ -45,10 +54,16 @@ class Warehouse:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, read_only: bool = False, memory_limit: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        memory_limit: str | None = None,
+        wait: float = DEFAULT_READER_WAIT,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.memory_limit = memory_limit
         if read_only and not self.path.exists():
             raise WarehouseError(
                 f"No warehouse at {self.path}. Run `chainops sync` (or `chainops demo`) first, "
@@ -56,18 +71,57 @@ class Warehouse:
             )
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            hint = "another process is writing to it; wait for it to finish" if "lock" in str(exc).lower() else \
-                "check the path and that it is a DuckDB file"
-            raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
-        self.con.execute("SET TimeZone = 'UTC'")
-        if memory_limit:
-            self.con.execute("SET memory_limit = ?", [memory_limit])
+        self.con = self._connect(wait)
         self._column_cache: dict[str, list[str]] = {}
         if not read_only:
             self.ensure_schema()
+
+    def _connect(self, wait: float) -> duckdb.DuckDBPyConnection:
+        """Open the file; while another process holds it, ask it to make room (see :meth:`yield_to_readers`)
+        and retry for up to ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
+                break
+            except duckdb.Error as exc:
+                busy = "lock" in str(exc).lower()
+                if busy and time.monotonic() < deadline:
+                    if self.read_only:
+                        _readers_file(self.path).touch()
+                    time.sleep(0.05)
+                    continue
+                hint = (
+                    "a sync is writing to it and did not make room in time; try again, or wait for the sync"
+                    if busy else "check the path and that it is a DuckDB file"
+                )
+                raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
+        con.execute("SET TimeZone = 'UTC'")
+        if self.memory_limit:
+            con.execute("SET memory_limit = ?", [self.memory_limit])
+        return con
+
+    def yield_to_readers(self, *, pause: float = 0.2, wait: float = 600.0) -> bool:
+        """If a reader in another process is waiting for the file, checkpoint, close, let it in, and reopen.
+
+        DuckDB lets one process hold a file for writing and no one else open it meanwhile, so a long sync calls this
+        between committed batches: readers wait at most one batch. Returns whether it yielded. Call only between
+        transactions, from the thread that owns the connection.
+        """
+        request = _readers_file(self.path)
+        if self.read_only or not request.exists():
+            return False
+        settings = self.con.execute(
+            "SELECT current_setting('checkpoint_threshold'), current_setting('memory_limit')"
+        ).fetchall()[0]
+        self.con.execute("CHECKPOINT")
+        self.con.close()
+        request.unlink(missing_ok=True)
+        time.sleep(pause)
+        self.con = self._connect(wait)
+        self.con.execute("SET checkpoint_threshold = ?", [settings[0]])
+        self.con.execute("SET memory_limit = ?", [settings[1]])
+        return True
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r}, read_only={self.read_only})"
