@@ -138,13 +138,18 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     settings = Settings.load(warehouse=args.warehouse)
     with Warehouse(settings.warehouse, read_only=True) as wh:
+        # no files, extensions or other databases either: COPY ... TO, ATTACH and INSTALL fail, and the query
+        # cannot switch this back on
+        wh.con.execute("SET enable_external_access = false")
+        wh.con.execute("SET lock_configuration = true")
         try:
             df = wh.query(args.query)
         except duckdb.Error as exc:
             message = str(exc).strip()
-            if "read-only" in message.lower() or "read only" in message.lower():
-                raise ChainopsError(f"The warehouse is opened read-only: only queries are allowed ({message})") \
-                    from None
+            lowered = message.lower()
+            if any(w in lowered for w in ("read-only", "read only", "disabled by configuration", "has been locked")):
+                raise ChainopsError(f"chainops sql is read-only: only queries of the warehouse are allowed "
+                                    f"({message})") from None
             raise ChainopsError(f"The query failed: {message}") from None
     _write_frame(df, args.format, args.out)
     return 0

@@ -104,3 +104,32 @@ def test_demo_runs_end_to_end(tmp_path) -> None:
     report = tmp_path / "reports" / "demo.html"
     assert f"Report: {report}" in out.stdout
     assert "data:image/png;base64," in report.read_text()
+
+
+def test_sql_is_read_only_and_explains_bad_sql(tmp_path) -> None:
+    from toolkit.warehouse import Warehouse
+
+    wh = str(tmp_path / "w.duckdb")
+    Warehouse(wh).close()
+    write = chainops("sql", "delete from events", "--warehouse", wh)
+    assert write.returncode == 1 and "read-only" in write.stderr and "Traceback" not in write.stderr
+    drop = chainops("sql", "create table x as select 1", "--warehouse", wh)
+    assert drop.returncode == 1 and "read-only" in drop.stderr
+    for escape in (f"copy (select 1) to '{tmp_path / 'x.csv'}'", f"attach '{tmp_path / 'o.duckdb'}' as o",
+                   "set enable_external_access = true", "select * from read_csv('/etc/hostname')"):
+        out = chainops("sql", escape, "--warehouse", wh)
+        assert out.returncode == 1 and "read-only" in out.stderr, escape
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "o.duckdb").exists()
+    syntax = chainops("sql", "selec 1", "--warehouse", wh)
+    assert syntax.returncode == 1 and "The query failed" in syntax.stderr and "syntax error" in syntax.stderr.lower()
+    ok = chainops("sql", "select 1 as one, 'a,b' as t", "--warehouse", wh, "--format", "csv")
+    assert ok.returncode == 0 and ok.stdout.splitlines() == ["one,t", '1,"a,b"']
+    out = chainops("sql", "select 1 as one", "--warehouse", wh, "--format", "json", "--out", str(tmp_path / "o.json"))
+    assert out.returncode == 0 and '"one":1' in (tmp_path / "o.json").read_text()
+
+
+def test_export_and_report_have_help() -> None:
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"export", "report"} <= set(commands)
+    assert "--fail-on" in commands["report"].format_help()
