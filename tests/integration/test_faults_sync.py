@@ -1,0 +1,72 @@
+"""A sync under every fault the sandbox injects completes, and ends identical to a sync without faults; when the
+faults never clear it stops with a clear error."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.conftest import TEST_KEY
+from tests.integration.test_incremental import TABLES, snapshot
+from toolkit import errors
+from toolkit.api import Client
+from toolkit.api.retry import RetryPolicy
+from toolkit.sync import sync
+
+SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
+START = 1_795_000_000  # the same simulated "now" for every sandbox, so their histories are identical
+PATIENT = RetryPolicy(attempts=12, initial=0.01, maximum=0.1, floor=0.01, deadline=60)
+
+FAULTS = {
+    "5xx": {"fail_rate": 0.25},
+    "429": {"rate_limit": 20.0},
+    "slow": {"slow_rate": 0.1, "slow_seconds": 1.5},
+    "truncated": {"truncate_rate": 0.2},
+    "dropped": {"drop_rate": 0.2},
+    "malformed": {"malformed_rate": 0.2},
+}
+
+
+def serve(**faults):
+    from toolkit.sandbox import Sandbox
+
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=SEED % 1000, days=1, operations_per_day=600, start=START, **faults)
+    return sandbox.serve(host="127.0.0.1", port=0)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ref") / "clean.duckdb"
+    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+        sync(client=client, warehouse=str(path), quiet=True)
+    return snapshot(path)
+
+
+@pytest.mark.parametrize("mode", sorted(FAULTS))
+def test_sync_under_faults_equals_a_clean_sync(mode, reference, tmp_path) -> None:
+    path = tmp_path / f"{mode}.duckdb"
+    with serve(**FAULTS[mode]) as server, Client(server.base_url, TEST_KEY, retry=PATIENT, timeout=0.75) as client:
+        result = sync(client=client, warehouse=str(path), quiet=True)
+    assert result.outcome == "ok", f"seed {SEED}: {result.summary()}"
+    assert result.retries > 0, f"seed {SEED}: the {mode} faults were never hit"
+    got = snapshot(path)
+    for table in TABLES:
+        assert got[table] == reference[table], f"seed {SEED}: {table} differs under {mode} faults"
+
+
+def test_faults_that_never_clear_stop_with_a_clear_error(tmp_path) -> None:
+    quick = RetryPolicy(attempts=3, initial=0.01, maximum=0.05, floor=0.01)
+    with serve(fail_rate=1.0) as server, Client(server.base_url, TEST_KEY, retry=quick) as client:
+        started = time.monotonic()
+        with pytest.raises(errors.ServerError) as info:
+            sync(client=client, warehouse=str(tmp_path / "w.duckdb"), quiet=True)
+    text = str(info.value)
+    assert "GET /networks answered 500" in text and "after 3 attempts" in text and "run again later" in text
+    assert time.monotonic() - started < 30
+    from toolkit.warehouse import Warehouse
+
+    with Warehouse(tmp_path / "w.duckdb", read_only=True) as wh:
+        outcome, message = wh.con.execute("SELECT outcome, message FROM sync_runs").fetchall()[0]
+    assert outcome == "failed" and "answered 500" in message
