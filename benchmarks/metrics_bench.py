@@ -12,9 +12,21 @@ at the end, duplicates under new event ids, events synced late (out of order), q
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
+import numpy as np
+import pandas as pd
 
 from toolkit import spec
 from toolkit.warehouse import Warehouse
@@ -52,7 +64,8 @@ STAGE_REASONS = {
     "confirmed_safe": "block reached safe confidence", "confirmed": "block finalized",
     "cancelled": "draft cancelled", "expired": "deadline elapsed",
 }
-EVENTS_PER_OP = 6.18  # measured average of the mix below (drafts, failures, test networks, duplicates)
+EVENTS_PER_OP = 6.18
+GENERATOR_MEMORY = "6GB"  # measured average of the mix below (drafts, failures, test networks, duplicates)
 
 
 def _uuid_sql(expr: str) -> str:
@@ -313,9 +326,10 @@ def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: 
     span = days * 86_400
     n_ops = max(int(n_events / EVENTS_PER_OP), 10)
     t_end = T0 + span
-    with Warehouse(path) as wh:
+    with Warehouse(path, memory_limit=GENERATOR_MEMORY) as wh:
         con = wh.con
         con.execute("SET preserve_insertion_order = true")
+        con.execute("SET enable_progress_bar = false")
         _network_table(con)
         _operations_plan(con, n_ops, span, seed)
         _operation_events(con, t_end, seed)
@@ -330,3 +344,413 @@ def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: 
             con.execute(f"DROP TABLE IF EXISTS {t}")
         con.execute("CHECKPOINT")
     return counts
+
+
+# ---- the sync-time refresh -----------------------------------------------------------------------------------------
+
+
+def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> int:
+    """What an hourly sync adds: the events of ``operations`` recent operations delivered again under new event ids
+    (so those operations are stale and recomputed, as when their next moves arrive); returns the events added."""
+    with Warehouse(path) as wh:
+        wh.con.execute("SET enable_progress_bar = false")
+        wh.con.execute(f"""
+            INSERT INTO events BY NAME
+            SELECT {_uuid_sql("'again-' || event_id || $salt")} AS event_id, channel_id, type, ts, status,
+                status_reason, subject_id, operation_id, chain_selector, address, event_hash, proof_count,
+                signature_count, payload, now() AS synced_at
+            FROM events
+            WHERE operation_id IN (SELECT operation_id FROM operations ORDER BY created_at DESC LIMIT $n)
+              AND synced_at < now() - INTERVAL 1 DAY  -- the generated history, not earlier copies
+        """, {"salt": str(time.time_ns()), "n": operations})
+        return int(wh.con.execute(
+            "SELECT count(*) FROM events WHERE synced_at = (SELECT max(synced_at) FROM events)").fetchone()[0])
+
+
+def time_refresh(path: str | os.PathLike[str], *, full: bool = False) -> tuple[float, object]:
+    """Seconds of one ``refresh_models`` under the sync's memory ceiling, and its result."""
+    from toolkit.sync import SYNC_MEMORY_LIMIT
+    from toolkit.warehouse.models import refresh_models
+
+    with Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
+        started = time.perf_counter()
+        result = refresh_models(wh, full=full)
+        return time.perf_counter() - started, result
+
+
+# ---- metric calls, each in a fresh process ---------------------------------------------------------------------
+
+#: (label, metric name, keyword arguments) of every timed call.
+CASES: tuple[tuple[str, str, dict], ...] = (
+    ("status-latency", "status-latency", {}),
+    ("status-latency, daily buckets", "status-latency", {"bucket": "1d"}),
+    ("failure-rates", "failure-rates", {}),
+    ("failure-rates, daily buckets", "failure-rates", {"bucket": "1d"}),
+    ("failure-reasons", "failure-reasons", {}),
+    ("finality-breakdown", "finality-breakdown", {}),
+    ("query-latency", "query-latency", {}),
+    ("stuck-operations", "stuck-operations", {}),
+    ("proof-coverage", "proof-coverage", {}),
+    ("watcher-activity", "watcher-activity", {}),
+)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak RSS (``VmHWM``: unlike ``ru_maxrss`` it does not inherit the parent's peak)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def child(path: str, label: str, repeats: int = 3) -> dict:
+    """Run one case in this (fresh) process: first and best warm seconds, RSS before and peak, rows."""
+    from toolkit import metrics
+
+    _, name, kwargs = next(c for c in CASES if c[0] == label)
+    func = metrics.METRICS[name]
+    with Warehouse(path, read_only=True) as wh:
+        wh.con.execute("SELECT 1").fetchall()
+        before = _rss_bytes()
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            df = func(wh, **kwargs)
+            times.append(time.perf_counter() - started)
+        peak = _peak_rss_bytes()
+    return {"first": times[0], "warm": min(times[1:] or times), "rss_before": before, "peak": peak, "rows": len(df)}
+
+
+def run_child(path: str, label: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "benchmarks.metrics_bench", "--child", label, "--path", path],
+                         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---- straightforward pandas implementations from the raw events ------------------------------------------------
+
+
+def _raw(con: duckdb.DuckDBPyConnection, table: str, columns: str) -> pd.DataFrame:
+    """The raw table's columns, every row, as pandas (the baselines filter and compute in pandas)."""
+    return con.sql(f"SELECT {columns} FROM {table}").df()
+
+
+def _of_type(ev: pd.DataFrame, event_type: str) -> pd.DataFrame:
+    return ev[ev["type"] == event_type]
+
+
+def _pd_transitions(ev: pd.DataFrame, ops: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Transitions from raw ``operation.status`` rows: first time per (operation, status), then the next status."""
+    g = ev.groupby(["operation_id", "status"], sort=False, as_index=False).agg(
+        entered_at=("ts", "min"), chain_selector=("chain_selector", "first"))
+    g["rank"] = g["status"].map(spec.OPERATION_STAGE_ORDER).fillna(1000)
+    g = g.sort_values(["operation_id", "entered_at", "rank"], kind="stable")
+    nxt = g.groupby("operation_id", sort=False)["entered_at"].shift(-1)
+    g["seconds"] = (nxt - g["entered_at"]).dt.total_seconds()
+    g["exited_at"] = nxt
+    if ops is not None:
+        created = g["operation_id"].map(ops.set_index("operation_id")["created_at"])
+        g["since_created"] = (g["entered_at"] - created).dt.total_seconds()
+    return g
+
+
+def _pd_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return dict(con.execute("SELECT chain_selector, name FROM networks").fetchall())
+
+
+_OP_COLUMNS = "type, operation_id, status, ts, chain_selector"
+
+
+def pd_status_latency(con: duckdb.DuckDBPyConnection, bucket: str | None = None) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", _OP_COLUMNS)
+    ops = _raw(con, "operations", "operation_id, created_at")
+    names = _pd_names(con)
+    load = time.perf_counter() - t0
+    ev = _of_type(ev, "operation.status")
+    tr = _pd_transitions(ev, ops)
+    tr["network"] = tr["chain_selector"].map(names).fillna(tr["chain_selector"])
+    keys = ["network", "status"]
+    if bucket:
+        tr["bucket"] = tr["entered_at"].dt.floor("D")
+        keys.append("bucket")
+    grouped = tr.groupby(keys, sort=True)
+    out = grouped["seconds"].agg(["size", "count", "mean", "max"])
+    for q in (0.5, 0.9, 0.99):
+        out[f"p{round(q * 100)}"] = grouped["seconds"].quantile(q)
+    for q in (0.5, 0.9):
+        out[f"created_p{round(q * 100)}"] = grouped["since_created"].quantile(q)
+    return out.reset_index(), load
+
+
+def _pd_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """Per operation: network, created_at and outcome (latest-only networks: confirmed_latest is confirmed)."""
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", _OP_COLUMNS)
+    ops = _raw(con, "operations", "operation_id, created_at")
+    nets = _raw(con, "networks", "chain_selector, name, network_type")
+    load = time.perf_counter() - t0
+    ev = _of_type(ev, "operation.status")
+    tr = _pd_transitions(ev)
+    last = tr.drop_duplicates("operation_id", keep="last").set_index("operation_id")
+    reached = tr.groupby("chain_selector")["status"].agg(set)
+    mainnets = set(nets.loc[nets["network_type"] == "mainnet", "chain_selector"])
+    latest_only = {c for c, s in reached.items() if "confirmed_latest" in s and not s & {"confirmed_safe", "confirmed"}
+                   and c not in mainnets}
+    outcome = last["status"].where(last["status"].isin(list(spec.OPERATION_TERMINAL)))
+    outcome = outcome.mask((last["status"] == "confirmed_latest") & last["chain_selector"].isin(latest_only),
+                           "confirmed")
+    per_op = pd.DataFrame({"chain_selector": last["chain_selector"], "outcome": outcome})
+    per_op["network"] = per_op["chain_selector"].map(dict(zip(nets["chain_selector"], nets["name"], strict=True)))
+    per_op["network"] = per_op["network"].fillna(per_op["chain_selector"])
+    per_op["created_at"] = per_op.index.map(ops.set_index("operation_id")["created_at"])
+    return per_op, load
+
+
+def pd_failure_rates(con: duckdb.DuckDBPyConnection, bucket: str | None = None) -> tuple[pd.DataFrame, float]:
+    per_op, load = _pd_outcomes(con)
+    keys = ["network"]
+    if bucket:
+        per_op["bucket"] = per_op["created_at"].dt.floor("D")
+        keys.append("bucket")
+    counts = per_op.groupby(keys)["outcome"].value_counts().unstack(fill_value=0)
+    counts["terminal"] = counts.sum(axis=1)
+    counts["operations"] = per_op.groupby(keys).size()
+    z = 1.959963984540054
+    for col in ("failed", "expired", "cancelled"):
+        k, n = counts.get(col, 0), counts["terminal"]
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        counts[f"{col}_rate"], counts[f"{col}_low"], counts[f"{col}_high"] = p, centre - half, centre + half
+    return counts.reset_index(), load
+
+
+def pd_failure_reasons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", "type, operation_id, status, status_reason, ts")
+    load = time.perf_counter() - t0
+    ev = _of_type(ev, "operation.status")
+    ev = ev.sort_values(["operation_id", "ts"], kind="stable")
+    last = ev.drop_duplicates("operation_id", keep="last")
+    failed = last[last["status"].isin(["failed", "expired"])]
+    from toolkit.metrics import classify_failure
+
+    counts = failed.groupby(["status", "status_reason"]).size().rename("operations").reset_index()
+    counts["category"] = [classify_failure(r, s) for r, s in zip(counts["status_reason"], counts["status"],
+                                                                  strict=True)]
+    return counts.sort_values("operations", ascending=False).head(10), load
+
+
+def pd_finality(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", _OP_COLUMNS)
+    names = _pd_names(con)
+    load = time.perf_counter() - t0
+    ev = _of_type(ev, "operation.status")
+    first = ev.groupby(["operation_id", "status"], sort=False)["ts"].min().unstack()
+    chain = ev.groupby("operation_id", sort=False)["chain_selector"].first()
+    first["network"] = chain.map(names).fillna(chain)
+    relay = [c for c in ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe",
+                         "confirmed", "failed") if c in first]
+    first = first[first[relay].notna().any(axis=1)]
+    latest = first[["confirmed_latest", "confirmed_safe", "confirmed"]].notna().any(axis=1)
+    safe = first[["confirmed_safe", "confirmed"]].notna().any(axis=1)
+    rows = first.assign(latest=latest, safe=safe, final=first["confirmed"].notna())
+    spans = {"to_latest": ("confirmed_latest", "accepted"), "to_safe": ("confirmed_safe", "accepted"),
+             "to_final": ("confirmed", "accepted"), "l2s": ("confirmed_safe", "confirmed_latest"),
+             "s2f": ("confirmed", "confirmed_safe"), "l2f": ("confirmed", "confirmed_latest")}
+    for name, (end, start) in spans.items():
+        rows[name] = (rows[end] - rows[start]).dt.total_seconds()
+    grouped = rows.groupby("network")
+    out = grouped[["latest", "safe", "final"]].sum()
+    out["operations"] = grouped.size()
+    for col in ("to_latest", "to_safe", "to_final", "l2s", "s2f", "l2f"):
+        out[f"{col}_p50"] = grouped[col].quantile(0.5)
+        out[f"{col}_p90"] = grouped[col].quantile(0.9)
+    return out.reset_index(), load
+
+
+def pd_query_latency(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", "type, query_id, status, ts, chain_selector")
+    names = _pd_names(con)
+    load = time.perf_counter() - t0
+    ev = _of_type(ev, "query.status")
+    first = ev.groupby(["query_id", "status"], sort=False)["ts"].min().unstack()
+    chain = ev.groupby("query_id", sort=False)["chain_selector"].first()
+    first["network"] = chain.map(names).fillna(chain)
+    terminal = first[["completed", "failed", "expired"]]
+    first["outcome"] = terminal.notna().idxmax(axis=1).where(terminal.notna().any(axis=1), "in_flight")
+    first["terminal_at"] = terminal.min(axis=1)
+    spans = {"a2s": ("sending", "accepted"), "s2s": ("sent", "sending"), "s2t": ("terminal_at", "sent"),
+             "a2t": ("terminal_at", "accepted")}
+    for name, (end, start) in spans.items():
+        first[name] = (first[end] - first[start]).dt.total_seconds()
+    grouped = first.groupby(["network", "outcome"])
+    out = grouped.size().rename("queries").to_frame()
+    for name in spans:
+        out[f"{name}_p50"] = grouped[name].quantile(0.5)
+        out[f"{name}_p90"] = grouped[name].quantile(0.9)
+    per_net = first.groupby("network")["outcome"].value_counts().unstack(fill_value=0)
+    finished = per_net[["completed", "failed", "expired"]].sum(axis=1)
+    out = out.join((per_net["failed"] / finished).rename("failure_rate"), on="network")
+    out = out.join((per_net["expired"] / finished).rename("expiry_rate"), on="network")
+    return out.reset_index(), load
+
+
+def pd_stuck(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", _OP_COLUMNS)
+    nets = _raw(con, "networks", "chain_selector, network_type")
+    load = time.perf_counter() - t0
+    ev = _of_type(ev, "operation.status")
+    now = ev["ts"].max()
+    tr = _pd_transitions(ev)
+    p90 = tr[tr["exited_at"] <= now].groupby(["chain_selector", "status"])["seconds"].quantile(0.9).rename("p90")
+    current = tr[tr["exited_at"].isna() & ~tr["status"].isin(list(spec.OPERATION_TERMINAL))]
+    reached = tr.groupby("chain_selector")["status"].agg(set)
+    mainnets = set(nets.loc[nets["network_type"] == "mainnet", "chain_selector"])
+    latest_only = {c for c, s in reached.items() if "confirmed_latest" in s and not s & {"confirmed_safe", "confirmed"}
+                   and c not in mainnets}
+    current = current[~((current["status"] == "confirmed_latest") & current["chain_selector"].isin(latest_only))]
+    current = current.join(p90, on=["chain_selector", "status"])
+    current["threshold"] = np.maximum(3 * current["p90"], 60).where(current["p90"].notna())
+    current["age"] = (now - current["entered_at"]).dt.total_seconds()
+    return current[current["age"] > current["threshold"]], load
+
+
+def pd_proof_coverage(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", "type, status, proof_count, signature_count")
+    load = time.perf_counter() - t0
+    must = ev["type"].eq("watcher.event") | (ev["type"].eq("operation.status") & ev["status"].isin(
+        list(spec.OPERATION_PROOF_STATUSES))) | (ev["type"].eq("query.status") & ev["status"].isin(
+        list(spec.QUERY_PROOF_STATUSES)))
+    proof = ev["proof_count"].fillna(0) > 0
+    enough = ev["signature_count"] >= spec.PROOF_MIN_SIGNATURES
+    frame = pd.DataFrame({"type": ev["type"], "must": must, "with": must & proof, "enough": must & proof & enough,
+                          "unexpected": ~must & proof, "sigs": ev["signature_count"].where(must & proof)})
+    grouped = frame.groupby("type")
+    out = grouped[["must", "with", "enough", "unexpected"]].sum()
+    out["events"] = grouped.size()
+    out["sig_min"], out["sig_p50"], out["sig_max"] = (grouped["sigs"].min(), grouped["sigs"].median(),
+                                                      grouped["sigs"].max())
+    return out.reset_index(), load
+
+
+def pd_watcher_activity(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    t0 = time.perf_counter()
+    ev = _raw(con, "events", "watcher_id, type, status, ts, proof_count")
+    load = time.perf_counter() - t0
+    obs = ev[ev["type"] == "watcher.event"].assign(hour=lambda d: d["ts"].dt.floor("h"))
+    counts = obs.groupby(["watcher_id", "hour"]).size().rename("events").reset_index()
+    history = ev[ev["type"] == "watcher.status"].sort_values("ts")[["watcher_id", "ts", "status"]]
+    counts["end"] = counts["hour"] + pd.Timedelta(hours=1)
+    merged = pd.merge_asof(counts.sort_values("end"), history, left_on="end", right_on="ts", by="watcher_id",
+                           allow_exact_matches=False)
+    return merged, load
+
+
+BASELINES: dict[str, Callable[[duckdb.DuckDBPyConnection], tuple[pd.DataFrame, float]]] = {
+    "status-latency": pd_status_latency,
+    "status-latency, daily buckets": lambda con: pd_status_latency(con, bucket="1d"),
+    "failure-rates": pd_failure_rates,
+    "failure-rates, daily buckets": lambda con: pd_failure_rates(con, bucket="1d"),
+    "failure-reasons": pd_failure_reasons,
+    "finality-breakdown": pd_finality,
+    "query-latency": pd_query_latency,
+    "stuck-operations": pd_stuck,
+    "proof-coverage": pd_proof_coverage,
+    "watcher-activity": pd_watcher_activity,
+}
+
+
+def run_baseline(path: str, label: str) -> tuple[float, float, int]:
+    """(load seconds, compute seconds, rows) of the pandas implementation of one case."""
+    con = duckdb.connect(path, read_only=True)
+    con.execute("SET TimeZone = 'UTC'")
+    try:
+        started = time.perf_counter()
+        df, load = BASELINES[label](con)
+        return load, time.perf_counter() - started - load, len(df)
+    finally:
+        con.close()
+
+
+# ---- the report --------------------------------------------------------------------------------------------------
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate (or reuse) the warehouse, time the refresh and every metric against pandas, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=10_000_000, help="operation events to generate")
+    parser.add_argument("--path", help="warehouse file (default: a temporary file, deleted at the end)")
+    parser.add_argument("--reuse", action="store_true", help="reuse --path if it exists instead of generating")
+    parser.add_argument("--skip-pandas", action="store_true", help="time the metrics only")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.path, args.child)))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.path or str(Path(tmp) / "bench.duckdb")
+        _prepare(path, args)
+        _compare(path, skip_pandas=args.skip_pandas)
+    return 0
+
+
+def _prepare(path: str, args: argparse.Namespace) -> None:
+    if not (args.reuse and Path(path).exists()):
+        Path(path).unlink(missing_ok=True)
+        started = time.perf_counter()
+        counts = generate(path, n_events=args.events)
+        print(f"generated {path}: {counts} in {time.perf_counter() - started:.1f} s")
+        seconds, result = time_refresh(path)
+        print(f"refresh_models, first build (sync memory ceiling): {seconds:.1f} s, {result}")
+    seconds, result = time_refresh(path)
+    print(f"refresh_models, nothing new: {seconds:.2f} s, {result}")
+    added = new_sync_batch(path)
+    seconds, result = time_refresh(path)
+    print(f"refresh_models after a sync batch of {added:,} events: {seconds:.2f} s, {result}")
+    with Warehouse(path, read_only=True) as wh:
+        n = wh.con.execute("SELECT count(*) FROM events WHERE type = 'operation.status'").fetchone()[0]
+    print(f"operation events in the warehouse: {n:,}; {os.cpu_count()} cores\n")
+
+
+def _compare(path: str, *, skip_pandas: bool) -> None:
+    header = (f"{'metric':32} {'first s':>8} {'warm s':>8} {'peak RSS':>9} {'+call':>8} {'rows':>7} "
+              f"{'pandas s':>9} {'(load':>7} {'+compute)':>9} {'ratio':>7} {'vs compute':>10}")
+    print(header)
+    print("-" * len(header))
+    summary = []
+    for label, _, _ in CASES:
+        m = run_child(path, label)
+        line = (f"{label:32} {m['first']:8.2f} {m['warm']:8.2f} {_gb(m['peak']):>9} "
+                f"{_gb(m['peak'] - m['rss_before']):>8} {m['rows']:7,}")
+        ratio = compute_ratio = math.nan
+        if not skip_pandas:
+            load, compute, _ = run_baseline(path, label)
+            ratio, compute_ratio = (load + compute) / m["first"], compute / m["first"]
+            line += f" {load + compute:9.2f} {load:7.2f} {compute:9.2f} {ratio:6.1f}x {compute_ratio:9.1f}x"
+        print(line, flush=True)
+        summary.append((m["first"], m["peak"], ratio))
+    worst = max(s[0] for s in summary)
+    print(f"\nslowest metric call (first call, fresh process): {worst:.2f} s (target < 3 s)")
+    print(f"largest peak RSS of a metric process: {_gb(max(s[1] for s in summary))} (target < 1 GB)")
+    if not skip_pandas:
+        print(f"smallest speed-up over pandas (load + compute): {min(s[2] for s in summary):.1f}x (target >= 10x)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

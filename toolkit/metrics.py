@@ -192,13 +192,24 @@ class _Sql:
 
 def _common(
     channel: Values, network: Values, since: TimeLike, until: TimeLike, time_column: str, *, alias: str = "",
-    network_column: str | None = None,
 ) -> _Sql:
     """Channel, network (name or selector) and period filters on the columns of the relation ``alias``."""
     a = f"{alias}." if alias else ""
     q = _Sql().one_of(channel, f"{a}channel_id")
-    q.one_of(network, network_column or f"{a}network", f"{a}chain_selector")
+    q.one_of(network, f"{a}network", f"{a}chain_selector")
     return q.period(time_column, since, until)
+
+
+def _event_filters(channel: Values, network: Values, since: TimeLike, until: TimeLike) -> _Sql:
+    """Channel, network and period filters on raw events ``e``; a network name is resolved through ``networks``
+    (a tiny table) so the events themselves need no join."""
+    q = _Sql().one_of(channel, "e.channel_id")
+    names = _values(network)
+    if names is not None:
+        ref = q.bind(names)
+        q.clauses.append(f"(list_contains({ref}, e.chain_selector) OR e.chain_selector IN "
+                         f"(SELECT chain_selector FROM networks WHERE list_contains({ref}, name)))")
+    return q.period("e.ts", since, until)
 
 
 def _grouping(by: Sequence[str] | str | None, allowed: Sequence[str], metric: str) -> list[str]:
@@ -781,14 +792,16 @@ def proof_coverage(
     Returns the DataFrame.
     """
     cols = _grouping(by, PROOF_GROUPS, "proof_coverage")
-    q = _common(channel, network, since, until, "e.ts", alias="e", network_column="coalesce(n.name, e.chain_selector)")
-    q.one_of(status, "e.status")
+    q = _event_filters(channel, network, since, until).one_of(status, "e.status")
+    keys = list(dict.fromkeys(["type", "status", *cols]))
+    exprs = {"network": "coalesce(n.name, e.chain_selector)"}
+    join = "LEFT JOIN networks n ON n.chain_selector = e.chain_selector" if "network" in keys else ""
+    select, group = _select_groups(keys, exprs={k: exprs.get(k, f"e.{k}") for k in keys})
     sql = f"""
-        SELECT e.type, e.status, e.chain_selector, coalesce(n.name, e.chain_selector) AS network, e.channel_id,
-            coalesce(e.proof_count, 0) > 0 AS has_proof, e.signature_count, count(*) AS n
-        FROM events e LEFT JOIN networks n ON n.chain_selector = e.chain_selector
+        SELECT {select} coalesce(e.proof_count, 0) > 0 AS has_proof, e.signature_count, count(*) AS n
+        FROM events e {join}
         {q.where()}
-        GROUP BY ALL
+        GROUP BY {group}, coalesce(e.proof_count, 0) > 0, e.signature_count
     """
     return _proof_table(_run(warehouse, sql, q.params), cols)
 
@@ -909,7 +922,7 @@ def watcher_activity(
     """
     cols = _grouping(by, WATCHER_GROUPS, "watcher_activity")
     network_expr = "coalesce(n.name, e.chain_selector)"
-    q = _common(channel, network, since, until, "e.ts", alias="e", network_column=network_expr)
+    q = _event_filters(channel, network, since, until)
     q.clauses.append("e.type = 'watcher.event'")
     bucket_sql = _bucket_sql(q, "e.ts", bucket)
     exprs = {"watcher_id": "e.watcher_id", "channel_id": "e.channel_id", "chain_selector": "e.chain_selector",
@@ -917,7 +930,7 @@ def watcher_activity(
     select, group = _select_groups(cols, bucket_sql, exprs)
     sql = f"""
         SELECT {select} count(*) AS events, count(*) FILTER (WHERE coalesce(e.proof_count, 0) > 0) AS with_proof
-        FROM events e LEFT JOIN networks n ON n.chain_selector = e.chain_selector
+        FROM events e {"LEFT JOIN networks n ON n.chain_selector = e.chain_selector" if "network" in cols else ""}
         {q.where()}
         GROUP BY {group}
     """
