@@ -17,6 +17,22 @@ from .warehouse import Warehouse
 
 __version__ = "0.1.0"
 
+
+def dashboard(warehouse: str | Warehouse | None = None, **options: object) -> object:
+    """The ipywidgets dashboard over ``warehouse`` (see :func:`toolkit.dashboard.dashboard`).
+
+    Imported on first call, so ``import toolkit`` loads no widget or plotting code. Returns the
+    :class:`~toolkit.dashboard.Dashboard`.
+    """
+    import importlib
+
+    module = importlib.import_module("toolkit.dashboard")
+    globals()["dashboard"] = _dashboard  # importing the submodule rebound this name to the module
+    return module.dashboard(warehouse, **options)
+
+
+_dashboard = dashboard
+
 __all__ = [
     "ChainopsError",
     "Client",
@@ -24,6 +40,7 @@ __all__ = [
     "SyncResult",
     "Warehouse",
     "__version__",
+    "dashboard",
     "errors",
     "metrics",
     "spec",

@@ -1,0 +1,97 @@
+"""The dashboard driven from Python: set its filter widgets, check what each view drew (figures, tables, images)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from tests.report.test_report import SCRIPT_CHANNEL, SCRIPT_NETWORK, warehouse  # noqa: F401  (the fixture)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def texts(fig) -> str:
+    """Every piece of text a figure shows (titles, labels, legends, messages)."""
+    from matplotlib.text import Text
+
+    return "\n".join(t.get_text() for t in fig.findobj(Text))
+
+
+@pytest.fixture
+def dash(warehouse):  # noqa: F811
+    return tk.dashboard(str(warehouse))
+
+
+def test_first_draw_shows_every_view(dash) -> None:
+    assert dash.redraws == 1 and dash.error is None
+    assert set(dash.figures) == set(dash.tables) == {"latency", "failure", "finality", "stuck"}
+    for key, image in dash.images.items():
+        assert bytes(image.value).startswith(PNG), key
+        assert "<table>" in dash.html[key].value, key
+    assert set(dash.tables["failure"]["network"]) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
+    assert "Time spent in each operation status" in texts(dash.figures["latency"])
+    assert list(dash.tables["stuck"]["operation_id"]) == ["stuck-1"]
+    assert "stuck now" in dash.summary.value
+
+
+def test_options_come_from_the_warehouse(dash) -> None:
+    assert set(dash.network.options) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
+    assert dict(dash.channel.options)[f"{SCRIPT_CHANNEL} (ch-evil)"] == "ch-evil"
+    assert "sending" in dash.status.options
+    since, until = dash.period.value
+    assert since.tzinfo is not None and since < until
+
+
+def test_network_filter_redraws_every_view(dash) -> None:
+    before = {k: bytes(img.value) for k, img in dash.images.items()}
+    dash.network.value = ("Ethereum Sepolia",)
+    assert dash.redraws == 2
+    for key in ("latency", "failure", "finality"):
+        assert set(dash.tables[key]["network"]) == {"Ethereum Sepolia"}, key
+        assert bytes(dash.images[key].value) != bytes(before[key]), key
+    assert "Ethereum Mainnet" not in texts(dash.figures["latency"])
+    assert "Ethereum Sepolia" in texts(dash.figures["finality"])
+    assert dash.tables["failure"]["failed"].sum() == 1 and dash.tables["failure"]["terminal"].sum() == 10
+    assert dash.tables["stuck"].empty and "no stuck operations" in texts(dash.figures["stuck"])
+    dash.network.value = ()
+    assert len(set(dash.tables["failure"]["network"])) == 3
+
+
+def test_status_filter_applies_to_latency_and_stuck(dash) -> None:
+    dash.status.value = ("sending",)
+    assert set(dash.tables["latency"]["status"].astype(str)) == {"sending"}
+    assert list(dash.tables["stuck"]["operation_id"]) == ["stuck-1"]
+    dash.status.value = ("accepted",)
+    assert dash.tables["stuck"].empty
+    assert set(dash.tables["failure"]["network"]) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
+
+
+def test_channel_filter_and_escaping(dash) -> None:
+    dash.channel.value = ("ch-evil",)
+    failure = dash.tables["failure"]
+    assert list(failure["network"]) == [SCRIPT_NETWORK] and failure["failed"].sum() == 1
+    shown = dash.html["failure"].value
+    assert "<img src=x" not in shown and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in shown
+
+
+def test_time_range_filter(dash) -> None:
+    options = [value for _, value in dash.period.options]
+    first_two_hours = (options[0], options[2])
+    dash.period.value = first_two_hours
+    created = dash.tables["failure"]["operations"].sum()
+    assert 0 < created < 33
+    dash.period.value = (options[0], options[-1])
+    assert dash.tables["failure"]["operations"].sum() == 33  # every operation, the day before too
+    assert dash.filters["since"] == options[0] and isinstance(dash.filters["until"], pd.Timestamp)
+
+
+def test_import_toolkit_loads_no_widgets_and_the_name_stays_callable() -> None:
+    code = ("import sys, toolkit as tk; assert 'ipywidgets' not in sys.modules and 'matplotlib' not in sys.modules;"
+            "import toolkit.dashboard as m; assert callable(m) and callable(tk.dashboard); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+    assert "dashboard" in tk.__all__ and callable(tk.dashboard)
