@@ -132,3 +132,19 @@ def test_key_never_logged_stored_or_shown(server, tmp_path, caplog) -> None:
     for text in shown:
         assert TEST_KEY not in text
     assert TEST_KEY.encode() not in path.read_bytes()
+
+
+def test_channel_option_limits_the_per_channel_streams(server, sandbox, tmp_path) -> None:
+    from toolkit.errors import ChainopsError
+
+    truth = sandbox.truth(TEST_KEY)
+    one = next(c for c in truth.channels if truth.events(c["channel_id"]))
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=tmp_path / "one.duckdb", environ={})
+    sync(settings, channels=[one["channel_id"]], quiet=True)
+    with Warehouse(tmp_path / "one.duckdb", read_only=True) as wh:
+        assert {r[0] for r in wh.con.execute("SELECT DISTINCT channel_id FROM events").fetchall()} == {
+            one["channel_id"]}
+        assert wh.count("channels") == len(truth.channels)  # the organisation-wide lists are whole
+    with pytest.raises(ChainopsError) as info:
+        sync(settings, channels=["no-such-channel"], quiet=True)
+    assert "no-such-channel" in str(info.value) and "chainops sql" in str(info.value)
