@@ -368,7 +368,7 @@ def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> int
 
 
 def time_refresh(path: str | os.PathLike[str], *, full: bool = False) -> tuple[float, object]:
-    """Seconds of one ``refresh_models`` under the sync's memory ceiling, and its result."""
+    """Run one ``refresh_models`` under the sync's memory ceiling. Returns (seconds, its result)."""
     from toolkit.sync import SYNC_MEMORY_LIMIT
     from toolkit.warehouse.models import refresh_models
 
@@ -410,7 +410,7 @@ def _peak_rss_bytes() -> int:
 
 
 def child(path: str, label: str, repeats: int = 3) -> dict:
-    """Run one case in this (fresh) process: first and best warm seconds, RSS before and peak, rows."""
+    """Run one case in this (fresh) process. Returns first and best warm seconds, RSS before and peak, rows."""
     from toolkit import metrics
 
     _, name, kwargs = next(c for c in CASES if c[0] == label)
@@ -428,6 +428,7 @@ def child(path: str, label: str, repeats: int = 3) -> dict:
 
 
 def run_child(path: str, label: str) -> dict:
+    """Run one case in a fresh Python process; returns what :func:`child` measured."""
     out = subprocess.run([sys.executable, "-m", "benchmarks.metrics_bench", "--child", label, "--path", path],
                          capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -468,6 +469,7 @@ _OP_COLUMNS = "type, operation_id, status, ts, chain_selector"
 
 
 def pd_status_latency(con: duckdb.DuckDBPyConnection, bucket: str | None = None) -> tuple[pd.DataFrame, float]:
+    """status-latency in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", _OP_COLUMNS)
     ops = _raw(con, "operations", "operation_id, created_at")
@@ -514,6 +516,7 @@ def _pd_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
 
 
 def pd_failure_rates(con: duckdb.DuckDBPyConnection, bucket: str | None = None) -> tuple[pd.DataFrame, float]:
+    """failure-rates in pandas from the raw events. Returns (frame, load seconds)."""
     per_op, load = _pd_outcomes(con)
     keys = ["network"]
     if bucket:
@@ -533,6 +536,7 @@ def pd_failure_rates(con: duckdb.DuckDBPyConnection, bucket: str | None = None) 
 
 
 def pd_failure_reasons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """failure-reasons in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", "type, operation_id, status, status_reason, ts")
     load = time.perf_counter() - t0
@@ -549,6 +553,7 @@ def pd_failure_reasons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, fl
 
 
 def pd_finality(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """finality-breakdown in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", _OP_COLUMNS)
     names = _pd_names(con)
@@ -578,6 +583,7 @@ def pd_finality(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
 
 
 def pd_query_latency(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """query-latency in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", "type, query_id, status, ts, chain_selector")
     names = _pd_names(con)
@@ -606,6 +612,7 @@ def pd_query_latency(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, floa
 
 
 def pd_stuck(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """stuck-operations in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", _OP_COLUMNS)
     nets = _raw(con, "networks", "chain_selector, network_type")
@@ -627,6 +634,7 @@ def pd_stuck(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
 
 
 def pd_proof_coverage(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """proof-coverage in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", "type, status, proof_count, signature_count")
     load = time.perf_counter() - t0
@@ -646,6 +654,7 @@ def pd_proof_coverage(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, flo
 
 
 def pd_watcher_activity(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
+    """watcher-activity in pandas from the raw events. Returns (frame, load seconds)."""
     t0 = time.perf_counter()
     ev = _raw(con, "events", "watcher_id, type, status, ts, proof_count")
     load = time.perf_counter() - t0
@@ -673,7 +682,7 @@ BASELINES: dict[str, Callable[[duckdb.DuckDBPyConnection], tuple[pd.DataFrame, f
 
 
 def run_baseline(path: str, label: str) -> tuple[float, float, int]:
-    """(load seconds, compute seconds, rows) of the pandas implementation of one case."""
+    """Run the pandas implementation of one case. Returns (load seconds, compute seconds, rows)."""
     con = duckdb.connect(path, read_only=True)
     con.execute("SET TimeZone = 'UTC'")
     try:
@@ -692,7 +701,9 @@ def _gb(n: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Generate (or reuse) the warehouse, time the refresh and every metric against pandas, print the figures."""
+    """Generate (or reuse) the warehouse, time the refresh and every metric against pandas, print the figures.
+
+    Returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=10_000_000, help="operation events to generate")
     parser.add_argument("--path", help="warehouse file (default: a temporary file, deleted at the end)")

@@ -168,11 +168,13 @@ class _Sql:
     params: dict[str, Any] = field(default_factory=dict)
 
     def bind(self, value: Any) -> str:
+        """Keep ``value`` as a named parameter; returns its placeholder."""
         name = f"p{len(self.params)}"
         self.params[name] = value
         return f"${name}"
 
     def one_of(self, value: Values, *columns: str) -> _Sql:
+        """Require one of ``columns`` to be one of ``value`` (no filter when None); returns self."""
         values = _values(value)
         if values is not None:
             ref = self.bind(values)
@@ -180,6 +182,7 @@ class _Sql:
         return self
 
     def period(self, column: str, since: TimeLike, until: TimeLike) -> _Sql:
+        """Require ``column`` in ``[since, until)`` (each bound optional); returns self."""
         if (start := to_utc(since)) is not None:
             self.clauses.append(f"{column} >= {self.bind(start.to_pydatetime())}")
         if (end := to_utc(until)) is not None:
@@ -187,6 +190,7 @@ class _Sql:
         return self
 
     def where(self, keyword: str = "WHERE") -> str:
+        """The clauses joined by AND after ``keyword``; returns "" when there are none."""
         return f"{keyword} " + " AND ".join(self.clauses) if self.clauses else ""
 
 

@@ -366,6 +366,7 @@ def _finality(warehouse: Any, **kwargs: Any) -> Figure:
 def _simple(data: Callable[..., pd.DataFrame], draw: Callable[[pd.DataFrame], Figure],
             **defaults: Any) -> Callable[..., Figure]:
     def make(warehouse: Any, **kwargs: Any) -> Figure:
+        """Query the metric and draw it; returns the figure."""
         return draw(data(warehouse, **{**defaults, **kwargs}))
 
     return make

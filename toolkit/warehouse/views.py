@@ -79,7 +79,7 @@ def _table_ddl(name: str, columns: tuple[tuple[str, str], ...]) -> str:
 
 
 def model_table_statements() -> list[str]:
-    """``CREATE TABLE IF NOT EXISTS`` for the materialised model tables (empty until the first refresh)."""
+    """Returns ``CREATE TABLE IF NOT EXISTS`` for the materialised model tables (empty until the first refresh)."""
     return [_table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS), _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_COLUMNS)]
 
 
@@ -131,8 +131,9 @@ def _in_scope(alias: str, scope: str | None) -> str:
 
 
 def transitions_select(scope: str | None) -> str:
-    """SELECT of the transitions of the operations listed in the relation ``scope`` (every operation when None),
-    computed from the raw events: the single definition of a transition. ``scope`` is an internal name."""
+    """Returns the SELECT of the transitions of the operations listed in the relation ``scope`` (every operation
+    when None), computed from the raw events: the single definition of a transition. ``scope`` is an internal
+    name, never user input."""
     return f"""
 WITH entered AS (
     SELECT
@@ -176,8 +177,9 @@ WINDOW w AS (PARTITION BY r.operation_id ORDER BY r.entered_at, r.stage_rank)
 
 
 def lifecycle_select(transitions: str, scope: str | None) -> str:
-    """SELECT of one row per operation listed in the relation ``scope`` (every one when None): its transitions (from
-    the relation ``transitions``) pivoted, completed by its ``operations`` record. Both are internal names."""
+    """Returns the SELECT of one row per operation listed in the relation ``scope`` (every one when None): its
+    transitions (from the relation ``transitions``) pivoted, completed by its ``operations`` record. Both
+    arguments are internal names, never user input."""
     terminal = _literals(sorted(spec.OPERATION_TERMINAL))
     at_cols = ",\n    ".join(
         f"min(entered_at) FILTER (WHERE status = {_literal(s)}) AS {c}"
@@ -339,7 +341,8 @@ LEFT JOIN networks n ON n.chain_selector = j.chain_selector
 
 
 def view_statements() -> list[str]:
-    """The model tables (if missing) and ``CREATE OR REPLACE VIEW`` for every modelled view, in dependency order."""
+    """Returns the statements that create the model tables (if missing) and (re)create every modelled view, in
+    dependency order."""
     return [
         *model_table_statements(),
         _status_order_view(),
