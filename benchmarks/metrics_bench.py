@@ -349,12 +349,15 @@ def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: 
 # ---- the sync-time refresh -----------------------------------------------------------------------------------------
 
 
-def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> int:
+def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> tuple[int, int]:
     """What an hourly sync adds: the events of ``operations`` recent operations delivered again under new event ids
-    (so those operations are stale and recomputed, as when their next moves arrive); returns the events added."""
+    (so those operations are stale and recomputed, as when their next moves arrive), and every operation still in a
+    non-terminal status stored again unchanged (the sync re-lists them). Returns (events added, records stored)."""
+    terminal = sorted(spec.OPERATION_TERMINAL)
     with Warehouse(path) as wh:
-        wh.con.execute("SET enable_progress_bar = false")
-        wh.con.execute(f"""
+        con = wh.con
+        con.execute("SET enable_progress_bar = false")
+        con.execute(f"""
             INSERT INTO events BY NAME
             SELECT {_uuid_sql("'again-' || event_id || $salt")} AS event_id, channel_id, type, ts, status,
                 status_reason, subject_id, operation_id, chain_selector, address, event_hash, proof_count,
@@ -363,8 +366,15 @@ def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> int
             WHERE operation_id IN (SELECT operation_id FROM operations ORDER BY created_at DESC LIMIT $n)
               AND synced_at < now() - INTERVAL 1 DAY  -- the generated history, not earlier copies
         """, {"salt": str(time.time_ns()), "n": operations})
-        return int(wh.con.execute(
-            "SELECT count(*) FROM events WHERE synced_at = (SELECT max(synced_at) FROM events)").fetchone()[0])
+        added = con.execute("SELECT count(*) FROM events WHERE synced_at = (SELECT max(synced_at) FROM events)")
+        n_events = int(added.fetchone()[0])
+        with wh.transaction():
+            con.execute("CREATE OR REPLACE TEMP TABLE _relist AS SELECT * FROM operations "
+                        "WHERE NOT list_contains(?, status)", [terminal])
+            con.execute("DELETE FROM operations WHERE operation_id IN (SELECT operation_id FROM _relist)")
+            con.execute("INSERT INTO operations SELECT * REPLACE (now() AS synced_at) FROM _relist")
+        n_records = int(con.execute("SELECT count(*) FROM _relist").fetchone()[0])
+        return n_events, n_records
 
 
 def time_refresh(path: str | os.PathLike[str], *, full: bool = False) -> tuple[float, object]:
@@ -726,17 +736,18 @@ def _prepare(path: str, args: argparse.Namespace) -> None:
         Path(path).unlink(missing_ok=True)
         started = time.perf_counter()
         counts = generate(path, n_events=args.events)
-        print(f"generated {path}: {counts} in {time.perf_counter() - started:.1f} s")
+        print(f"generated {path}: {counts} in {time.perf_counter() - started:.1f} s", flush=True)
         seconds, result = time_refresh(path)
-        print(f"refresh_models, first build (sync memory ceiling): {seconds:.1f} s, {result}")
+        print(f"refresh_models, first build (sync memory ceiling): {seconds:.1f} s, {result}", flush=True)
     seconds, result = time_refresh(path)
-    print(f"refresh_models, nothing new: {seconds:.2f} s, {result}")
-    added = new_sync_batch(path)
+    print(f"refresh_models, nothing new: {seconds:.2f} s, {result}", flush=True)
+    added, relisted = new_sync_batch(path)
     seconds, result = time_refresh(path)
-    print(f"refresh_models after a sync batch of {added:,} events: {seconds:.2f} s, {result}")
+    print(f"refresh_models after a sync batch of {added:,} events and {relisted:,} unchanged in-flight records: "
+          f"{seconds:.2f} s, {result}", flush=True)
     with Warehouse(path, read_only=True) as wh:
         n = wh.con.execute("SELECT count(*) FROM events WHERE type = 'operation.status'").fetchone()[0]
-    print(f"operation events in the warehouse: {n:,}; {os.cpu_count()} cores\n")
+    print(f"operation events in the warehouse: {n:,}; {os.cpu_count()} cores\n", flush=True)
 
 
 def _compare(path: str, *, skip_pandas: bool) -> None:

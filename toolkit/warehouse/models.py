@@ -17,17 +17,18 @@ from dataclasses import dataclass
 
 from .store import Warehouse
 from .views import (
-    LIFECYCLE_COLUMNS,
+    LIFECYCLE_MODEL_COLUMNS,
     LIFECYCLE_TABLE,
     MODELS_STREAM,
     TRANSITION_COLUMNS,
     TRANSITIONS_TABLE,
     lifecycle_select,
+    model_table_statements,
     transitions_select,
 )
 
 #: Bump when the model tables' definition changes: the next refresh rebuilds them from the raw tables.
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 #: Operations recomputed per statement, per byte of DuckDB's memory limit (a first build over a long history then
 #: fits the sync's memory ceiling: 192 MB gives chunks of about 100,000 operations), and the bounds.
 BYTES_PER_OPERATION = 2_000
@@ -61,9 +62,12 @@ def _needs_rebuild(wh: Warehouse, full: bool) -> bool:
 
 
 def _rebuild(wh: Warehouse) -> None:
-    """Empty the model tables and forget the watermark: every operation becomes stale."""
-    wh.con.execute(f"DELETE FROM {TRANSITIONS_TABLE}")
-    wh.con.execute(f"DELETE FROM {LIFECYCLE_TABLE}")
+    """Recreate the model tables empty (their definition may have changed) and forget the watermark: every
+    operation becomes stale."""
+    for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE):
+        wh.con.execute(f"DROP TABLE IF EXISTS {table}")
+    for statement in model_table_statements():
+        wh.con.execute(statement)
     wh.con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])
 
 
@@ -112,7 +116,7 @@ def _fold_in_scope(wh: Warehouse, scope: str, *, delete: bool) -> tuple[int, int
     for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE) if delete else ():
         con.execute(f"DELETE FROM {table} WHERE operation_id IN (SELECT operation_id FROM {scope})")
     t_cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
-    l_cols = ", ".join(c for c, _ in LIFECYCLE_COLUMNS)
+    l_cols = ", ".join(c for c, _ in LIFECYCLE_MODEL_COLUMNS)
     rows = con.execute(f"INSERT INTO {TRANSITIONS_TABLE} ({t_cols}) {transitions_select(scope)}").fetchone()[0]
     ops = con.execute(
         f"INSERT INTO {LIFECYCLE_TABLE} ({l_cols}) {lifecycle_select(TRANSITIONS_TABLE, scope)}"

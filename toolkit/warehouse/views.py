@@ -73,6 +73,18 @@ LIFECYCLE_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Columns only the model table keeps: a fingerprint of the fields of the ``operations`` record the models use, so a
+#: record stored again unchanged (every sync re-lists the operations still in flight) leaves its operation fresh.
+LIFECYCLE_MODEL_COLUMNS: tuple[tuple[str, str], ...] = (*LIFECYCLE_COLUMNS, ("record_hash", "UBIGINT"))
+RECORD_FIELDS = ("channel_id", "chain_selector", "address", "created_at", "status", "updated_at")
+
+
+def record_hash(alias: str) -> str:
+    """Returns SQL for the fingerprint of an ``operations`` row (alias ``alias``): NULL when there is no row."""
+    fields = ", ".join(f"{alias}.{f}" for f in RECORD_FIELDS)
+    return f"CASE WHEN {alias}.operation_id IS NOT NULL THEN hash({fields}) END"
+
+
 def _table_ddl(name: str, columns: tuple[tuple[str, str], ...]) -> str:
     cols = ",\n    ".join(f"{c} {t}" for c, t in columns)
     return f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n)"
@@ -80,7 +92,7 @@ def _table_ddl(name: str, columns: tuple[tuple[str, str], ...]) -> str:
 
 def model_table_statements() -> list[str]:
     """Returns ``CREATE TABLE IF NOT EXISTS`` for the materialised model tables (empty until the first refresh)."""
-    return [_table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS), _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_COLUMNS)]
+    return [_table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS), _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_MODEL_COLUMNS)]
 
 
 def _status_order_view() -> str:
@@ -91,7 +103,8 @@ SELECT * FROM (VALUES {_order_values(spec.OPERATION_STAGE_ORDER)}) AS t(status, 
 
 
 def _stale_view() -> str:
-    """Operations whose raw rows changed after the watermark (every operation before the first refresh)."""
+    """Operations whose raw rows changed after the watermark (every operation before the first refresh): new events,
+    or an ``operations`` record whose fields the models use differ from the ones folded in."""
     return f"""
 CREATE OR REPLACE VIEW model_stale_operations AS
 WITH wm AS (
@@ -117,6 +130,10 @@ SELECT DISTINCT operation_id FROM (
     UNION ALL
     SELECT o.operation_id FROM operations o, new_ops w
     WHERE o.operation_id IS NOT NULL AND (o.synced_at IS NULL OR o.synced_at > w.ops_wm)
+      AND NOT EXISTS (
+          SELECT 1 FROM {LIFECYCLE_TABLE} m
+          WHERE m.operation_id = o.operation_id AND m.record_hash = {record_hash("o")}
+      )
 )
 """
 
@@ -219,7 +236,8 @@ SELECT
          WHEN op.status IN ({terminal}) THEN op.status END AS terminal_status,
     CASE WHEN {last} IN ({terminal}) THEN coalesce(p.last_status_at, op.updated_at)
          WHEN op.status IN ({terminal}) THEN op.updated_at END AS terminal_at,
-    p.terminal_reason AS status_reason
+    p.terminal_reason AS status_reason,
+    {record_hash("op")} AS record_hash
 FROM per_op p
 FULL OUTER JOIN ops op USING (operation_id)
 """
