@@ -10,7 +10,15 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 #: What each notebook's main output must show.
-MAIN_TABLE = {"01_quickstart.ipynb": "p50_s"}
+MAIN_TABLE = {
+    "01_quickstart.ipynb": "p50_s",
+    "02_latency_per_status.ipynb": "since_created_p50_s",
+    "03_failure_rates.ipynb": "failure_rate_high",
+    "04_finality_stages.ipynb": "finalized_share",
+    "05_queries_and_watchers.ipynb": "accepted_to_terminal_p90_s",
+    "06_ad_hoc_sql.ipynb": "avg_seconds_in_status",
+    "07_dashboard.ipynb": "Worst network by failure rate",
+}
 
 
 def test_every_notebook_is_checked() -> None:

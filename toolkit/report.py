@@ -98,7 +98,7 @@ def parse_threshold(text: str) -> Threshold:
 # ---- building ----------------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(repr=False)
 class Report:
     """Everything a report shows: the period, freshness, metric tables, summary values and findings."""
 
@@ -124,6 +124,10 @@ class Report:
     def to_html(self, *, figures: bool = True) -> str:
         """The report as one self-contained HTML page (figures as PNG ``data:`` URIs unless ``figures=False``)."""
         return _render_html(self, figures=figures)
+
+    def __repr__(self) -> str:
+        return (f"Report({self.title!r}, {self.since:%Y-%m-%d %H:%M} to {self.until:%Y-%m-%d %H:%M} UTC, "
+                f"{len(self.tables)} tables, {len(self.findings)} findings, {len(self.breaches)} thresholds breached)")
 
     def _repr_html_(self) -> str:
         return _render_html(self, figures=False, full_page=False)
@@ -271,7 +275,7 @@ def build_report(
         "query_expiry_rate": _value(query_all, "expiry_rate"),
         "proof_coverage": _value(proof_all, "coverage"),
         "slowest_p90_s": float(timed["p90_s"].max()) if len(timed) else float("nan"),
-        "sync_age_h": (end - synced).total_seconds() / 3600 if synced is not None else float("nan"),
+        "sync_age_h": max((end - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("nan"),
     }
     tables = {
         "status_latency": latency, "failure_rates": rates, "failure_by_channel": by_channel,
@@ -486,7 +490,9 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     parts.append(f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))} ({days:g} days; '
                  f"compared with {e(_when(report.previous_since))} to {e(_when(report.since))}).</p>")
     fresh = f"Warehouse last synced {e(_when(report.synced_at))}"
-    if report.synced_at is not None:
+    if report.synced_at is not None and report.synced_at >= report.until:
+        fresh += " (after the end of the period)"
+    elif report.synced_at is not None:
         fresh += f" ({report.summary['sync_age_h']:,.1f} h before the end of the period)"
     if report.last_run:
         fresh += (f"; last sync run: {e(str(report.last_run.get('outcome')))} "
