@@ -120,6 +120,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                                      until=args.until, title=args.title, thresholds=args.fail_on or ())
     except ValueError as exc:
         raise ChainopsError(str(exc)) from None
+    except OSError as exc:
+        raise ChainopsError(f"Cannot write the report to {args.out}: {exc.strerror or exc}") from None
     print(f"Report: {args.out}")
     for finding in result.findings:
         print(f"  {finding}")
@@ -160,7 +162,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export import export_parquet
 
     settings = Settings.load(warehouse=args.warehouse)
-    written = export_parquet(str(settings.warehouse), args.out)
+    try:
+        written = export_parquet(str(settings.warehouse), args.out)
+    except OSError as exc:
+        raise ChainopsError(f"Cannot write the export to {args.out}: {exc.strerror or exc}") from None
     for name, files in written.items():
         print(f"{name}: {files} file{'s' if files != 1 else ''}")
     print(f"Exported to {args.out}")

@@ -139,3 +139,9 @@ def test_an_empty_warehouse_exports_readable_empty_tables(tmp_path: Path) -> Non
     export_parquet(str(tmp_path / "w.duckdb"), tmp_path / "out")
     events = read_back(tmp_path / "out" / "events")
     assert events.num_rows == 0 and "event_id" in events.schema.names
+
+
+def test_export_of_a_missing_warehouse_says_what_to_do(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "toolkit", "export", "--warehouse", str(tmp_path / "none.duckdb"),
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "chainops sync" in out.stderr and "Traceback" not in out.stderr

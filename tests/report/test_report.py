@@ -263,6 +263,11 @@ def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:
     empty = chainops(*base[:3], "--since", UNTIL, "--until", SINCE, "--out", str(tmp_path / "e.html"))
     assert empty.returncode == 1 and "period is empty" in empty.stderr
 
+    (tmp_path / "a-dir.html").mkdir()
+    unwritable = chainops(*base, "--out", str(tmp_path / "a-dir.html"))
+    assert unwritable.returncode == 1 and "Cannot write the report" in unwritable.stderr
+    assert "Traceback" not in unwritable.stderr
+
 
 def test_cli_csv_directory(warehouse: Path, tmp_path: Path) -> None:
     out = chainops("report", "--warehouse", str(warehouse), "--since", SINCE, "--until", UNTIL, "--format", "csv",
