@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import TEST_KEY
+from tests.report.test_report import warehouse  # noqa: F401  (the fixture)
 from toolkit import Settings, sync
 from toolkit.export import EXPORTS, NULL_PARTITION, export_parquet, portable_column
 from toolkit.warehouse import Warehouse
@@ -145,3 +146,28 @@ def test_export_of_a_missing_warehouse_says_what_to_do(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "toolkit", "export", "--warehouse", str(tmp_path / "none.duckdb"),
                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "chainops sync" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_awkward_partition_values_round_trip(warehouse, tmp_path: Path) -> None:  # noqa: F811
+    """Network names with markup, quotes, '=' , '/' and '%', and rows without a network or a time, come back as
+    they were."""
+    import shutil
+
+    from tests.metrics.builders import SEPOLIA
+    from tests.report.test_report import SCRIPT_NETWORK
+
+    path = tmp_path / "w.duckdb"
+    shutil.copy(warehouse, path)
+    slashed = "Sepolia / test 100% = \"ok\""
+    with Warehouse(path) as wh:
+        wh.con.execute("UPDATE networks SET name = ? WHERE chain_selector = ?", [slashed, SEPOLIA])
+        wh.con.execute("INSERT INTO events (event_id, channel_id, type) VALUES ('e-bare', 'ch-1', 'wallet.status')")
+    export_parquet(str(path), tmp_path / "out")
+    events = read_back(tmp_path / "out" / "events").to_pandas()
+    bare = events[events["event_id"] == "e-bare"].iloc[0]
+    assert bare["network"] is None or pd.isna(bare["network"])
+    assert bare["day"] is None or pd.isna(bare["day"])
+    assert any(p.name == f"network={NULL_PARTITION}" for p in (tmp_path / "out" / "events").iterdir())
+    ops = read_back(tmp_path / "out" / "operations").to_pandas()
+    assert {SCRIPT_NETWORK, slashed, "Ethereum Mainnet"} == set(ops["network"])
+    assert all(p.parent == tmp_path / "out" / "operations" for p in (tmp_path / "out" / "operations").glob("network=*"))
