@@ -88,7 +88,7 @@ class Dashboard:
         step = _step(last - first)
         start, end = pd.Timestamp(first).floor(step), pd.Timestamp(last).floor(step) + step
         times = list(pd.date_range(start, end, freq=step))
-        self.bucket = bucket or ("1h" if end - start <= pd.Timedelta(days=3) else "1d")
+        self.bucket = bucket or ("6h" if end - start <= pd.Timedelta(days=3) else "1d")
         layout = w.Layout(width="auto")
         self.channel = w.SelectMultiple(options=[(f"{n} ({c})" if n != c else c, c) for c, n in
                                                  zip(channels["channel_id"], channels["name"], strict=True)],
@@ -181,7 +181,7 @@ def dashboard(warehouse: metrics.WarehouseLike = None, *, bucket: str | None = N
     configured one): channel, network, time-range and status filters redrawing latency, failure, finality and
     stuck-operation views.
 
-    Arguments: ``warehouse``; ``bucket`` the failure-rate time bucket (default 1h for up to 3 days, else 1d).
+    Arguments: ``warehouse``; ``bucket`` the failure-rate time bucket (default 6h for up to 3 days, else 1d).
     Returns the :class:`Dashboard` (display it as a cell's last value).
     """
     return Dashboard(warehouse, bucket=bucket)

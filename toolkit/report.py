@@ -246,8 +246,9 @@ def build_report(
         rates = metrics.failure_rates(wh, by=["network"], **period)
         overall = _rate_row(metrics.failure_rates(wh, by=[], **period))
         before = _rate_row(metrics.failure_rates(wh, by=[], since=previous, until=start))
-        bucket = "1h" if end - start <= pd.Timedelta(days=3) else "1d"
-        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **period)
+        bucket = "6h" if end - start <= pd.Timedelta(days=3) else "1d"
+        # all networks pooled: per network and bucket the intervals are too wide to read (the table splits them)
+        over_time = metrics.failure_rates(wh, by=[], bucket=bucket, **period)
         by_channel = _with_channel_names(wh, metrics.failure_rates(wh, by=["channel_id"], **period))
         reasons = metrics.failure_reasons(wh, by=[], top=15, **period)
         finality = metrics.finality_breakdown(wh, by=["network"], **period)
@@ -258,7 +259,9 @@ def build_report(
         stuck = metrics.stuck_operations(wh, now=at)
         proofs = metrics.proof_coverage(wh, by=["type"], **period)
         proof_all = _rate_row(metrics.proof_coverage(wh, by=[], **period))
-        activity = metrics.watcher_activity(wh, by=["watcher_id"], bucket=bucket, **period)
+        span = end - start
+        heat = "1h" if span <= pd.Timedelta(days=3) else "6h" if span <= pd.Timedelta(days=14) else "1d"
+        activity = metrics.watcher_activity(wh, by=["watcher_id"], bucket=heat, **period)
     timed = latency.dropna(subset=["p90_s"])
     summary = {
         "operations": _value(overall, "operations") if overall is not None else 0.0,
@@ -455,7 +458,7 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
     return {
         "status_latency": (plots.latency_by_status(report.durations), "Seconds in each operation status, per network"),
         "failure_rates": (plots.failure_rate_over_time(report.rates_over_time),
-                          "Failure rate over time with its 95% interval, per network"),
+                          "Failure rate over time with its 95% interval, all networks"),
         "failure_reasons": (plots.failure_reason_bars(t["failure_reasons"]), "Most frequent failure reasons"),
         "finality": (plots.finality_funnel(t["finality"]), "Share of relayed operations reaching each stage"),
         "query_latency": (plots.query_latency_bars(t["query_latency"]), "Chain-query latency per stage"),
