@@ -33,6 +33,8 @@ MODEL_VERSION = 2
 #: fits the sync's memory ceiling: 192 MB gives chunks of about 100,000 operations), and the bounds.
 BYTES_PER_OPERATION = 2_000
 CHUNK_BOUNDS = (10_000, 1_000_000)
+#: Under a memory limit below this, the refresh runs on one thread.
+ONE_THREAD_BELOW = 1e9
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
           "TIB": 2**40}
 
@@ -100,12 +102,18 @@ def _fold_in(wh: Warehouse, rebuilt: bool) -> tuple[int, int]:
     return n_ops, n_rows
 
 
-def _chunk_operations(wh: Warehouse) -> int:
-    """How many operations one statement may recompute under the connection's memory limit."""
+def _memory_limit(wh: Warehouse) -> float:
+    """The connection's memory limit in bytes (infinity when DuckDB reports none)."""
     row = wh.con.execute("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()
     match = re.match(r"^\s*([0-9.]+)\s*([A-Za-z]+)\s*$", str(row[0]) if row else "")
     limit = float(match.group(1)) * _UNITS.get(match.group(2).upper(), 0) if match else 0
-    if limit <= 0:
+    return limit if limit > 0 else float("inf")
+
+
+def _chunk_operations(wh: Warehouse) -> int:
+    """How many operations one statement may recompute under the connection's memory limit."""
+    limit = _memory_limit(wh)
+    if limit == float("inf"):
         return CHUNK_BOUNDS[1]
     return int(min(max(limit // BYTES_PER_OPERATION, CHUNK_BOUNDS[0]), CHUNK_BOUNDS[1]))
 
@@ -125,14 +133,20 @@ def _fold_in_scope(wh: Warehouse, scope: str, *, delete: bool) -> tuple[int, int
 
 
 @contextlib.contextmanager
-def _unordered_inserts(wh: Warehouse) -> Iterator[None]:
-    """Let DuckDB write the model rows in any order while the block runs (less memory), then restore the setting."""
-    before = wh.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
-    wh.con.execute("SET preserve_insertion_order = false")
+def _lean_settings(wh: Warehouse) -> Iterator[None]:
+    """While the block runs: model rows written in any order, and one thread under a memory limit below
+    :data:`ONE_THREAD_BELOW` bytes (each thread holds its own working set); the settings are restored after."""
+    con = wh.con
+    order = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    con.execute("SET preserve_insertion_order = false")
+    if _memory_limit(wh) < ONE_THREAD_BELOW:
+        con.execute("SET threads = 1")
     try:
         yield
     finally:
-        wh.con.execute(f"SET preserve_insertion_order = {'true' if before else 'false'}")
+        con.execute(f"SET preserve_insertion_order = {'true' if order else 'false'}")
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def refresh_models(wh: Warehouse, *, full: bool = False) -> RefreshResult:
@@ -142,7 +156,7 @@ def refresh_models(wh: Warehouse, *, full: bool = False) -> RefreshResult:
     :data:`MODEL_VERSION` changes). Returns a :class:`RefreshResult`.
     """
     started = time.perf_counter()
-    with _unordered_inserts(wh), wh.transaction():
+    with _lean_settings(wh), wh.transaction():
         rebuilt = _needs_rebuild(wh, full)
         if rebuilt:
             _rebuild(wh)
