@@ -202,6 +202,10 @@ class Client:
         """``PATCH /wallets/{id}``: rename, describe, or archive (``{"status": "archived"}``)."""
         return self.request("PATCH", f"wallets/{wallet_id}", json_body=dict(body))
 
+    def rename_wallet(self, wallet_id: str, name: str) -> Record:
+        """Rename a wallet (names are unique within the organisation)."""
+        return self.update_wallet(wallet_id, {"name": name})
+
     def archive_wallet(self, wallet_id: str) -> Record:
         """Archive a wallet; it then refuses new operations."""
         return self.update_wallet(wallet_id, {"status": "archived"})
@@ -265,6 +269,10 @@ class Client:
     def update_watcher(self, channel_id: str, watcher_id: str, body: Mapping[str, Any]) -> Record:
         """``PATCH`` a watcher: rename (200) or archive (202, ``archiving``)."""
         return self.request("PATCH", f"channels/{channel_id}/watchers/{watcher_id}", json_body=dict(body))
+
+    def rename_watcher(self, channel_id: str, watcher_id: str, name: str) -> Record:
+        """Rename a watcher (names are unique within the channel)."""
+        return self.update_watcher(channel_id, watcher_id, {"name": name})
 
     def archive_watcher(self, channel_id: str, watcher_id: str) -> Record:
         """Start archiving a watcher; it answers in ``archiving``."""

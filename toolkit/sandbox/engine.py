@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +20,10 @@ class Engine:
         return len(self._heap)
 
     def schedule(self, at: float, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` once the clock reaches ``at`` (never earlier than the current step)."""
+        """Run ``fn(*args)`` once the clock reaches ``at`` (never earlier than the current step). Fractional times
+        round up: a step due half a second from now waits for the clock to move, never runs before its time."""
         self._seq += 1
-        heapq.heappush(self._heap, (max(int(at), self.now), self._seq, fn, args))
+        heapq.heappush(self._heap, (max(math.ceil(at), self.now), self._seq, fn, args))
 
     def run_until(self, until: int) -> int:
         """Run every step due at or before ``until``; afterwards ``now == max(now, until)``. Answers steps run."""

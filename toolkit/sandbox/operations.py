@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolkit.sandbox.apierror import ApiError, conflict, not_found
+from toolkit.sandbox.apierror import conflict, not_found
 from toolkit.sandbox.core import Core
 from toolkit.sandbox.eventlog import EventMeta
 from toolkit.sandbox.networks import MODELS, NetworkModel
@@ -85,11 +85,13 @@ class OperationsMixin(Core):
     def finalize_operation(self, channel_id: str, operation_id: str, signature: str, digest: str) -> dict:
         """PATCH status=accepted: sign a draft. An elapsed (or within-buffer) deadline expires it inline."""
         op = self.operation(channel_id, operation_id)
+        if op["status"] == "expired":  # API.md: once a draft expired, finalize gives OPERATION_DEADLINE_ELAPSED
+            raise conflict(ConflictCode.OPERATION_DEADLINE_ELAPSED, "operation deadline has elapsed")
         if op["status"] != "pending_signature":
             raise conflict(ConflictCode.OPERATION_NOT_FINALIZABLE, f"operation is {op['status']}, not a draft")
         if op["deadline"] and self.now >= op["deadline"] - FINALIZE_DEADLINE_BUFFER_SECONDS:
             self._set_status(op, "expired", _REASONS["expired"])
-            raise ApiError(409, "CONFLICT", "operation deadline has elapsed", ConflictCode.OPERATION_DEADLINE_ELAPSED)
+            raise conflict(ConflictCode.OPERATION_DEADLINE_ELAPSED, "operation deadline has elapsed")
         op.update(signature=signature, digest=digest, signer=self.subject, signed_at=self.now)
         self._set_status(op, "accepted", "draft finalized; operation accepted for relay")
         self._start_relay(operation_id)
