@@ -1,6 +1,44 @@
-"""Talking to the service: one httpx client, auth, retries, error mapping and page iterators."""
+"""Talking to the service: one httpx client, auth, retries, error mapping, page iterators, and typed results."""
 
 from .client import Client
+from .models import (
+    Channel,
+    Event,
+    EventHeaders,
+    EventPayload,
+    HealthCheck,
+    Network,
+    OCRProof,
+    Operation,
+    OperationResponse,
+    Query,
+    QueryAccepted,
+    Subject,
+    Transaction,
+    Wallet,
+    Watcher,
+    WatcherSummary,
+)
 from .pages import EventPage, Page
 
-__all__ = ["Client", "EventPage", "Page"]
+__all__ = [
+    "Channel",
+    "Client",
+    "Event",
+    "EventHeaders",
+    "EventPage",
+    "EventPayload",
+    "HealthCheck",
+    "Network",
+    "OCRProof",
+    "Operation",
+    "OperationResponse",
+    "Page",
+    "Query",
+    "QueryAccepted",
+    "Subject",
+    "Transaction",
+    "Wallet",
+    "Watcher",
+    "WatcherSummary",
+]

@@ -2,6 +2,7 @@
 
 Every endpoint of the service has one method. List endpoints have a ``*_pages`` method yielding
 :class:`~toolkit.api.pages.Page` objects (what the loaders use) and an ``iter_*`` method yielding records.
+Results are the plain dicts the service sent (unknown fields kept), typed by :mod:`toolkit.api.models`.
 
 >>> with Client("http://127.0.0.1:8080/v1", "key") as client:  # doctest: +SKIP
 ...     for channel in client.iter_channels():
@@ -13,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -22,6 +23,18 @@ from .. import spec
 from ..config import Secret, Settings, check_base_url
 from ..errors import ApiError, RateLimitError, ResponseFormatError, TransportError, api_error_class
 from .auth import ApiKeyAuth
+from .models import (
+    Channel,
+    Event,
+    HealthCheck,
+    Network,
+    Operation,
+    Query,
+    QueryAccepted,
+    Wallet,
+    Watcher,
+    WatcherSummary,
+)
 from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, unwrap_list
 from .retry import RetryPolicy, parse_retry_after, retrying
 
@@ -171,13 +184,13 @@ class Client:
 
     # ---- health and networks --------------------------------------------------------------------------------
 
-    def health_check(self) -> Record:
+    def health_check(self) -> HealthCheck:
         """``GET /health-check``: the liveness answer (needs no key)."""
         return self.request("GET", "health-check")
 
-    def list_networks(self) -> list[Record]:
+    def list_networks(self) -> list[Network]:
         """``GET /networks``: every network the organisation can use."""
-        return unwrap_list(self.request("GET", "networks"), "networks", {}).records
+        return cast(list[Network], unwrap_list(self.request("GET", "networks"), "networks", {}).records)
 
     # ---- wallets --------------------------------------------------------------------------------------------
 
@@ -185,28 +198,28 @@ class Client:
         """Pages of ``GET /wallets`` (archived too unless ``status`` says otherwise)."""
         return self.offset_pages("wallets", {"status": status, **filters}, limit=spec.PAGE_LIMITS["wallets"].maximum)
 
-    def iter_wallets(self, **filters: Any) -> Iterator[Record]:
+    def iter_wallets(self, **filters: Any) -> Iterator[Wallet]:
         """Every wallet (archived too by default)."""
         for page in self.wallet_pages(**filters):
-            yield from page.records
+            yield from cast(list[Wallet], page.records)
 
-    def get_wallet(self, wallet_id: str) -> Record:
+    def get_wallet(self, wallet_id: str) -> Wallet:
         """``GET /wallets/{id}``."""
         return self.request("GET", f"wallets/{wallet_id}")
 
-    def create_wallet(self, body: Mapping[str, Any]) -> Record:
+    def create_wallet(self, body: Mapping[str, Any]) -> Wallet:
         """``POST /wallets``: a new wallet in ``pending``."""
         return self.request("POST", "wallets", json_body=dict(body))
 
-    def update_wallet(self, wallet_id: str, body: Mapping[str, Any]) -> Record:
+    def update_wallet(self, wallet_id: str, body: Mapping[str, Any]) -> Wallet:
         """``PATCH /wallets/{id}``: rename, describe, or archive (``{"status": "archived"}``)."""
         return self.request("PATCH", f"wallets/{wallet_id}", json_body=dict(body))
 
-    def rename_wallet(self, wallet_id: str, name: str) -> Record:
+    def rename_wallet(self, wallet_id: str, name: str) -> Wallet:
         """Rename a wallet (names are unique within the organisation)."""
         return self.update_wallet(wallet_id, {"name": name})
 
-    def archive_wallet(self, wallet_id: str) -> Record:
+    def archive_wallet(self, wallet_id: str) -> Wallet:
         """Archive a wallet; it then refuses new operations."""
         return self.update_wallet(wallet_id, {"status": "archived"})
 
@@ -216,29 +229,29 @@ class Client:
         """Pages of ``GET /channels`` (archived too unless ``status`` says otherwise)."""
         return self.offset_pages("channels", {"status": status, **filters}, limit=spec.PAGE_LIMITS["channels"].maximum)
 
-    def iter_channels(self, **filters: Any) -> Iterator[Record]:
+    def iter_channels(self, **filters: Any) -> Iterator[Channel]:
         """Every channel (archived too by default)."""
         for page in self.channel_pages(**filters):
-            yield from page.records
+            yield from cast(list[Channel], page.records)
 
-    def get_channel(self, channel_id: str) -> Record:
+    def get_channel(self, channel_id: str) -> Channel:
         """``GET /channels/{id}``."""
         return self.request("GET", f"channels/{channel_id}")
 
-    def create_channel(self, name: str, description: str | None = None) -> Record:
+    def create_channel(self, name: str, description: str | None = None) -> Channel:
         """``POST /channels``."""
         body = {"name": name} | ({"description": description} if description is not None else {})
         return self.request("POST", "channels", json_body=body)
 
-    def update_channel(self, channel_id: str, body: Mapping[str, Any]) -> Record:
+    def update_channel(self, channel_id: str, body: Mapping[str, Any]) -> Channel:
         """``PATCH /channels/{id}``: rename, describe or archive."""
         return self.request("PATCH", f"channels/{channel_id}", json_body=dict(body))
 
-    def rename_channel(self, channel_id: str, name: str) -> Record:
+    def rename_channel(self, channel_id: str, name: str) -> Channel:
         """Rename a channel."""
         return self.update_channel(channel_id, {"name": name})
 
-    def archive_channel(self, channel_id: str) -> Record:
+    def archive_channel(self, channel_id: str) -> Channel:
         """Archive a channel (refused with a conflict while it has active watchers)."""
         return self.update_channel(channel_id, {"status": "archived"})
 
@@ -253,28 +266,28 @@ class Client:
             limit=spec.PAGE_LIMITS["watchers"].maximum,
         )
 
-    def iter_watchers(self, channel_id: str, **filters: Any) -> Iterator[Record]:
+    def iter_watchers(self, channel_id: str, **filters: Any) -> Iterator[WatcherSummary]:
         """Every watcher summary of a channel."""
         for page in self.watcher_pages(channel_id, **filters):
-            yield from page.records
+            yield from cast(list[WatcherSummary], page.records)
 
-    def get_watcher(self, channel_id: str, watcher_id: str) -> Record:
+    def get_watcher(self, channel_id: str, watcher_id: str) -> Watcher:
         """``GET /channels/{id}/watchers/{watcher_id}``: the full watcher."""
         return self.request("GET", f"channels/{channel_id}/watchers/{watcher_id}")
 
-    def create_watcher(self, channel_id: str, body: Mapping[str, Any]) -> Record:
+    def create_watcher(self, channel_id: str, body: Mapping[str, Any]) -> Watcher:
         """``POST /channels/{id}/watchers`` from a service or an ABI: a watcher in ``pending``."""
         return self.request("POST", f"channels/{channel_id}/watchers", json_body=dict(body))
 
-    def update_watcher(self, channel_id: str, watcher_id: str, body: Mapping[str, Any]) -> Record:
+    def update_watcher(self, channel_id: str, watcher_id: str, body: Mapping[str, Any]) -> Watcher:
         """``PATCH`` a watcher: rename (200) or archive (202, ``archiving``)."""
         return self.request("PATCH", f"channels/{channel_id}/watchers/{watcher_id}", json_body=dict(body))
 
-    def rename_watcher(self, channel_id: str, watcher_id: str, name: str) -> Record:
+    def rename_watcher(self, channel_id: str, watcher_id: str, name: str) -> Watcher:
         """Rename a watcher (names are unique within the channel)."""
         return self.update_watcher(channel_id, watcher_id, {"name": name})
 
-    def archive_watcher(self, channel_id: str, watcher_id: str) -> Record:
+    def archive_watcher(self, channel_id: str, watcher_id: str) -> Watcher:
         """Start archiving a watcher; it answers in ``archiving``."""
         return self.update_watcher(channel_id, watcher_id, {"status": "archived"})
 
@@ -286,26 +299,30 @@ class Client:
             f"channels/{channel_id}/operations", filters, limit=spec.PAGE_LIMITS["operations"].maximum, start=start
         )
 
-    def iter_operations(self, channel_id: str, **filters: Any) -> Iterator[Record]:
+    def iter_operations(self, channel_id: str, **filters: Any) -> Iterator[Operation]:
         """Every operation of a channel."""
         for page in self.operation_pages(channel_id, **filters):
-            yield from page.records
+            yield from cast(list[Operation], page.records)
 
-    def get_operation(self, channel_id: str, operation_id: str) -> Record:
+    def get_operation(self, channel_id: str, operation_id: str) -> Operation:
         """``GET /channels/{id}/operations/{operation_id}``."""
         return self.request("GET", f"channels/{channel_id}/operations/{operation_id}")
 
     def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
-        """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``)."""
+        """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``).
+
+        The service answers an ``OperationResponse`` (:class:`~toolkit.api.models.OperationResponse`) holding only
+        that id; fetch the record with :meth:`get_operation`.
+        """
         answer = self.request("POST", f"channels/{channel_id}/operations", json_body=dict(body))
         return str(answer["operation_id"])
 
-    def finalize_operation(self, channel_id: str, operation_id: str, *, signature: str, digest: str) -> Record:
+    def finalize_operation(self, channel_id: str, operation_id: str, *, signature: str, digest: str) -> Operation:
         """Finalize a draft: ``PATCH`` with ``status=accepted``, ``signature`` and ``digest``."""
         body = {"status": "accepted", "signature": signature, "digest": digest}
         return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
 
-    def cancel_operation(self, channel_id: str, operation_id: str) -> Record:
+    def cancel_operation(self, channel_id: str, operation_id: str) -> Operation:
         """Cancel a draft: ``PATCH`` with ``status=cancelled``."""
         body = {"status": "cancelled"}
         return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
@@ -318,16 +335,16 @@ class Client:
             f"channels/{channel_id}/queries", filters, limit=spec.PAGE_LIMITS["queries"].maximum, start=start
         )
 
-    def iter_queries(self, channel_id: str, **filters: Any) -> Iterator[Record]:
+    def iter_queries(self, channel_id: str, **filters: Any) -> Iterator[Query]:
         """Every query of a channel."""
         for page in self.query_pages(channel_id, **filters):
-            yield from page.records
+            yield from cast(list[Query], page.records)
 
-    def get_query(self, channel_id: str, query_id: str) -> Record:
+    def get_query(self, channel_id: str, query_id: str) -> Query:
         """``GET /channels/{id}/queries/{query_id}``."""
         return self.request("GET", f"channels/{channel_id}/queries/{query_id}")
 
-    def create_query(self, channel_id: str, body: Mapping[str, Any]) -> Record:
+    def create_query(self, channel_id: str, body: Mapping[str, Any]) -> QueryAccepted:
         """``POST /channels/{id}/queries`` (202): ``{query_id, status}``; same ``idempotency_key`` = same query."""
         return self.request("POST", f"channels/{channel_id}/queries", json_body=dict(body))
 
@@ -346,7 +363,7 @@ class Client:
         page = unwrap_list(self.request("GET", path, params=filters), path, filters, keys=("events", "data"))
         return EventPage(page.records, page.has_more, path, page.params)
 
-    def get_event(self, channel_id: str, event_id: str) -> Record:
+    def get_event(self, channel_id: str, event_id: str) -> Event:
         """``GET /channels/{id}/events/search/{event_id}``."""
         return self.request("GET", f"channels/{channel_id}/events/search/{event_id}")
 
