@@ -187,9 +187,11 @@ def test_an_unchanged_record_stored_again_leaves_its_operation_fresh(tmp_path) -
     record = op_record("op", "confirmed_latest", chain=SEPOLIA, created=0, updated=12)
     wh = refresh(build(tmp_path / "w.duckdb", operations=[record],
                        events=ladder("op", ("accepted", "confirmed_latest"), (0, 12), chain=SEPOLIA)))
+    before = snapshot(wh)
     build(tmp_path / "w.duckdb", wh=wh, operations=[record])  # every sync re-lists operations still in flight
-    assert wh.con.execute("SELECT count(*) FROM model_stale_operations").fetchone()[0] == 0
+    assert snapshot(wh) == before  # computed live until the refresh, to the same rows
     assert refresh_models(wh).operations == 0
+    assert wh.con.execute("SELECT count(*) FROM model_stale_operations").fetchone()[0] == 0
     build(tmp_path / "w.duckdb", wh=wh, operations=[{**record, "status": "failed", "updated_at": T0 + 20}])
     assert wh.con.execute("SELECT operation_id FROM model_stale_operations").fetchall() == [("op",)]
     assert wh.con.execute("SELECT terminal_status FROM operation_lifecycle").fetchall() == [("failed",)]

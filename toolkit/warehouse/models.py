@@ -24,6 +24,7 @@ from .views import (
     TRANSITIONS_TABLE,
     lifecycle_select,
     model_table_statements,
+    record_hash,
     transitions_select,
 )
 
@@ -82,10 +83,16 @@ def _fold_in(wh: Warehouse, rebuilt: bool) -> tuple[int, int]:
     syncs, which mostly touch recent operations, delete rows from few storage vectors (a delete's bookkeeping
     grows with the vectors it touches)."""
     con = wh.con
-    con.execute("""
+    # an operation whose only news is its record stored again with the same fields (the sync re-lists the
+    # operations in flight) would be recomputed to the same rows: leave it out
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _model_stale AS
         SELECT s.operation_id, row_number() OVER (ORDER BY o.created_at NULLS LAST, s.operation_id) - 1 AS position
         FROM model_stale_operations s LEFT JOIN operations o USING (operation_id)
+        WHERE s.new_events OR NOT EXISTS (
+            SELECT 1 FROM {LIFECYCLE_TABLE} m
+            WHERE m.operation_id = s.operation_id AND m.record_hash IS NOT DISTINCT FROM {record_hash("o")}
+        )
     """)
     stale = con.execute("SELECT count(*) FROM _model_stale").fetchone()[0]
     size = _chunk_operations(wh)

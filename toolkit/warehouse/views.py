@@ -103,8 +103,8 @@ SELECT * FROM (VALUES {_order_values(spec.OPERATION_STAGE_ORDER)}) AS t(status, 
 
 
 def _stale_view() -> str:
-    """Operations whose raw rows changed after the watermark (every operation before the first refresh): new events,
-    or an ``operations`` record whose fields the models use differ from the ones folded in."""
+    """Operations whose raw rows were stored after the watermark (every operation before the first refresh), and
+    whether events are among them (``new_events``; else only the ``operations`` record was stored again)."""
     return f"""
 CREATE OR REPLACE VIEW model_stale_operations AS
 WITH wm AS (
@@ -124,17 +124,14 @@ new_ops AS (
     WHERE (SELECT max(synced_at) FROM operations) > ops_wm
        OR EXISTS (SELECT 1 FROM operations WHERE synced_at IS NULL)
 )
-SELECT DISTINCT operation_id FROM (
-    SELECT e.operation_id FROM events e, new_events w
+SELECT operation_id, bool_or(by_event) AS new_events FROM (
+    SELECT e.operation_id, true AS by_event FROM events e, new_events w
     WHERE e.operation_id IS NOT NULL AND (e.synced_at IS NULL OR e.synced_at > w.events_wm)
     UNION ALL
-    SELECT o.operation_id FROM operations o, new_ops w
+    SELECT o.operation_id, false AS by_event FROM operations o, new_ops w
     WHERE o.operation_id IS NOT NULL AND (o.synced_at IS NULL OR o.synced_at > w.ops_wm)
-      AND NOT EXISTS (
-          SELECT 1 FROM {LIFECYCLE_TABLE} m
-          WHERE m.operation_id = o.operation_id AND m.record_hash = {record_hash("o")}
-      )
 )
+GROUP BY operation_id
 """
 
 
