@@ -23,7 +23,6 @@ client) while this thread converts and writes, so the network and the conversion
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -452,10 +451,6 @@ def sync(
     # default 5 ms switch interval turns that into a convoy that starves the network. Restored at the end.
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
-    # Parsed pages are millions of short-lived acyclic objects: the cyclic collector's passes over them cost more
-    # than the parsing itself. Paused for the run, restored (and caught up) at the end.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
         with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
@@ -486,8 +481,6 @@ def sync(
                 _write_run(wh, result, client.base_url)
     finally:
         sys.setswitchinterval(switch_interval)
-        if gc_was_enabled:
-            gc.enable()
         if own_client:
             client.close()
     return result
