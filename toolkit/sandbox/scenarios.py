@@ -94,8 +94,8 @@ class Scenario:
         sched(self.t0 + 0.45 * self.window, self._archive_watcher, "legacy-watch")
         sched(self.t0 + 0.50 * self.window, self._archive_channel, 4)
         if self.ops_rate > 0:
-            sched(self.t0 + 900, self._next_operation)
-            sched(self.t0 + 1200, self._next_query)
+            sched(self.t0 + 900, self._next_operation, float(self.t0 + 900))
+            sched(self.t0 + 1200, self._next_query, float(self.t0 + 1200))
 
     # -- setup -----------------------------------------------------------------------------------------------------
 
@@ -158,14 +158,17 @@ class Scenario:
         return [w for w in self.wallets if org.wallets[w.wallet_id]["status"] == "deployed" and w.weight > 0
                 and org.channels[w.channel_id]["status"] == "active"]
 
-    def _next_operation(self) -> None:
+    def _next_operation(self, due: float) -> None:
+        """One arrival of the operation workload. Arrivals follow their own fractional clock (``due``): the engine
+        runs each at the next whole second, and the next gap counts from ``due``, so the rate is exact."""
         if not self._running():
             return
         wallets = self._usable_wallets()
         if wallets:
             wallet = self.rng.choices(wallets, [w.weight for w in wallets])[0]
             self._create_operation(wallet)
-        self.b.engine.schedule(self.b.now + self._gap(self.ops_rate), self._next_operation)
+        nxt = due + self._gap(self.ops_rate)
+        self.b.engine.schedule(nxt, self._next_operation, nxt)
 
     def _create_operation(self, wallet: _Wallet) -> None:
         rng, now = self.rng, self.b.now
@@ -210,7 +213,8 @@ class Scenario:
         return {"to": "0x" + f"{rng.getrandbits(160):040x}", "value": "0",
                 "data": "0xa9059cbb" + to.rjust(64, "0") + f"{amount:064x}"}
 
-    def _next_query(self) -> None:
+    def _next_query(self, due: float) -> None:
+        """One arrival of the query workload (fractional clock, as :meth:`_next_operation`)."""
         if not self._running():
             return
         channels = [c for c in self.channel_ids[:4] if self.b.org.channels[c]["status"] == "active"]
@@ -230,4 +234,5 @@ class Scenario:
                     "chain_selector": chain,
                     "params": {"contract_address": self.b.address(), "call_data": call, "block_selection": selection}}
             self.b.create_query(rng.choice(channels), body)
-        self.b.engine.schedule(self.b.now + self._gap(self.ops_rate / 6.0), self._next_query)
+        nxt = due + self._gap(self.ops_rate / 6.0)
+        self.b.engine.schedule(nxt, self._next_query, nxt)
