@@ -83,30 +83,42 @@ def _fold_in(wh: Warehouse, rebuilt: bool) -> tuple[int, int]:
     syncs, which mostly touch recent operations, delete rows from few storage vectors (a delete's bookkeeping
     grows with the vectors it touches)."""
     con = wh.con
-    # an operation whose only news is its record stored again with the same fields (the sync re-lists the
-    # operations in flight) would be recomputed to the same rows: leave it out
-    con.execute(f"""
+    con.execute("""
         CREATE OR REPLACE TEMP TABLE _model_stale AS
-        SELECT s.operation_id, row_number() OVER (ORDER BY o.created_at NULLS LAST, s.operation_id) - 1 AS position
+        SELECT s.operation_id, s.new_events,
+            row_number() OVER (ORDER BY o.created_at NULLS LAST, s.operation_id) - 1 AS position
         FROM model_stale_operations s LEFT JOIN operations o USING (operation_id)
-        WHERE s.new_events OR NOT EXISTS (
-            SELECT 1 FROM {LIFECYCLE_TABLE} m
-            WHERE m.operation_id = s.operation_id AND m.record_hash IS NOT DISTINCT FROM {record_hash("o")}
-        )
     """)
     stale = con.execute("SELECT count(*) FROM _model_stale").fetchone()[0]
     size = _chunk_operations(wh)
     n_ops = n_rows = 0
     for start in range(0, stale, size):
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id FROM _model_stale "
+            "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id, new_events FROM _model_stale "
             "WHERE position >= ? AND position < ?", [start, start + size],
         )
+        if not rebuilt:
+            _drop_unchanged_records(wh, "_model_scope")
         ops, rows = _fold_in_scope(wh, "_model_scope", delete=not rebuilt)
         n_ops, n_rows = n_ops + ops, n_rows + rows
-    con.execute("DROP TABLE IF EXISTS _model_scope")
-    con.execute("DROP TABLE IF EXISTS _model_stale")
+    for table in ("_model_scope", "_model_stale", "_model_same"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
     return n_ops, n_rows
+
+
+def _drop_unchanged_records(wh: Warehouse, scope: str) -> None:
+    """Leave out of ``scope`` the operations whose only news is their record stored again with the fields the models
+    use unchanged (each sync re-lists the operations in flight): recomputing them would give the same rows."""
+    con = wh.con
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _model_same AS
+        SELECT c.operation_id
+        FROM {scope} c
+        JOIN operations o ON o.operation_id = c.operation_id
+        JOIN {LIFECYCLE_TABLE} m ON m.operation_id = c.operation_id
+        WHERE NOT c.new_events AND m.record_hash = {record_hash("o")}
+    """)
+    con.execute(f"DELETE FROM {scope} WHERE operation_id IN (SELECT operation_id FROM _model_same)")
 
 
 def _memory_limit(wh: Warehouse) -> float:
