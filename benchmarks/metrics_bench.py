@@ -1,13 +1,21 @@
 """Metrics benchmark: a synthetic 10M-operation-event warehouse, every metric timed against a pandas baseline.
 
-Run ``.venv/bin/python -m benchmarks.metrics_bench`` (``--events N`` for another size, ``--keep PATH`` to reuse a
-generated warehouse). It prints, per metric, the DuckDB seconds (first and warm call, each in a fresh process), the
-seconds of a straightforward pandas implementation of the same metric from the raw events (load and compute), their
-ratio, and the metric call's peak memory. Not a timed test: it reports, it does not assert.
+Run ``.venv/bin/python -m benchmarks.metrics_bench`` (about 15 minutes here; ``--events N`` for another size,
+``--path PATH --reuse`` to keep and reuse a generated warehouse, ``--skip-pandas`` for the metrics only). It prints:
 
-The warehouse is generated straight into DuckDB (no HTTP): operations on ten networks with per-network timing,
-drafts, failures with realistic reasons, test networks that stop at ``confirmed_latest``, operations still in flight
-at the end, duplicates under new event ids, events synced late (out of order), queries, watchers and wallets.
+- ``refresh_models`` under the sync's memory ceiling: the first build, a run with nothing new, and a run after a
+  sync batch (the events of 5,000 recent operations again under new ids, and every in-flight operation record
+  stored again unchanged, as the sync's re-list does);
+- per metric, each in a fresh process: the first and best warm call in seconds, the process's peak RSS and its
+  growth during the calls, and the rows returned;
+- the seconds of a straightforward pandas implementation of the same metric from the raw tables (the columns it
+  needs, every row, read into pandas, then filtered, deduplicated, windowed and aggregated in pandas), split into
+  load and compute, and the ratios of the metric's first call to pandas' load + compute and to compute alone.
+
+Not a timed test: it reports, it does not assert. The warehouse is generated straight into DuckDB (no HTTP):
+operations on ten networks with per-network timing, drafts, failures with realistic reasons, test networks that stop
+at ``confirmed_latest``, operations still in flight at the end and a few stuck ones, duplicates under new event
+ids, events synced late (out of order), queries, watchers with their events and status history.
 """
 
 from __future__ import annotations
