@@ -56,8 +56,6 @@ MAX_BUFFERED_ROWS = 6000
 #: memory ceiling so a long history never grows the process.
 SYNC_MEMORY_LIMIT = "128MB"
 SYNC_CHECKPOINT_THRESHOLD = "128MB"
-#: The model refresh (window functions over the changed operations' history) gets more room than the loading.
-MODELS_MEMORY_LIMIT = "512MB"
 SWITCH_INTERVAL = float(os.environ.get("CHAINOPS_SWITCH_INTERVAL", "0.0005"))
 #: Concurrent fetches (threads sharing one client).
 WORKERS = int(os.environ.get("CHAINOPS_SYNC_WORKERS", "4"))
@@ -459,7 +457,6 @@ def sync(
             try:
                 loader.run(channels)
                 started = time.perf_counter()
-                wh.con.execute("SET memory_limit = ?", [MODELS_MEMORY_LIMIT])  # windows over history need room
                 refresh_models(wh)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()
