@@ -311,7 +311,8 @@ def proof_coverage_bars(coverage: pd.DataFrame, *, title: str = "Events carrying
     labels = data[label_col].astype(str).tolist() if label_col else ["all"]
     x = np.arange(len(data))
     cov = data["coverage"] * 100
-    err = np.vstack([cov - data["coverage_low"] * 100, data["coverage_high"] * 100 - cov])
+    # bounds can round a hair past the estimate (coverage 1.0 with an upper bound of 0.9999...): never negative
+    err = np.clip(np.vstack([cov - data["coverage_low"] * 100, data["coverage_high"] * 100 - cov]), 0, None)
     ax.bar(x - 0.2, cov, width=0.4, yerr=err, capsize=3, color=_colour(2), label="carry a proof")
     few = data["too_few_signatures"] / data["with_proof"].where(data["with_proof"] > 0) * 100
     ax.bar(x + 0.2, few.fillna(0), width=0.4, color=_colour(3),

@@ -59,7 +59,13 @@ SYNC_CHECKPOINT_THRESHOLD = "128MB"
 SWITCH_INTERVAL = float(os.environ.get("CHAINOPS_SWITCH_INTERVAL", "0.0005"))
 #: Concurrent fetches (threads sharing one client).
 WORKERS = int(os.environ.get("CHAINOPS_SYNC_WORKERS", "4"))
-NON_TERMINAL_OPERATION_STATUSES = [s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL]
+#: Statuses the incremental re-list asks for: operations not yet on chain. Once included (confirmed_latest and
+#: after) their remaining moves come as events; and on test networks confirmed_latest is the last status ever, so
+#: re-listing it would cost a request per hundred of them on every run, forever.
+_ON_CHAIN_RANK = spec.OPERATION_STAGE_ORDER["confirmed_latest"]
+NON_TERMINAL_OPERATION_STATUSES = [
+    s for s, rank in spec.OPERATION_STAGE_ORDER.items() if s not in spec.OPERATION_TERMINAL and rank < _ON_CHAIN_RANK
+]
 NON_TERMINAL_QUERY_STATUSES = [s for s in spec.QUERY_STATUSES if s not in spec.QUERY_TERMINAL]
 
 

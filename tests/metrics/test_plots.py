@@ -68,3 +68,13 @@ def test_metrics_never_load_matplotlib() -> None:
             "print('matplotlib' in sys.modules, 'toolkit.plots' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_proof_coverage_of_one_with_a_bound_rounded_below_it_draws() -> None:
+    import pandas as pd
+
+    coverage = pd.DataFrame({
+        "type": ["watcher.event"], "must_have_proof": [10], "with_proof": [10], "coverage": [1.0],
+        "coverage_low": [0.72], "coverage_high": [1.0 - 1e-12], "too_few_signatures": [0], "min_signatures": [4],
+    })
+    assert rendered(plots.proof_coverage_bars(coverage))
