@@ -8,6 +8,7 @@ threshold was breached (the report is still written). The API key comes only fro
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,10 @@ from .config import Settings
 from .errors import ChainopsError
 
 DEMO_KEY = "sandbox-demo-key"
+
+
+class UsageError(ChainopsError):
+    """A command line that parses but does not make sense (exit 2)."""
 #: Exit code of `chainops report` when a --fail-on threshold is breached.
 EXIT_THRESHOLD = 3
 
@@ -89,7 +94,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
     settings = Settings.load(warehouse=args.warehouse)
     func = metrics.METRICS[args.name]
-    kwargs = {"since": args.since, "until": args.until, "channel": args.channel or None}
+    accepts = inspect.signature(func).parameters
+    given = {"since": args.since, "until": args.until, "channel": args.channel, "network": args.network,
+             "status": args.status, "bucket": args.bucket, "top": args.top, "now": args.now}
+    refused = [f"--{k}" for k, v in given.items() if v and k not in accepts]
+    if refused:
+        raise UsageError(f"{args.name} does not take {', '.join(refused)}")
+    kwargs = {k: v for k, v in given.items() if v}
     if args.by:
         kwargs["by"] = [c.strip() for c in args.by.split(",") if c.strip()]
     try:
@@ -229,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="T", help="start of the period: ISO time or an age such as 7d, 12h")
     p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age")
     p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
+    p.add_argument("--network", action="append", metavar="NAME",
+                   help="only this network, by name or chain selector (repeatable)")
+    p.add_argument("--status", action="append", metavar="STATUS",
+                   help="only this status (repeatable; metrics that group by status)")
+    p.add_argument("--bucket", metavar="SIZE", help="time buckets, e.g. 1h, 6h, 1d (metrics over time)")
+    p.add_argument("--top", type=int, metavar="N", help="how many failure reasons (failure-reasons)")
+    p.add_argument("--now", metavar="T", help="the time ages are measured to (stuck-operations; default: the "
+                   "newest event in the warehouse)")
     p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table",
                    help="output format (default table; parquet needs --out)")
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
@@ -299,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"chainops {args.command}: {exc}", file=sys.stderr)
+        return 2
     except ChainopsError as exc:
         print(f"chainops {args.command}: {exc}", file=sys.stderr)
         return 1

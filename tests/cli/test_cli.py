@@ -133,3 +133,19 @@ def test_export_and_report_have_help() -> None:
     commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert {"export", "report"} <= set(commands)
     assert "--fail-on" in commands["report"].format_help()
+
+
+def test_metrics_filters_and_options_reach_the_metric(server, tmp_path) -> None:
+    wh = str(tmp_path / "m.duckdb")
+    env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
+    assert chainops("sync", "--quiet", env=env).returncode == 0
+    out = chainops("metrics", "status-latency", "--status", "sending", "--status", "sent", "--network",
+                   "Ethereum Mainnet", "--format", "csv", env=env)
+    assert out.returncode == 0, out.stderr
+    rows = out.stdout.strip().splitlines()[1:]
+    assert rows and {r.split(",")[1] for r in rows} == {"sending", "sent"}
+    assert {r.split(",")[0] for r in rows} == {"Ethereum Mainnet"}
+    top = chainops("metrics", "failure-reasons", "--top", "1", "--format", "json", env=env)
+    assert top.returncode == 0, top.stderr
+    refused = chainops("metrics", "finality-breakdown", "--status", "sent", env=env)
+    assert refused.returncode == 2 and "does not take --status" in refused.stderr
