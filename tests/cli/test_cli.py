@@ -64,10 +64,25 @@ def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
     assert runs[-1].returncode == 0 and (tmp_path / "r.html").exists()
     runs.append(chainops("sql", "select * from no_such_table", env=env))
     assert runs[-1].returncode == 1 and "no_such_table" in runs[-1].stderr
+    # every other command, on success and failure paths, with the key in the environment
+    from toolkit.metrics import METRICS
+
+    runs += [chainops("metrics", name, "--format", "json", env=env) for name in sorted(METRICS)]
+    assert all(r.returncode == 0 for r in runs[-len(METRICS):]), [r.stderr for r in runs[-len(METRICS):]]
+    runs.append(chainops("report", "--format", "csv", "--out", str(tmp_path / "csv"), env=env))
+    runs.append(chainops("report", "--out", str(tmp_path / "t.html"), "--fail-on", "stuck>=0", env=env))
+    assert runs[-1].returncode == 3
+    runs.append(chainops("export", "--out", str(tmp_path / "export"), env=env))
+    assert runs[-1].returncode == 0, runs[-1].stderr
+    runs.append(chainops("sync", "--quiet", "--channel", "nope", env=env))
+    assert runs[-1].returncode == 1
+    runs.append(chainops("sync", "--quiet", env={**env, "CREC_BASE_URL": "http://127.0.0.1:9/v1"}))
+    assert runs[-1].returncode == 1
     for run in runs:
         assert_no_key(run.stdout, run.stderr)
-    assert TEST_KEY.encode() not in Path(wh).read_bytes()
-    assert TEST_KEY not in (tmp_path / "r.html").read_text()
+    written = [Path(wh), *(p for p in tmp_path.rglob("*") if p.is_file())]
+    for path in written:
+        assert TEST_KEY.encode() not in path.read_bytes(), path
 
 
 @pytest.mark.parametrize(("key", "expected"), [("wrong-key", "CREC_API_KEY"),
