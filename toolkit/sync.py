@@ -11,8 +11,8 @@ A run, in order:
    patch move the ``operations`` and ``queries`` rows they report on forward (:mod:`toolkit.warehouse.patch`) and
    queue ids the warehouse does not know in ``sync_refetch``;
 5. the queued ids, fetched one by one;
-6. on incremental runs, the operations and queries still in a non-terminal status, re-listed with a status filter
-   (cheap, and a safety net for any move whose event was missed).
+6. on incremental runs, the operations not yet on chain and the queries not yet answered, re-listed with a status
+   filter (cheap, and a safety net for any move whose event was missed).
 
 So a run costs requests in proportion to what changed, not to history; one run misses nothing that existed when it
 started, and the next catches what changed during it. Every batch is upserted by primary key in one transaction
@@ -24,7 +24,6 @@ client) while this thread converts and writes, so the network and the conversion
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import uuid
@@ -56,9 +55,8 @@ MAX_BUFFERED_ROWS = 6000
 #: memory ceiling so a long history never grows the process.
 SYNC_MEMORY_LIMIT = "128MB"
 SYNC_CHECKPOINT_THRESHOLD = "128MB"
-SWITCH_INTERVAL = float(os.environ.get("CHAINOPS_SWITCH_INTERVAL", "0.0005"))
 #: Concurrent fetches (threads sharing one client).
-WORKERS = int(os.environ.get("CHAINOPS_SYNC_WORKERS", "4"))
+WORKERS = 4
 #: Statuses the incremental re-list asks for: operations not yet on chain. Once included (confirmed_latest and
 #: after) their remaining moves come as events; and on test networks confirmed_latest is the last status ever, so
 #: re-listing it would cost a request per hundred of them on every run, forever.
@@ -126,7 +124,6 @@ class _Buffer:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     last: Page | None = None
-    pages: int = 0
 
 
 class Loader:
@@ -269,7 +266,6 @@ class Loader:
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
-            buf.pages += 1
             buffered += len(page.records)
             self.bar(key[0]).update(len(page.records))
             if len(buf.records) >= COMMIT_ROWS[key[0]] or not page.has_more:
@@ -451,10 +447,6 @@ def sync(
     client = client or Client.from_settings(settings)
     result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
     requests0, retries0 = client.requests, client.retries
-    # Fetch threads release the GIL on every socket read and must win it back from the converting thread; the
-    # default 5 ms switch interval turns that into a convoy that starves the network. Restored at the end.
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
     try:
         with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
@@ -483,7 +475,6 @@ def sync(
                     result.message = "; ".join(result.rejected[:20])
                 _write_run(wh, result, client.base_url)
     finally:
-        sys.setswitchinterval(switch_interval)
         if own_client:
             client.close()
     return result
