@@ -389,26 +389,6 @@ def status_durations(
 # ---- failure rates and reasons -----------------------------------------------------------------------------------
 
 
-def _latest_only_sql() -> str:
-    """Chain selectors where only the latest stage is active: operations reach ``confirmed_latest`` and none ever
-    reach ``confirmed_safe`` or ``confirmed``, on a network not listed as a mainnet."""
-    return """
-    SELECT l.chain_selector FROM operation_lifecycle l
-    LEFT JOIN networks n ON n.chain_selector = l.chain_selector
-    GROUP BY l.chain_selector
-    HAVING count(l.confirmed_latest_at) > 0 AND count(l.confirmed_safe_at) = 0 AND count(l.confirmed_at) = 0
-       AND coalesce(any_value(n.network_type), '') <> 'mainnet'
-    """
-
-
-def _outcome_sql() -> str:
-    """An operation's outcome: its terminal status, or ``confirmed`` for ``confirmed_latest`` on a latest-only
-    network; NULL while in flight."""
-    return """CASE WHEN terminal_status IS NOT NULL THEN terminal_status
-         WHEN last_status = 'confirmed_latest' AND chain_selector IN (SELECT chain_selector FROM latest_only)
-         THEN 'confirmed' END"""
-
-
 def failure_rates(
     warehouse: WarehouseLike = None,
     *,

@@ -73,8 +73,8 @@ def event_offset(event: Mapping[str, Any]) -> int | None:
     return None
 
 
-class OffsetPaginator:
-    """``limit``/``offset`` row-skip paging: ask, read ``has_more``, move ``offset`` by the rows received."""
+class _Paginator:
+    """What every paginator shares: the base parameters, the page size, the current ``offset`` and ``done``."""
 
     def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0) -> None:
         self.path = path
@@ -86,6 +86,10 @@ class OffsetPaginator:
     def next_request(self) -> Params:
         """Parameters of the next request."""
         return {**self.base, "limit": self.limit, "offset": self.offset}
+
+
+class OffsetPaginator(_Paginator):
+    """``limit``/``offset`` row-skip paging: ask, read ``has_more``, move ``offset`` by the rows received."""
 
     def update(self, page: Page) -> None:
         """Advance past ``page``; an empty page ends the walk even if it claims more (a service bug, not a loop)."""
@@ -93,19 +97,8 @@ class OffsetPaginator:
         self.done = not page.has_more or not page.records
 
 
-class EventCursorPaginator:
+class EventCursorPaginator(_Paginator):
     """Message-offset paging of the event endpoints: start at ``offset``, continue from the highest offset + 1."""
-
-    def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0) -> None:
-        self.path = path
-        self.base = dict(params or {})
-        self.limit = limit
-        self.offset = start
-        self.done = False
-
-    def next_request(self) -> Params:
-        """Parameters of the next request."""
-        return {**self.base, "limit": self.limit, "offset": self.offset}
 
     def update(self, page: Page) -> int | None:
         """Advance past ``page``; returns the next offset. Ends when nothing more comes or offsets stop moving."""
