@@ -5,7 +5,7 @@ Service (``API.md``, with the wire facts of ``WIRE.md``) lives here. Both the to
 it imports only the standard library.
 
 Values the service may add later (minor versions add optional fields and enum values) are not errors anywhere in
-the toolkit: code that meets an unknown value keeps it as text. Use :func:`is_known` to ask.
+the toolkit: code that meets an unknown value keeps it as text.
 """
 
 from __future__ import annotations
@@ -291,7 +291,3 @@ KNOWN_NETWORKS: tuple[KnownNetwork, ...] = (
     KnownNetwork("Base Sepolia", "84532", "10344971235874465080", "testnet"),
 )
 
-
-def is_known(enum: type[StrEnum], value: object) -> bool:
-    """Whether ``value`` is one of ``enum``'s values (unknown values are kept as text, never rejected)."""
-    return isinstance(value, str) and value in enum._value2member_map_

@@ -46,7 +46,7 @@ from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
 
-EVENT_PAGE_LIMIT = 200
+EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 #: Rows per committed batch of one stream (a crash loses at most this much work, never data).
 COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
 #: Parsed records waiting across all streams before the largest buffer is committed early (memory ceiling).

@@ -206,13 +206,6 @@ class Warehouse:
             [stream, json.dumps(cursor)],
         )
 
-    def cursors(self, prefix: str = "") -> dict[str, Any]:
-        """Every saved cursor whose stream name starts with ``prefix``."""
-        rows = self.con.execute(
-            "SELECT stream, cursor FROM sync_state WHERE starts_with(stream, ?)", [prefix]
-        ).fetchall()
-        return {stream: json.loads(cur) for stream, cur in rows}
-
     # ---- reading --------------------------------------------------------------------------------------------
 
     def arrow(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
