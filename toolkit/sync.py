@@ -34,22 +34,29 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from . import spec
-from .api import Client, Page
+from .api import Client, Page, WireEventPage
 from .api.concurrency import prefetch
 from .config import Settings
 from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
+from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
-#: Rows per committed batch of one stream (a crash loses at most this much work, never data).
+#: Rows of one stream written together (one INSERT with its cursor).
 COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
-#: Parsed records waiting across all streams before the largest buffer is committed early (memory ceiling).
+#: Rows written before the open transaction is committed. Large transactions let DuckDB write compressed row
+#: groups straight to the file instead of logging every row to the WAL first; a crash loses at most this much
+#: work, never data, since every cursor is committed with the rows it covers.
+TRANSACTION_ROWS = 100_000
+#: Parsed records waiting across all streams before the largest buffer is written early (memory ceiling).
 MAX_BUFFERED_ROWS = 6000
 #: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), and a
 #: memory ceiling so a long history never grows the process.
@@ -137,6 +144,11 @@ class Loader:
         self.show_progress = not quiet and _interactive()
         self.bars: dict[str, tqdm] = {}
         self.writer = Writer()
+        # the open transaction (touched only on the writer thread): rows written in it, and its counts
+        self._open = False
+        self._open_rows = 0
+        self._pending_rows: Counter[str] = Counter()
+        self._pending_updated: Counter[str] = Counter()
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -164,32 +176,87 @@ class Loader:
         cursor: tuple[str, Any] | None = None,
         done_refetch: tuple[str, Sequence[str]] | None = None,
     ) -> None:
-        """Convert records here, then upsert them (with their cursor and refetch bookkeeping) in one transaction
-        on the writer thread."""
+        """Convert records here, then upsert them (with their cursor and refetch bookkeeping) on the writer
+        thread, in the open transaction."""
         batch, rejected = to_batch(table, records, defaults=defaults)
         tx_batch = None
         if table == "operations":
             tx_batch, tx_rejected = to_batch("operation_transactions", transaction_records(records))
             rejected += tx_rejected
         self._note_rejected(rejected, page)
-        self.writer.submit(lambda: self._write(table, batch, tx_batch, cursor, done_refetch))
+        self.write(table, batch, tx_batch=tx_batch, cursor=cursor, done_refetch=done_refetch)
 
-    def _write(self, table: str, batch: Any, tx_batch: Any, cursor: tuple[str, Any] | None,
-               done_refetch: tuple[str, Sequence[str]] | None) -> None:
-        self.wh.yield_to_readers()  # between transactions: a waiting reader gets in, then we carry on
-        with self.wh.transaction():
+    def write(
+        self,
+        table: str,
+        batch: pa.RecordBatch | pa.Table,
+        *,
+        tx_batch: pa.RecordBatch | None = None,
+        cursor: tuple[str, Any] | None = None,
+        done_refetch: tuple[str, Sequence[str]] | None = None,
+    ) -> None:
+        """Queue an upsert of converted rows, with their cursor and refetch bookkeeping, for the writer thread."""
+
+        def work() -> int:
             new, updated = self.wh.upsert(table, batch)
+            self._pending_rows[table] += new
+            self._pending_updated[table] += updated
             if tx_batch is not None:
                 tx_new, tx_updated = self.wh.upsert("operation_transactions", tx_batch)
-                self.result.rows["operation_transactions"] += tx_new
-                self.result.updated["operation_transactions"] += tx_updated
+                self._pending_rows["operation_transactions"] += tx_new
+                self._pending_updated["operation_transactions"] += tx_updated
             if cursor is not None:
                 self.wh.set_cursor(*cursor)
             if done_refetch is not None:
                 kind, ids = done_refetch
                 self.wh.con.execute("DELETE FROM sync_refetch WHERE kind = ? AND list_contains(?, id)", [kind, ids])
-        self.result.rows[table] += new
-        self.result.updated[table] += updated
+            return batch.num_rows
+
+        self.writer.submit(lambda: self._in_transaction(work))
+
+    def _in_transaction(self, work: Callable[[], int]) -> None:
+        """(Writer thread.) Run ``work`` in the open transaction, opening one first (after letting any waiting
+        reader in) and committing it once it holds :data:`TRANSACTION_ROWS` rows. A failure rolls it back."""
+        if not self._open:
+            self.wh.yield_to_readers()  # between transactions: a waiting reader gets in, then we carry on
+            self.wh.con.execute("BEGIN TRANSACTION")
+            self._open = True
+        try:
+            self._open_rows += work()
+        except BaseException:
+            self._rollback()
+            raise
+        if self._open_rows >= TRANSACTION_ROWS:
+            self._commit()
+
+    def _commit(self) -> None:
+        """(Writer thread.) Commit the open transaction, if any, and count its rows as written."""
+        if self._open:
+            self.wh.con.execute("COMMIT")
+            self.result.rows.update(self._pending_rows)
+            self.result.updated.update(self._pending_updated)
+        self._open, self._open_rows = False, 0
+        self._pending_rows, self._pending_updated = Counter(), Counter()
+
+    def _rollback(self) -> None:
+        if self._open:
+            self.wh.con.execute("ROLLBACK")
+        self._open, self._open_rows = False, 0
+        self._pending_rows, self._pending_updated = Counter(), Counter()
+
+    def settle(self) -> None:
+        """Commit what has been written and wait for the writer: after this the caller may use the connection."""
+        self.writer.submit(self._commit)
+        self.writer.drain()
+
+    def finish(self) -> None:
+        """Stop the writer; commit the open transaction, whose rows and cursors are consistent, unless a write
+        failed (then it was rolled back already)."""
+        self.writer.close()
+        if self.writer.healthy:
+            self._commit()
+        else:
+            self._rollback()
 
     def _note_rejected(self, rejected: list[RejectedRecord], page: Page | None) -> None:
         where = f" (from {page.describe()})" if page is not None else ""
@@ -215,7 +282,7 @@ class Loader:
         summaries: list[tuple[str, dict[str, Any]]] = []
         for cid, page in prefetch(streams, workers=WORKERS):
             summaries += [(cid, w) for w in page.records if isinstance(w.get("watcher_id"), str)]
-        self.writer.drain()
+        self.settle()
         known = {
             wid: (name, status)
             for wid, name, status in self.wh.con.execute("SELECT watcher_id, name, status FROM watchers").fetchall()
@@ -285,7 +352,7 @@ class Loader:
         tail is merely re-read rows, and new ones still arrive through their events and the refetch."""
         streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
         starts: dict[tuple[str, str], tuple[int, bool]] = {}
-        self.writer.drain()
+        self.settle()
         for table in ("operations", "queries"):
             pages_of = self.client.operation_pages if table == "operations" else self.client.query_pages
             for cid in channel_ids:
@@ -305,34 +372,61 @@ class Loader:
         self.consume(streams, cursor_of)
 
     def sync_events(self, channel_ids: Sequence[str]) -> None:
-        """Each channel's event log forward from its saved message offset."""
-        streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
-        self.writer.drain()
+        """Each channel's event log forward from its saved message offset.
+
+        Event pages take the fast path: decoded in the fetch threads straight from the bytes, converted here to
+        Arrow as they arrive (compact, unlike parsed dicts), and written a few thousand rows at a time.
+        """
+        streams: dict[str, Callable[[], Iterator[WireEventPage]]] = {}
+        started = time.perf_counter()
+        self.settle()
         for cid in channel_ids:
             saved = self.wh.get_cursor(f"events:{cid}") or {}
             start = int(saved.get("next_offset", 0))
-            streams[("events", cid)] = lambda c=cid, s=start: self.client.event_pages(
-                c, start=s, limit=EVENT_PAGE_LIMIT)
+            streams[cid] = lambda c=cid, s=start: self.client.event_wire_pages(c, start=s, limit=EVENT_PAGE_LIMIT)
+        pending: dict[str, list[pa.RecordBatch]] = defaultdict(list)
+        bar = self.bar("events")
 
-        def cursor_of(key: tuple[str, str], buf: _Buffer) -> tuple[str, Any]:
-            return f"events:{key[1]}", {"next_offset": getattr(buf.last, "next_offset", None)}
+        def flush(cid: str, next_offset: int | None) -> None:
+            batches = pending.pop(cid, [])
+            if batches:
+                self.write("events", _distinct_events(batches), cursor=(f"events:{cid}", {"next_offset": next_offset}))
 
-        self.consume(streams, cursor_of)
+        for cid, page in prefetch(streams, workers=WORKERS):
+            batch = self.event_batch(page, cid)
+            pending[cid].append(batch)
+            bar.update(batch.num_rows)
+            if sum(b.num_rows for b in pending[cid]) >= COMMIT_ROWS["events"] or not page.has_more:
+                flush(cid, page.next_offset)
+        self.settle()
+        self.result.phases["events: pages"] = round(time.perf_counter() - started, 3)
+        started = time.perf_counter()
         for cid in channel_ids:
             self.check_gaps(cid)
-        self.writer.drain()
+        self.result.phases["events: gaps"] = round(time.perf_counter() - started, 3)
+        started = time.perf_counter()
         apply_new_events(self.wh.con)
+        self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
+
+    def event_batch(self, page: WireEventPage, channel_id: str) -> pa.RecordBatch:
+        """One event page as a record batch of the events table (rejected events noted with the page's request)."""
+        if page.decoded is not None:
+            batch, rejected = wire_events_batch(page.decoded, channel_id=channel_id)
+        else:
+            batch, rejected = events_batch(page.records, channel_id=channel_id, payload_texts=page.payload_texts)
+        self._note_rejected(rejected, page)
+        return batch
 
     def check_gaps(self, channel_id: str) -> None:
         """Re-read once any hole in the channel's stored offsets; record the holes that survive."""
-        self.writer.drain()
+        self.settle()
         holes = self._holes(channel_id)
         for lo, hi in holes:
-            for page in self.client.event_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT):
-                self.store("events", page.records, page=page, defaults={"channel_id": channel_id})
+            for page in self.client.event_wire_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT):
+                self.write("events", self.event_batch(page, channel_id))
                 if page.next_offset is None or page.next_offset > hi:
                     break
-        self.writer.drain()
+        self.settle()
         left = self._holes(channel_id) if holes else []
         if left:
             self.result.gaps[channel_id] = [list(h) for h in left]
@@ -353,7 +447,7 @@ class Loader:
         """Fetch one by one the operations and queries that events named but the warehouse lacks."""
         getters = {"operation": ("operations", self.client.get_operation),
                    "query": ("queries", self.client.get_query)}
-        self.writer.drain()
+        self.settle()
         queued = {
             kind: self.wh.con.execute(
                 "SELECT channel_id, id FROM sync_refetch WHERE kind = ? AND list_contains(?, channel_id) ORDER BY id",
@@ -401,7 +495,7 @@ class Loader:
                     "run `chainops sql \"select channel_id, name from channels\"` to list them."
                 )
             channel_ids = [c for c in channel_ids if c in set(only_channels)]
-        self.writer.drain()
+        self.settle()
         if self.full:
             with self.wh.transaction():  # a killed --full run is continued by the next run
                 for cid in channel_ids:
@@ -421,7 +515,7 @@ class Loader:
         for name, phase in phases:
             started = time.perf_counter()
             phase(channel_ids)
-            self.writer.drain()
+            self.settle()
             self.result.phases[name] = round(time.perf_counter() - started, 3)
 
 
@@ -466,7 +560,7 @@ def sync(
                 result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                loader.writer.close()
+                loader.finish()
                 loader.close_bars()
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
@@ -478,6 +572,17 @@ def sync(
         if own_client:
             client.close()
     return result
+
+
+def _distinct_events(batches: Sequence[pa.RecordBatch]) -> pa.Table:
+    """Batches of one stream as one table, keeping the last copy of an event seen on two pages."""
+    table = pa.Table.from_batches(batches)
+    if len(batches) > 1:
+        ids = table.column("event_id")
+        if pc.count_distinct(ids).as_py() + ids.null_count < len(ids):
+            last = {key: i for i, key in enumerate(ids.to_pylist())}
+            table = table.take(pa.array(sorted(last.values()), pa.int64()))
+    return table
 
 
 def _write_run(wh: Warehouse, result: SyncResult, base_url: str) -> None:

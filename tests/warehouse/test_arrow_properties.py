@@ -1,16 +1,18 @@
 """Property-based tests of the Arrow conversion: every shape a feed could send is stored (unknowns kept) or
-rejected by name, nothing crashes, and the fast and careful event paths agree exactly."""
+rejected by name, nothing crashes, and the fast (typed, from the bytes) and careful event paths agree exactly."""
 
 from __future__ import annotations
 
 import json
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolkit import spec
+from toolkit.api.wire import decode_event_page, raw_payloads
 from toolkit.warehouse import TABLES, to_batch
-from toolkit.warehouse.arrow import _events_batch_careful, _events_batch_fast
+from toolkit.warehouse.event_batches import events_batch, wire_events_batch
 
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -52,21 +54,57 @@ def rows_of(batch):
     return batch.to_pylist()
 
 
+def page_body(records, *, pretty: bool) -> bytes:
+    """An event page as a service would send it (json.dumps writes spaces after separators, orjson does not)."""
+    page = {"events": records, "has_more": False}
+    return json.dumps(page, ensure_ascii=False).encode() if pretty else orjson.dumps(page)
+
+
 @PROFILE
-@given(st.lists(events(documented=True), max_size=20))
-def test_fast_and_careful_event_paths_agree(records) -> None:
-    records = list({r["event_id"]: r for r in records}.values())
-    fast = _events_batch_fast(records, "ch")
-    careful = _events_batch_careful(records, "ch")
-    if fast is not None:
-        assert fast.schema == careful.schema
-        for got, want in zip(rows_of(fast), rows_of(careful), strict=True):
-            assert got.keys() == want.keys()
-            for key in got:
-                if key == "payload" and got[key] is not None:
-                    assert json.loads(got[key]) == json.loads(want[key])
-                else:
-                    assert got[key] == want[key], key
+@given(st.lists(events(documented=True), max_size=20), st.booleans())
+def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
+    body = page_body(records, pretty=pretty)
+    decoded = decode_event_page(body)
+    assert decoded is not None, "a page in the documented shape takes the fast path"
+    fast, fast_rejected = wire_events_batch(decoded, channel_id="ch")
+    careful, careful_rejected = events_batch(orjson.loads(body)["events"], channel_id="ch",
+                                             payload_texts=raw_payloads(body))
+    assert fast.schema == careful.schema
+    assert fast.to_pylist() == careful.to_pylist()
+    assert [str(r) for r in fast_rejected] == [str(r) for r in careful_rejected]
+    for row, text in zip(fast.to_pylist(), (r["payload"] for r in {r["event_id"]: r for r in records}.values()),
+                         strict=True):
+        assert json.loads(row["payload"]) == text  # the payload text is the one sent, whatever its spacing
+
+
+@PROFILE
+@given(st.lists(events(), min_size=1, max_size=10))
+def test_pages_in_another_shape_take_the_careful_path(records) -> None:
+    body = orjson.dumps({"events": records, "has_more": False}, option=orjson.OPT_NON_STR_KEYS) \
+        if _orjson_can(records) else None
+    if body is None:
+        return
+    decoded = decode_event_page(body)
+    if any("surprise" in r for r in records):
+        assert decoded is None, "an unknown field must reach the careful path, which keeps it in extra"
+    if decoded is not None:  # every event happened to be documented: both paths must then agree
+        fast, _ = wire_events_batch(decoded, channel_id="ch")
+        careful, _ = events_batch(orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body))
+        assert fast.to_pylist() == careful.to_pylist()
+
+
+def _orjson_can(value) -> bool:
+    try:
+        orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return False  # integers over 64 bits: a service cannot send them through orjson either
+    return True
+
+
+def test_invalid_utf8_in_a_payload_is_not_taken_for_a_documented_page() -> None:
+    body = b'{"events": [{"event_id": "e1", "headers": {"type": "operation.status", "offset": 1, "proofs": []},' \
+           b' "payload": {"status": "sent", "note": "\xff"}}], "has_more": false}'
+    assert decode_event_page(body) is None
 
 
 @PROFILE

@@ -19,7 +19,7 @@ from .models import (
     Watcher,
     WatcherSummary,
 )
-from .pages import EventPage, Page
+from .pages import EventPage, Page, WireEventPage
 
 __all__ = [
     "Channel",
@@ -41,4 +41,5 @@ __all__ = [
     "Wallet",
     "Watcher",
     "WatcherSummary",
+    "WireEventPage",
 ]

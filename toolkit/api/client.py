@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import httpx
@@ -35,8 +35,9 @@ from .models import (
     Watcher,
     WatcherSummary,
 )
-from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, unwrap_list
+from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, WireEventPage, unwrap_list
 from .retry import RetryPolicy, parse_retry_after, retrying
+from .wire import DecodedEvents, decode_event_page, raw_payloads
 
 Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
@@ -102,9 +103,19 @@ class Client:
     # ---- the one request seam -------------------------------------------------------------------------------
 
     def request(
-        self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json_body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json_body: Any = None,
+        parse: Callable[[bytes], Any] | None = None,
     ) -> Any:
-        """Send one request with retries; return the parsed JSON body (``None`` for an empty body)."""
+        """Send one request with retries; return the parsed JSON body (``None`` for an empty body).
+
+        ``parse`` replaces the JSON parse of a successful body; a ``ValueError`` it raises is a malformed answer,
+        retried like one.
+        """
         path = path.lstrip("/")
         attempt = 0
         for attempt_ctl in retrying(self.retry):
@@ -114,7 +125,7 @@ class Client:
                     with self._lock:
                         self.retries += 1
                 try:
-                    return self._send_once(method, path, params, json_body)
+                    return self._send_once(method, path, params, json_body, parse or _parse_json)
                 except (ApiError, TransportError) as exc:
                     exc.attempts = attempt
                     if isinstance(exc, ApiError):
@@ -122,7 +133,14 @@ class Client:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _send_once(self, method: str, path: str, params: Mapping[str, Any] | None, json_body: Any) -> Any:
+    def _send_once(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        json_body: Any,
+        parse: Callable[[bytes], Any],
+    ) -> Any:
         self._wait_if_paused()
         with self._lock:
             self.requests += 1
@@ -135,11 +153,9 @@ class Client:
             # httpx messages name the URL at most, never headers; keep only the class and text
             raise TransportError(f"{type(exc).__name__}: {exc}", method=method, path=shown) from None
         if response.is_success:
-            if not response.content:
-                return None
             try:
-                return orjson.loads(response.content)
-            except orjson.JSONDecodeError as exc:
+                return parse(response.content)
+            except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
                 raise ResponseFormatError(f"the answer is not valid JSON ({exc})", method=method, path=shown) from None
         error = _error_from_response(response, method, shown)
         if isinstance(error, RateLimitError):
@@ -181,6 +197,30 @@ class Client:
             page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
             next_offset = pager.update(page)
             yield EventPage(page.records, page.has_more, path, request, next_offset=next_offset)
+
+    def event_wire_pages(self, channel_id: str, *, start: int = 0, limit: int = 200) -> Iterator[WireEventPage]:
+        """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
+        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically."""
+        path = f"channels/{channel_id}/events"
+        pager = EventCursorPaginator(path, {}, limit=limit, start=start)
+        while not pager.done:
+            request = pager.next_request()
+            body = self.request("GET", path, params=request, parse=_parse_event_page)
+            if isinstance(body, DecodedEvents):
+                highest = max((e.headers.offset for e in body.events), default=None)
+                next_offset = pager.advance(highest, body.has_more)
+                yield WireEventPage([], body.has_more, path, request, next_offset=next_offset, decoded=body)
+                continue
+            parsed, texts = body
+            page = unwrap_list(parsed, path, request, keys=("events", "data"))
+            items = parsed.get("events") if isinstance(parsed.get("events"), list) else parsed.get("data")
+            if texts is not None and len(texts) == len(items):
+                texts = [t for t, item in zip(texts, items, strict=True) if isinstance(item, dict)]
+            else:
+                texts = None
+            next_offset = pager.update(page)
+            yield WireEventPage(page.records, page.has_more, path, request, next_offset=next_offset,
+                                payload_texts=texts)
 
     # ---- health and networks --------------------------------------------------------------------------------
 
@@ -366,6 +406,18 @@ class Client:
     def get_event(self, channel_id: str, event_id: str) -> Event:
         """``GET /channels/{id}/events/search/{event_id}``."""
         return self.request("GET", f"channels/{channel_id}/events/search/{event_id}")
+
+
+def _parse_json(content: bytes) -> Any:
+    return orjson.loads(content) if content else None
+
+
+def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
+    """The typed decode of an event page, or the generic parse with each payload's raw text."""
+    decoded = decode_event_page(content)
+    if decoded is not None:
+        return decoded
+    return orjson.loads(content), raw_payloads(content)
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ResponseFormatError
+from .wire import DecodedEvents
 
 Params = dict[str, Any]
 
@@ -39,6 +40,21 @@ class EventPage(Page):
     """A page of events; ``next_offset`` is the message offset to ask for next (highest seen + 1)."""
 
     next_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class WireEventPage(EventPage):
+    """A page of events as the loaders read it: ``decoded`` (typed, payloads as raw text) when the page has exactly
+    the documented shape; otherwise ``records`` (generic dicts) with ``payload_texts``, each payload's raw JSON
+    text in the same order (``None`` where there is none)."""
+
+    decoded: DecodedEvents | None = None
+    payload_texts: list[bytes | None] | None = None
+
+    @property
+    def count(self) -> int:
+        """Events on the page."""
+        return len(self.decoded) if self.decoded is not None else len(self.records)
 
 
 def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[str, ...] = ("data",)) -> Page:
@@ -102,10 +118,14 @@ class EventCursorPaginator(_Paginator):
 
     def update(self, page: Page) -> int | None:
         """Advance past ``page``; returns the next offset. Ends when nothing more comes or offsets stop moving."""
-        highest = max((o for o in map(event_offset, page.records) if o is not None), default=None)
+        return self.advance(max((o for o in map(event_offset, page.records) if o is not None), default=None),
+                            page.has_more)
+
+    def advance(self, highest: int | None, has_more: bool) -> int:
+        """Advance past a page whose highest event offset is ``highest``; returns the next offset."""
         if highest is None or highest < self.offset:
             self.done = True
             return self.offset
         self.offset = highest + 1
-        self.done = not page.has_more
+        self.done = not has_more
         return self.offset

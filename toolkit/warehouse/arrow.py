@@ -158,8 +158,8 @@ QUERIES = _table("queries", ("query_id",), [
 ], also_consumed={"proof", "verifiable_result"})
 
 
-# The events table is converted by its own two paths below (fast and careful); these columns give its schema and
-# the kind of each value. Nested wire fields are named by the column.
+# The events table is converted by its own module (event_batches.py, a fast and a careful path); these columns give
+# its schema and the kind of each value. Nested wire fields are named by the column.
 EVENTS = _table("events", ("event_id",), [
     _t("event_id"), _t("channel_id"), _t("type"), _i("offset"), _ts("ts"), _t("status"), _t("status_reason"),
     _t("subject_id"), _t("operation_id"), _t("query_id"), _t("watcher_id"), _t("wallet_id"), _t("chain_selector"),
@@ -283,7 +283,9 @@ def to_batch(
     Records with the same key keep the last one seen (DuckDB cannot upsert a key twice in one statement).
     """
     if table == "events":
-        return _events_batch(records, defaults or {})
+        from .event_batches import events_batch  # the high-volume table has its own module
+
+        return events_batch(records, channel_id=(defaults or {}).get("channel_id"))
     tspec = TABLES[table]
     rejected: list[RejectedRecord] = []
     kept: dict[Any, int] = {}
@@ -338,192 +340,3 @@ def transaction_records(operations: Iterable[Record]) -> list[Record]:
             if isinstance(tx, dict):
                 out.append({**tx, "operation_id": op["operation_id"], "idx": idx})
     return out
-
-
-# ---- events: the high-volume table gets a one-pass extractor (same schema and rules as the generic path) ---------
-
-_EVENT_TOP = frozenset({"event_id", "headers", "payload", "type", "event_hash", "proofs", "channel_id"})
-_EVENT_COLUMNS = EVENTS.columns
-_EVENT_TYPES_WITH_ID = {
-    "operation.status": "operation_id",
-    "query.status": "query_id",
-    "wallet.status": "wallet_id",
-}
-
-
-_EMPTY: dict[str, Any] = {}
-
-
-def _signature_count_of(proofs: Any) -> int | None:
-    if not proofs or not isinstance(proofs, list):
-        return None
-    for proof in proofs:
-        if isinstance(proof, dict) and "signatures" in proof:
-            sigs = proof["signatures"]
-            return len(sigs) if isinstance(sigs, list) else None
-    return None
-
-
-def _event_columns(rows: Sequence[Record], channel_id: Any) -> list[list[Any]]:
-    """The event table's columns, each built by one list comprehension (a dict lookup per value)."""
-    heads = [h if type(h) is dict else _EMPTY for h in (r.get("headers") for r in rows)]
-    pays = [p if type(p) is dict else _EMPTY for p in (r.get("payload") for r in rows)]
-    types = [h.get("type") if "type" in h else r.get("type") for h, r in zip(heads, rows, strict=True)]
-    proofs = [h.get("proofs") if "proofs" in h else r.get("proofs") for h, r in zip(heads, rows, strict=True)]
-    subject = spec.EVENT_SUBJECT_FIELD
-
-    def only(kind: str, field: str) -> list[Any]:
-        return [p.get(field) if t == kind else None for p, t in zip(pays, types, strict=True)]
-
-    return [
-        [r.get("event_id") for r in rows],
-        [r.get("channel_id", channel_id) for r in rows],
-        types,
-        [h.get("offset") for h in heads],
-        [p.get("timestamp") for p in pays],
-        [p.get("status") for p in pays],
-        [p.get("status_reason") for p in pays],
-        [p.get(subject[t]) if t in subject else None for p, t in zip(pays, types, strict=True)],
-        only("operation.status", "operation_id"),
-        only("query.status", "query_id"),
-        [p.get("watcher_id") for p in pays],
-        only("wallet.status", "wallet_id"),
-        [p.get("chain_selector") for p in pays],
-        [p.get("address") for p in pays],
-        [p.get("event_hash") if "event_hash" in p else r.get("event_hash") for p, r in zip(pays, rows, strict=True)],
-        [len(x) if type(x) is list else 0 for x in proofs],
-        [_signature_count_of(x) for x in proofs],
-        [r.get("payload") for r in rows],
-    ]
-
-
-def _events_batch(records: Sequence[Record], defaults: dict[str, Any]) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
-    channel_id = defaults.get("channel_id")
-    rejected: list[RejectedRecord] = []
-    kept: dict[str, int] = {}
-    for i, rec in enumerate(records):
-        key = rec.get("event_id") if type(rec) is dict else None
-        if type(key) is str and key.strip():
-            kept[key] = i
-            continue
-        if not isinstance(rec, dict):
-            rejected.append(RejectedRecord("events", i, "<record>", f"is a {type(rec).__name__}, not an object"))
-            continue
-        problem = _key_problem(key)
-        if problem:
-            rejected.append(RejectedRecord("events", i, "event_id", problem, key=_offset_name(rec)))
-            continue
-        kept[str(key)] = i
-    rows = [records[i] for i in sorted(kept.values())] if len(kept) != len(records) else list(records)
-    fast = _events_batch_fast(rows, channel_id)
-    return (fast if fast is not None else _events_batch_careful(rows, channel_id)), rejected
-
-
-def _events_batch_careful(rows: Sequence[Record], channel_id: Any) -> pa.RecordBatch:
-    """The event batch built value by value: any shape, unknown fields and bad values kept in ``extra``."""
-    columns = _event_columns(rows, channel_id)
-    invalid: dict[int, dict[str, Any]] = {}
-    arrays = [_build_column(col, values, invalid) for col, values in zip(_EVENT_COLUMNS, columns, strict=True)]
-    extras: list[bytes | None] = []
-    for i, rec in enumerate(rows):
-        unknown = {k: v for k, v in rec.items() if k not in _EVENT_TOP} if len(rec) > 3 else {}
-        headers = rec.get("headers")
-        if isinstance(headers, dict) and len(headers) > 3:
-            more = {k: v for k, v in headers.items() if k not in ("type", "offset", "proofs")}
-            if more:
-                unknown["headers"] = more
-        if i in invalid:
-            unknown["_invalid"] = _invalid_names(invalid[i])
-        extras.append(_json_text(unknown) if unknown else None)
-    arrays.append(pa.array(extras, pa.string()))
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema)
-
-
-def _invalid_names(bad: dict[str, Any]) -> dict[str, Any]:
-    # event columns read nested fields; name them by their wire path
-    paths = {"offset": "headers.offset", "ts": "payload.timestamp", "type": "headers.type"}
-    return {paths.get(k, k): v for k, v in bad.items()}
-
-
-def _offset_name(rec: Record) -> str | None:
-    headers = rec.get("headers")
-    if isinstance(headers, dict) and "offset" in headers:
-        return f"offset {headers['offset']}"
-    return None
-
-
-# ---- events, fast path: Arrow converts the dicts in C++ when the page has exactly the documented shape -----------
-
-_S = pa.string()
-_PAYLOAD_TEXT_FIELDS = ("status", "status_reason", "operation_id", "query_id", "watcher_id", "wallet_id",
-                        "chain_selector", "address", "event_hash")
-_EVENT_STRUCT = pa.struct([
-    ("event_id", _S),
-    ("headers", pa.struct([("type", _S), ("offset", pa.int64()),
-                           ("proofs", pa.list_(pa.struct([("signatures", pa.list_(_S))])))])),
-    ("payload", pa.struct([*((f, _S) for f in _PAYLOAD_TEXT_FIELDS), ("timestamp", pa.int64())])),
-])
-_TOP_KEYS = frozenset({"event_id", "headers", "payload"})
-_HEADER_KEYS = frozenset({"type", "offset", "proofs"})
-
-
-def _only_where(types: pa.Array, kind: str, values: pa.Array) -> pa.Array:
-    import pyarrow.compute as pc
-
-    return pc.if_else(pc.equal(types, kind), values, pa.nulls(len(values), values.type))
-
-
-def _events_batch_fast(rows: Sequence[Record], channel_id: Any) -> pa.RecordBatch | None:
-    """The event batch built by Arrow's C++ converter, or ``None`` when the page needs the careful path (unknown
-    top-level or header fields, a value of an unexpected type, more than one proof, out-of-range times)."""
-    import pyarrow.compute as pc
-
-    for r in rows:
-        if r.keys() - _TOP_KEYS or type(r.get("headers")) is not dict or r["headers"].keys() - _HEADER_KEYS:
-            return None
-    try:
-        events = pa.array(rows, type=_EVENT_STRUCT)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return None
-    heads, pays = pc.struct_field(events, "headers"), pc.struct_field(events, "payload")
-    proofs = pc.struct_field(heads, "proofs")
-    n_proofs = pc.fill_null(pc.list_value_length(proofs), 0)
-    if len(rows) and pc.max(n_proofs).as_py() > 1:
-        return None
-    ts = pc.struct_field(pays, "timestamp")
-    if len(rows) and ts.null_count < len(ts):
-        lo, hi = pc.min_max(ts).values()
-        if lo.as_py() < 0 or hi.as_py() > _MAX_TS:
-            return None
-    first_sigs = pc.struct_field(pc.list_element(pc.if_else(pc.greater(n_proofs, 0), proofs, None), 0), "signatures")
-    field = {name: pc.struct_field(pays, name) for name in _PAYLOAD_TEXT_FIELDS}
-    types = pc.struct_field(heads, "type")
-    subject = pc.case_when(
-        pc.make_struct(*(pc.fill_null(pc.equal(types, t), False) for t in spec.EVENT_SUBJECT_FIELD)),
-        *(field[f] for f in spec.EVENT_SUBJECT_FIELD.values()),
-    )
-    dumps = orjson.dumps
-    payloads = pa.array([None if (p := r.get("payload")) is None else dumps(p) for r in rows], pa.string())
-    n = len(rows)
-    arrays = [
-        pc.struct_field(events, "event_id"),
-        pa.array([channel_id] * n, _S),
-        types,
-        pc.struct_field(heads, "offset"),
-        ts.cast(UTC_SECONDS).cast(TIMESTAMP),
-        field["status"],
-        field["status_reason"],
-        subject,
-        _only_where(types, "operation.status", field["operation_id"]),
-        _only_where(types, "query.status", field["query_id"]),
-        field["watcher_id"],
-        _only_where(types, "wallet.status", field["wallet_id"]),
-        field["chain_selector"],
-        field["address"],
-        field["event_hash"],
-        n_proofs.cast(pa.int64()),
-        pc.list_value_length(first_sigs).cast(pa.int64()),
-        payloads,
-        pa.nulls(n, _S),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema)

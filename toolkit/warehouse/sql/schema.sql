@@ -144,7 +144,7 @@ CREATE TABLE IF NOT EXISTS events (
     signature_count INTEGER,
     -- JSON text kept as VARCHAR on this high-volume table: DuckDB's JSON functions and ->> read it the same,
     -- and loading skips a second validation of every payload (about 20% of the insert time)
-    payload VARCHAR,
+    payload VARCHAR USING COMPRESSION zstd,
     extra VARCHAR,
     synced_at TIMESTAMPTZ
 );

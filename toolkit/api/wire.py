@@ -1,0 +1,138 @@
+"""Typed decoding of event pages straight from the bytes (msgspec), for the loaders' fast path.
+
+The event log is the one high-volume stream, and most of an event's bytes are its payload and proofs. A page in
+exactly the documented shape (``{events, has_more}``; each event ``{event_id, headers{type, offset, proofs},
+payload}``) is decoded here into small typed structs: the proofs only as far as counting them and their signatures,
+and each payload twice cheaply, once kept as the raw JSON text the service sent (stored verbatim, never serialised
+again) and once into the few fields the warehouse has columns for.
+
+A page in any other shape (an unknown field, a value of another type, a ``data`` envelope, a payload that is not an
+object) is not an error here: :func:`decode_event_page` returns ``None`` and the caller parses the page generically,
+which keeps everything. Invalid JSON also returns ``None``; the generic parse reports it with its request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+#: 9999-12-31T23:59:59Z: the last second a warehouse timestamp can hold.
+MAX_SECONDS = 253402300799
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Seconds = Annotated[int, msgspec.Meta(ge=0, le=MAX_SECONDS)]
+
+
+class WireProof(Struct):
+    """One item of ``headers.proofs``: only its signatures (other keys, such as the report, are skipped)."""
+
+    signatures: list[Raw] | UnsetType = UNSET
+
+
+class WireHeaders(Struct, forbid_unknown_fields=True):
+    """``headers`` of an event, exactly as documented."""
+
+    type: str
+    offset: Int64
+    proofs: list[WireProof] = []
+
+
+class WireEvent(Struct, forbid_unknown_fields=True):
+    """One event, exactly as documented; ``payload`` is the raw JSON text."""
+
+    event_id: str
+    headers: WireHeaders
+    payload: Raw
+
+
+class WirePayload(Struct):
+    """The payload fields the warehouse has columns for (any others stay in the payload text)."""
+
+    status: str | None = None
+    status_reason: str | None = None
+    operation_id: str | None = None
+    query_id: str | None = None
+    watcher_id: str | None = None
+    wallet_id: str | None = None
+    chain_selector: str | None = None
+    address: str | None = None
+    event_hash: str | None = None
+    timestamp: Seconds | None = None
+
+
+class _WireEventList(Struct):
+    events: list[WireEvent]
+    has_more: bool
+
+
+_PAGE = msgspec.json.Decoder(_WireEventList)
+_PAYLOAD = msgspec.json.Decoder(WirePayload)
+
+
+@dataclass(frozen=True)
+class DecodedEvents:
+    """The events of one page in the documented shape: each event, its payload's columns, and the payloads' raw
+    JSON texts concatenated in ``payload_blob`` (valid UTF-8), ``payload_sizes`` bytes each."""
+
+    events: list[WireEvent]
+    payloads: list[WirePayload]
+    payload_blob: bytes
+    payload_sizes: list[int]
+    has_more: bool
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+
+def decode_event_page(body: bytes) -> DecodedEvents | None:
+    """Decode an event page in the documented shape, or return ``None`` when it needs the generic parse."""
+    try:
+        page = _PAGE.decode(body)
+        raws = [e.payload for e in page.events]
+        decode = _PAYLOAD.decode
+        payloads = [decode(raw) for raw in raws]
+    except msgspec.DecodeError:  # ValidationError (another shape) is a DecodeError too
+        return None
+    blob = b"".join(raws)
+    if not blob.isascii():
+        try:
+            blob.decode("utf-8")  # msgspec does not check text it skips or keeps raw; the generic parse will
+        except UnicodeDecodeError:
+            return None
+    return DecodedEvents(page.events, payloads, blob, [len(raw) for raw in raws], page.has_more)
+
+
+class _RawEventList(Struct):
+    events: list[Raw] | UnsetType = UNSET
+    data: list[Raw] | UnsetType = UNSET
+
+
+class _RawPayload(Struct):
+    payload: Raw | UnsetType = UNSET
+
+
+def raw_payloads(body: bytes) -> list[bytes | None] | None:
+    """Each event's payload as the raw JSON text the service sent (``None`` where an event has none or is not an
+    object), in page order; ``None`` when the page has no event array. Used by the generic path so that a payload
+    is stored as the same text whichever path converted its page."""
+    try:
+        page = msgspec.json.decode(body, type=_RawEventList)
+    except msgspec.DecodeError:
+        return None
+    items = page.events if not isinstance(page.events, UnsetType) else page.data
+    if isinstance(items, UnsetType):
+        return None
+    out: list[bytes | None] = []
+    for item in items:
+        text: bytes | None = None
+        if bytes(item).lstrip()[:1] == b"{":
+            try:
+                payload = msgspec.json.decode(item, type=_RawPayload).payload
+            except msgspec.DecodeError:
+                payload = UNSET
+            if not isinstance(payload, UnsetType) and bytes(payload) != b"null":
+                text = bytes(payload)
+        out.append(text)
+    return out
