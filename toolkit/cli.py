@@ -78,12 +78,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     """Sync the organisation from CREC_BASE_URL into the warehouse."""
     from .sync import sync
 
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
-    result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet)
+    result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet, workers=args.workers)
     print(result.summary())
     return 0
 
@@ -229,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", action="append", metavar="ID", help="sync only this channel (repeatable)")
     p.add_argument("--full", action="store_true", help="ignore saved cursors and read everything again")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--workers", type=_at_least_one, metavar="N",
+                   help="requests in flight at once (default: 4, or 1 when the service is on this machine)")
     p.set_defaults(func=cmd_sync)
 
     from .metrics import METRICS

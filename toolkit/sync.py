@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,7 +42,7 @@ from tqdm.auto import tqdm
 from . import spec
 from .api import Client, Page, WireEventPage
 from .api.concurrency import prefetch
-from .config import Settings
+from .config import Settings, is_loopback_host
 from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
@@ -51,19 +52,30 @@ from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 #: Rows of one stream written together (one INSERT with its cursor).
-COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
+COMMIT_ROWS = {"events": 20000, "operations": 2000, "queries": 2000}
 #: Rows written before the open transaction is committed. Large transactions let DuckDB write compressed row
 #: groups straight to the file instead of logging every row to the WAL first; a crash loses at most this much
 #: work, never data, since every cursor is committed with the rows it covers.
-TRANSACTION_ROWS = 100_000
+TRANSACTION_ROWS = 50_000
 #: Parsed records waiting across all streams before the largest buffer is written early (memory ceiling).
 MAX_BUFFERED_ROWS = 6000
-#: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), and a
-#: memory ceiling so a long history never grows the process.
+#: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), a memory
+#: ceiling so a long history never grows the process, and one thread: appends gain nothing from a second one,
+#: which only takes CPU from the fetching and converting thread.
 SYNC_MEMORY_LIMIT = "128MB"
+SYNC_THREADS = 1
 SYNC_CHECKPOINT_THRESHOLD = "128MB"
-#: Concurrent fetches (threads sharing one client).
+#: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
 WORKERS = 4
+
+
+def default_workers(base_url: str) -> int:
+    """Concurrent fetches for a service: :data:`WORKERS` over a network, 1 on loopback.
+
+    A service on this machine answers at once and shares its CPU; there, more threads only contend for the GIL
+    (measured by benchmarks/sync_bench.py: one thread fetching, decoding and converting in turn beats four).
+    """
+    return 1 if is_loopback_host(urlsplit(base_url).hostname) else WORKERS
 #: Statuses the incremental re-list asks for: operations not yet on chain. Once included (confirmed_latest and
 #: after) their remaining moves come as events; and on test networks confirmed_latest is the last status ever, so
 #: re-listing it would cost a request per hundred of them on every run, forever.
@@ -136,8 +148,18 @@ class _Buffer:
 class Loader:
     """One sync run against one warehouse (use :func:`sync`)."""
 
-    def __init__(self, client: Client, warehouse: Warehouse, result: SyncResult, *, full: bool, quiet: bool) -> None:
+    def __init__(
+        self,
+        client: Client,
+        warehouse: Warehouse,
+        result: SyncResult,
+        *,
+        full: bool,
+        quiet: bool,
+        workers: int | None = None,
+    ) -> None:
         self.client = client
+        self.workers = max(1, workers or default_workers(client.base_url))
         self.wh = warehouse
         self.result = result
         self.full = full
@@ -280,7 +302,7 @@ class Loader:
         that is new or whose name or status changed since the warehouse saw it."""
         streams = {cid: (lambda cid=cid: self.client.watcher_pages(cid)) for cid in channel_ids}
         summaries: list[tuple[str, dict[str, Any]]] = []
-        for cid, page in prefetch(streams, workers=WORKERS):
+        for cid, page in prefetch(streams, workers=self.workers):
             summaries += [(cid, w) for w in page.records if isinstance(w.get("watcher_id"), str)]
         self.settle()
         known = {
@@ -308,7 +330,9 @@ class Loader:
 
         if not keys:
             return []
-        with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="chainops-get") as pool:
+        if self.workers == 1:
+            return [one(key) for key in keys]
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="chainops-get") as pool:
             return list(pool.map(one, keys))
 
     # ---- paged streams --------------------------------------------------------------------------------------
@@ -329,7 +353,7 @@ class Loader:
             self.store(table, buf.records, page=buf.last, defaults={"channel_id": cid}, cursor=cursor_of(key, buf))
 
         buffered = 0
-        for key, page in prefetch(streams, workers=WORKERS):
+        for key, page in prefetch(streams, workers=self.workers):
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
@@ -392,7 +416,7 @@ class Loader:
             if batches:
                 self.write("events", _distinct_events(batches), cursor=(f"events:{cid}", {"next_offset": next_offset}))
 
-        for cid, page in prefetch(streams, workers=WORKERS):
+        for cid, page in prefetch(streams, workers=self.workers):
             batch = self.event_batch(page, cid)
             pending[cid].append(batch)
             bar.update(batch.num_rows)
@@ -527,11 +551,13 @@ def sync(
     channels: Sequence[str] | None = None,
     full: bool = False,
     quiet: bool = False,
+    workers: int | None = None,
 ) -> SyncResult:
     """Sync the organisation into the warehouse and return what the run did.
 
     ``settings`` (default: from the environment) names the service, key and warehouse; pass ``client`` to reuse
     one. ``channels`` limits the per-channel streams; ``full`` reads every list and event log from the start again.
+    ``workers`` sets how many requests run at once (default: :func:`default_workers`).
     Raises a :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
     ``sync_runs`` either way, and the next run resumes from the last committed batch.
     """
@@ -544,8 +570,9 @@ def sync(
     try:
         with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
+            wh.con.execute(f"SET threads = {SYNC_THREADS}")
             _write_run(wh, result, client.base_url)
-            loader = Loader(client, wh, result, full=full, quiet=quiet)
+            loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers)
             try:
                 loader.run(channels)
                 started = time.perf_counter()

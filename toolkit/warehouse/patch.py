@@ -45,7 +45,6 @@ _WORKFLOW_FIELDS = (
     "operation_status_workflow_id",
     "operation_status_workflow_execution_id",
 )
-_workflow_ids = ",\n".join(f"arg_max({f}, ({_op_rank('status')}, ts)) AS {f}" for f in _WORKFLOW_FIELDS)
 _workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_FIELDS)
 
 
@@ -59,16 +58,15 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
     since = rows[0][0] if rows and rows[0][0] else "-infinity"
     con.execute("BEGIN TRANSACTION")
     try:
-        workflow = ", ".join(f"json_extract_string(payload, '$.{f}') AS {f}" for f in _WORKFLOW_FIELDS)
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
-            f"event_hash, proof_count, synced_at, {workflow} FROM events "
+            "event_hash, proof_count, synced_at FROM events "
             "WHERE synced_at > CAST(? AS TIMESTAMPTZ) AND type IN ('operation.status', 'query.status')",
             [since],
         )
         counted = con.execute("SELECT count(*), CAST(max(synced_at) AS VARCHAR) FROM _new_events").fetchall()[0]
         if counted[0]:
-            apply_operation_events(con, "_new_events")
+            apply_operation_events(con, "_new_events", payloads_since=since)
             apply_query_events(con, "_new_events")
             con.execute(
                 "INSERT OR REPLACE INTO sync_state VALUES (?, json_object('synced_at', ?), now())",
@@ -82,15 +80,19 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
     return int(counted[0])
 
 
-def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
-    """Apply the ``operation.status`` events of ``view`` (a table or view) to ``operations``; queue unknown ids."""
+def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, payloads_since: str | None = None) -> None:
+    """Apply the ``operation.status`` events of ``view`` (a table or view) to ``operations``; queue unknown ids.
+
+    The workflow ids a move carries are read from the payloads of the events table (those stored after
+    ``payloads_since``, or ``view``'s own ``payload`` column when it is not given), and only for the operations
+    that actually move: parsing every payload of a long history would cost more than the rest of the patch.
+    """
     latest = f"""
         SELECT operation_id,
                any_value(channel_id) AS channel_id,
                arg_max(status, ({_op_rank('status')}, ts)) AS status,
                max(ts) AS ts,
-               max({_op_rank('status')}) AS rank,
-               {_workflow_ids}
+               max({_op_rank('status')}) AS rank
         FROM {view}
         WHERE type = 'operation.status' AND operation_id IS NOT NULL AND ts IS NOT NULL
           AND {_op_rank('status')} IS NOT NULL
@@ -99,13 +101,34 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
     con.execute(f"CREATE OR REPLACE TEMP TABLE _latest_operation_moves AS {latest}")
     if not con.execute("SELECT count(*) FROM _latest_operation_moves").fetchall()[0][0]:
         return
-    latest = "SELECT * FROM _latest_operation_moves"
-    con.execute(f"""
+    con.execute("""
         INSERT OR IGNORE INTO sync_refetch
         SELECT 'operation', l.channel_id, l.operation_id
-        FROM ({latest}) l LEFT JOIN operations o USING (operation_id)
+        FROM _latest_operation_moves l LEFT JOIN operations o USING (operation_id)
         WHERE o.operation_id IS NULL OR (o.status = 'pending_signature' AND l.status <> 'pending_signature')
     """)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _operation_moves AS
+        SELECT l.* FROM _latest_operation_moves l JOIN operations o USING (operation_id)
+        WHERE NOT list_contains({_OP_TERMINAL}, o.status)
+          AND {_op_rank('o.status')} IS NOT NULL
+          AND (list_contains({_OP_TERMINAL}, l.status) OR l.rank > {_op_rank('o.status')})
+    """)
+    if not con.execute("SELECT count(*) FROM _operation_moves").fetchall()[0][0]:
+        return
+    source, params = (view, []) if payloads_since is None else (
+        "(SELECT * FROM events WHERE synced_at > CAST(? AS TIMESTAMPTZ))", [payloads_since])
+    workflow = ",\n".join(
+        f"arg_max(json_extract_string(e.payload, '$.{f}'), ({_op_rank('e.status')}, e.ts)) AS {f}"
+        for f in _WORKFLOW_FIELDS
+    )
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _operation_workflows AS
+        SELECT e.operation_id, {workflow}
+        FROM {source} e SEMI JOIN _operation_moves m ON e.operation_id = m.operation_id
+        WHERE e.type = 'operation.status' AND e.ts IS NOT NULL AND {_op_rank('e.status')} IS NOT NULL
+        GROUP BY e.operation_id
+    """, params)
     con.execute(f"""
         UPDATE operations AS o SET
             status = l.status,
@@ -114,11 +137,8 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
             cancelled_at = CASE WHEN l.status = 'cancelled' THEN coalesce(o.cancelled_at, l.ts) ELSE o.cancelled_at END,
             {_workflow_sets},
             synced_at = now()
-        FROM ({latest}) l
+        FROM (SELECT * FROM _operation_moves LEFT JOIN _operation_workflows USING (operation_id)) l
         WHERE o.operation_id = l.operation_id
-          AND NOT list_contains({_OP_TERMINAL}, o.status)
-          AND {_op_rank('o.status')} IS NOT NULL
-          AND (list_contains({_OP_TERMINAL}, l.status) OR l.rank > {_op_rank('o.status')})
     """)
 
 
