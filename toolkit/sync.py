@@ -52,7 +52,7 @@ from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 #: Rows of one stream written together (one INSERT with its cursor).
-COMMIT_ROWS = {"events": 20000, "operations": 2000, "queries": 2000}
+COMMIT_ROWS = {"events": 10000, "operations": 2000, "queries": 2000}
 #: Rows written before the open transaction is committed. Large transactions let DuckDB write compressed row
 #: groups straight to the file instead of logging every row to the WAL first; a crash loses at most this much
 #: work, never data, since every cursor is committed with the rows it covers.

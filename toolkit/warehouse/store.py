@@ -98,6 +98,8 @@ class Warehouse:
                 )
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         con.execute("SET TimeZone = 'UTC'")
+        if not self.read_only:
+            con.execute("SET enable_progress_bar = false")  # a writer (a sync) shows its own progress, or none
         if self.memory_limit:
             con.execute("SET memory_limit = ?", [self.memory_limit])
         return con
