@@ -416,12 +416,16 @@ class Loader:
             if batches:
                 self.write("events", _distinct_events(batches), cursor=(f"events:{cid}", {"next_offset": next_offset}))
 
+        next_offsets: dict[str, int | None] = {}
         for cid, page in prefetch(streams, workers=self.workers):
             batch = self.event_batch(page, cid)
             pending[cid].append(batch)
+            next_offsets[cid] = page.next_offset
             bar.update(batch.num_rows)
             if sum(b.num_rows for b in pending[cid]) >= COMMIT_ROWS["events"] or not page.has_more:
                 flush(cid, page.next_offset)
+        for cid in list(pending):  # a stream that ended without has_more=false (its offsets stopped moving)
+            flush(cid, next_offsets[cid])
         self.settle()
         self.result.phases["events: pages"] = round(time.perf_counter() - started, 3)
         started = time.perf_counter()

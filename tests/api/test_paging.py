@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
+import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.api import Client
+from toolkit.api.retry import RetryPolicy
+from toolkit.errors import ResponseFormatError
 
 
 def serve_list(items: list[dict], seen: list[httpx.Request], key: str = "data"):
@@ -86,3 +91,44 @@ def test_event_pages_stop_when_offsets_do_not_move() -> None:
     with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
         pages = list(client.event_pages("c1", start=10))
     assert len(calls) == 1 and pages[0].next_offset == 10
+
+
+def test_wire_pages_decode_documented_pages_and_parse_others_keeping_the_payload_text() -> None:
+    """The loaders' reader: a documented page comes decoded (typed, payload as the text sent); a page with an
+    unknown field comes as dicts with each payload's raw text; both follow the message offsets."""
+    log = [event(i) for i in range(0, 300)]
+    log[250]["headers"]["region"] = "eu"  # an unknown header field: that page takes the careful path
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        start = int(request.url.params["offset"])
+        page = [e for e in log if e["headers"]["offset"] >= start][:200]
+        body = json.dumps({"events": page, "has_more": page[-1] is not log[-1]}, indent=1)  # spaces, newlines
+        return httpx.Response(200, content=body.encode())
+
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
+        pages = list(client.event_wire_pages("c1"))
+    assert [p.count for p in pages] == [200, 100]
+    fast, careful = pages
+    assert fast.decoded is not None and careful.decoded is None
+    assert [e.event_id for e in fast.decoded.events] == [f"e{i}" for i in range(200)]
+    assert fast.decoded.payloads[0].status == "accepted"
+    first = fast.decoded.payload_blob[: fast.decoded.payload_sizes[0]]
+    assert first == b'{\n    "status": "accepted"\n   }'  # verbatim, not re-serialised
+    assert [r["event_id"] for r in careful.records] == [f"e{i}" for i in range(200, 300)]
+    assert careful.payload_texts[50] == b'{\n    "status": "accepted"\n   }'
+    assert (fast.next_offset, careful.next_offset) == (200, 300)
+
+
+def test_wire_pages_retry_a_malformed_body_then_report_it_with_the_request() -> None:
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200, content=b'{"events": [{"event_id": "e1", "head')
+
+    no_wait = RetryPolicy(attempts=3, initial=0.0, maximum=0.0, floor=0.0)
+    client = Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler), retry=no_wait)
+    with client, pytest.raises(ResponseFormatError) as info:
+        list(client.event_wire_pages("c1", start=7))
+    assert len(calls) == 3
+    assert "GET /channels/c1/events" in str(info.value)

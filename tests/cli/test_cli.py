@@ -109,6 +109,8 @@ def test_metrics_on_a_missing_warehouse_says_what_to_do(tmp_path) -> None:
 
 def test_usage_errors_exit_2() -> None:
     assert chainops("metrics", "no-such-metric").returncode == 2
+    refused = chainops("sync", "--workers", "0")
+    assert refused.returncode == 2 and "at least 1" in refused.stderr
 
 
 def test_demo_runs_end_to_end(tmp_path) -> None:

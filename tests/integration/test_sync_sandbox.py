@@ -60,6 +60,21 @@ def test_resources_match_what_the_sandbox_served(synced, sandbox) -> None:
             assert stored == sorted(served), channel["name"]
 
 
+def test_four_fetch_threads_store_exactly_what_one_thread_stores(synced, server, tmp_path) -> None:
+    """Against a remote service four threads fetch at once; on loopback one thread does it all. Same warehouse."""
+    path, _, _ = synced
+    other = tmp_path / "threads.duckdb"
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=other, environ={})
+    assert sync(settings, quiet=True, workers=4).outcome == "ok"
+    keys = {"events": "event_id", "operations": "operation_id", "operation_transactions": "operation_id, idx",
+            "queries": "query_id", "watchers": "watcher_id", "wallets": "wallet_id"}
+    with Warehouse(path, read_only=True) as one, Warehouse(other, read_only=True) as four:
+        for table, key in keys.items():
+            columns = ", ".join(f'"{c}"' for c in one.columns(table) if c != "synced_at")
+            sql = f"SELECT {columns} FROM {table} ORDER BY {key}"
+            assert one.arrow(sql).equals(four.arrow(sql)), table
+
+
 def test_transitions_match_the_engine(synced, sandbox) -> None:
     path, _, _ = synced
     truth = {(op, status): ts for op, status, ts in sandbox.truth(TEST_KEY).transitions}
