@@ -171,6 +171,7 @@ class Loader:
         self._open_rows = 0
         self._pending_rows: Counter[str] = Counter()
         self._pending_updated: Counter[str] = Counter()
+        self._pending_cursors: dict[str, Any] = {}  # written once per transaction, just before it commits
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -228,7 +229,7 @@ class Loader:
                 self._pending_rows["operation_transactions"] += tx_new
                 self._pending_updated["operation_transactions"] += tx_updated
             if cursor is not None:
-                self.wh.set_cursor(*cursor)
+                self._pending_cursors[cursor[0]] = cursor[1]
             if done_refetch is not None:
                 kind, ids = done_refetch
                 self.wh.con.execute("DELETE FROM sync_refetch WHERE kind = ? AND list_contains(?, id)", [kind, ids])
@@ -254,17 +255,20 @@ class Loader:
     def _commit(self) -> None:
         """(Writer thread.) Commit the open transaction, if any, and count its rows as written."""
         if self._open:
+            self.wh.set_cursors(self._pending_cursors)
             self.wh.con.execute("COMMIT")
             self.result.rows.update(self._pending_rows)
             self.result.updated.update(self._pending_updated)
-        self._open, self._open_rows = False, 0
-        self._pending_rows, self._pending_updated = Counter(), Counter()
+        self._forget_transaction()
 
     def _rollback(self) -> None:
         if self._open:
             self.wh.con.execute("ROLLBACK")
+        self._forget_transaction()
+
+    def _forget_transaction(self) -> None:
         self._open, self._open_rows = False, 0
-        self._pending_rows, self._pending_updated = Counter(), Counter()
+        self._pending_rows, self._pending_updated, self._pending_cursors = Counter(), Counter(), {}
 
     def settle(self) -> None:
         """Commit what has been written and wait for the writer: after this the caller may use the connection."""

@@ -211,10 +211,15 @@ class Warehouse:
 
     def set_cursor(self, stream: str, cursor: Any) -> None:
         """Save a stream's cursor (call inside the transaction that wrote the rows it covers)."""
-        self.con.execute(
-            "INSERT OR REPLACE INTO sync_state (stream, cursor, updated_at) VALUES (?, ?, now())",
-            [stream, json.dumps(cursor)],
-        )
+        self.set_cursors({stream: cursor})
+
+    def set_cursors(self, cursors: Mapping[str, Any]) -> None:
+        """Save several streams' cursors in one statement (inside the transaction that wrote their rows)."""
+        if not cursors:
+            return
+        rows = ", ".join("(?, ?, now())" for _ in cursors)
+        params = [v for stream, cursor in cursors.items() for v in (stream, json.dumps(cursor))]
+        self.con.execute(f"INSERT OR REPLACE INTO sync_state (stream, cursor, updated_at) VALUES {rows}", params)
 
     # ---- reading --------------------------------------------------------------------------------------------
 
