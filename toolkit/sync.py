@@ -52,17 +52,18 @@ from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 #: Rows of one stream written together (one INSERT with its cursor).
-COMMIT_ROWS = {"events": 10000, "operations": 2000, "queries": 2000}
-#: Rows written before the open transaction is committed. Large transactions let DuckDB write compressed row
-#: groups straight to the file instead of logging every row to the WAL first; a crash loses at most this much
-#: work, never data, since every cursor is committed with the rows it covers.
+COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
+#: Rows written before the open transaction is committed: a few large commits cost less than many small ones
+#: (each writes and syncs the WAL). A crash loses at most this much work, never data, since every cursor is
+#: committed with the rows it covers.
 TRANSACTION_ROWS = 50_000
 #: Parsed records waiting across all streams before the largest buffer is written early (memory ceiling).
 MAX_BUFFERED_ROWS = 6000
 #: DuckDB settings while a sync writes: checkpoint in large steps (the WAL keeps every commit durable), a memory
-#: ceiling so a long history never grows the process, and one thread: appends gain nothing from a second one,
-#: which only takes CPU from the fetching and converting thread.
-SYNC_MEMORY_LIMIT = "128MB"
+#: ceiling so a long history never grows the process (raised for the models, whose first build needs more), and
+#: one thread: appends gain nothing from a second one, which only takes CPU from the fetching and converting thread.
+SYNC_MEMORY_LIMIT = "96MB"
+MODELS_MEMORY_LIMIT = "128MB"
 SYNC_THREADS = 1
 SYNC_CHECKPOINT_THRESHOLD = "128MB"
 #: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
@@ -165,7 +166,7 @@ class Loader:
         self.full = full
         self.show_progress = not quiet and _interactive()
         self.bars: dict[str, tqdm] = {}
-        self.writer = Writer()
+        self.writer = Writer(depth=1)  # one batch queued while one is written: little memory, still overlapped
         # the open transaction (touched only on the writer thread): rows written in it, and its counts
         self._open = False
         self._open_rows = 0
@@ -584,6 +585,7 @@ def sync(
             try:
                 loader.run(channels)
                 started = time.perf_counter()
+                wh.con.execute("SET memory_limit = ?", [MODELS_MEMORY_LIMIT])
                 refresh_models(wh)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()
