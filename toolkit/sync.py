@@ -23,6 +23,7 @@ client) while this thread converts and writes, so the network and the conversion
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -35,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 from tqdm.auto import tqdm
@@ -175,6 +177,7 @@ class Loader:
         self._pending_rows: Counter[str] = Counter()
         self._pending_updated: Counter[str] = Counter()
         self._pending_cursors: dict[str, Any] = {}  # written once per transaction, just before it commits
+        self._failed = False  # a write or commit failed: finish() must not commit what is left
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -242,7 +245,11 @@ class Loader:
 
     def _in_transaction(self, work: Callable[[], int]) -> None:
         """(Writer thread.) Run ``work`` in the open transaction, opening one first (after letting any waiting
-        reader in) and committing it once it holds :data:`TRANSACTION_ROWS` rows. A failure rolls it back."""
+        reader in) and committing it once it holds :data:`TRANSACTION_ROWS` rows. A reader waiting in another
+        process gets the open transaction committed early, so it waits for one batch at most. A failure rolls the
+        transaction back."""
+        if self._open and self.wh.readers_waiting():
+            self._commit()
         if not self._open:
             self.wh.yield_to_readers()  # between transactions: a waiting reader gets in, then we carry on
             self.wh.con.execute("BEGIN TRANSACTION")
@@ -256,17 +263,24 @@ class Loader:
             self._commit()
 
     def _commit(self) -> None:
-        """(Writer thread.) Commit the open transaction, if any, and count its rows as written."""
+        """(Writer thread.) Commit the open transaction, if any, with its streams' cursors, and count its rows as
+        written. If the commit fails, nothing of the transaction is kept (DuckDB drops it) and the error is raised."""
         if self._open:
-            self.wh.set_cursors(self._pending_cursors)
-            self.wh.con.execute("COMMIT")
+            try:
+                self.wh.set_cursors(self._pending_cursors)
+                self.wh.con.execute("COMMIT")
+            except BaseException:
+                self._failed = True
+                self._rollback()
+                raise
             self.result.rows.update(self._pending_rows)
             self.result.updated.update(self._pending_updated)
         self._forget_transaction()
 
     def _rollback(self) -> None:
         if self._open:
-            self.wh.con.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):  # DuckDB drops a transaction whose COMMIT failed
+                self.wh.con.execute("ROLLBACK")
         self._forget_transaction()
 
     def _forget_transaction(self) -> None:
@@ -280,9 +294,9 @@ class Loader:
 
     def finish(self) -> None:
         """Stop the writer; commit the open transaction, whose rows and cursors are consistent, unless a write
-        failed (then it was rolled back already)."""
+        or a commit failed (then nothing more is committed)."""
         self.writer.close()
-        if self.writer.healthy:
+        if self.writer.healthy and not self._failed:
             self._commit()
         else:
             self._rollback()
@@ -599,7 +613,14 @@ def sync(
                 result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                loader.finish()
+                commit_error: Exception | None = None
+                try:
+                    loader.finish()
+                except Exception as exc:  # raised below unless the run's own error is already on its way
+                    if result.outcome != "failed":
+                        commit_error = exc
+                        result.outcome = "failed"
+                        result.message = f"the last commit failed: {type(exc).__name__}: {exc}"
                 loader.close_bars()
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
@@ -607,6 +628,8 @@ def sync(
                 if result.rejected and not result.message:
                     result.message = "; ".join(result.rejected[:20])
                 _write_run(wh, result, client.base_url)
+                if commit_error is not None:
+                    raise commit_error
     finally:
         if own_client:
             client.close()

@@ -3,6 +3,7 @@ faults never clear it stops with a clear error."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -70,3 +71,40 @@ def test_faults_that_never_clear_stop_with_a_clear_error(tmp_path) -> None:
     with Warehouse(tmp_path / "w.duckdb", read_only=True) as wh:
         outcome, message = wh.con.execute("SELECT outcome, message FROM sync_runs").fetchall()[0]
     assert outcome == "failed" and "answered 500" in message
+
+
+def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catches_up(
+    reference, tmp_path, monkeypatch
+) -> None:
+    """A commit that fails (a full disk, say) loses its transaction whole: no cursor survives without its rows,
+    the run is audited as failed with the error, and the next run ends identical to a clean sync."""
+    from toolkit.warehouse import Warehouse
+
+    path = tmp_path / "w.duckdb"
+    real = Warehouse.set_cursors
+    calls = {"n": 0}
+
+    def failing_once(self, cursors):
+        calls["n"] += 1
+        if calls["n"] == 4:  # the fourth transaction's COMMIT fails, and DuckDB drops the transaction, as it does
+            self.con.execute("ROLLBACK")
+            raise OSError("No space left on device")
+        return real(self, cursors)
+
+    monkeypatch.setattr(Warehouse, "set_cursors", failing_once)
+    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+        with pytest.raises(OSError, match="No space left"):
+            sync(client=client, warehouse=str(path), quiet=True)
+        with Warehouse(path, read_only=True) as wh:
+            outcome, message = wh.con.execute("SELECT outcome, message FROM sync_runs").fetchall()[0]
+            cursors = dict(wh.con.execute("SELECT stream, cursor FROM sync_state").fetchall())
+            events = dict(wh.con.execute("SELECT channel_id, count(*) FROM events GROUP BY ALL").fetchall())
+        assert outcome == "failed" and "No space left" in message
+        for stream, cursor in cursors.items():  # every saved event cursor is covered by stored rows
+            if stream.startswith("events:"):
+                assert events.get(stream.split(":", 1)[1], 0) >= int(json.loads(cursor)["next_offset"] or 0)
+        monkeypatch.setattr(Warehouse, "set_cursors", real)
+        assert sync(client=client, warehouse=str(path), quiet=True).outcome == "ok"
+    got = snapshot(path)
+    for table in TABLES:
+        assert got[table] == reference[table], f"seed {SEED}: {table} differs after a failed commit"

@@ -72,3 +72,23 @@ def test_transactions_keep_exact_values_and_selectors() -> None:
     assert [(r["idx"], r["value"], r["data_size"], r["selector"]) for r in rows] == [
         (0, big, 68, "0xa9059cbb"), (1, "0", 0, None)]
     assert batch.schema.field("value").type == pa.string()
+
+
+def test_events_are_stored_under_the_channel_whose_log_they_came_from() -> None:
+    """An event's own differing channel_id is kept in extra; the column holds the stream's channel, so a re-read
+    of the same event replaces the stored row instead of adding a second one."""
+    import json as _json
+
+    from toolkit.warehouse.event_batches import events_batch
+
+    records = [
+        {"event_id": "e1", "channel_id": "other", "headers": {"type": "operation.status", "offset": 1, "proofs": []},
+         "payload": {"status": "sent", "timestamp": 1}},
+        {"event_id": "e2", "headers": {"type": "operation.status", "offset": 2, "proofs": []},
+         "payload": {"status": "sent", "timestamp": 2}},
+    ]
+    batch, rejected = events_batch(records, channel_id="mine")
+    assert rejected == []
+    assert batch.column("channel_id").to_pylist() == ["mine", "mine"]
+    extras = batch.column("extra").to_pylist()
+    assert _json.loads(extras[0]) == {"channel_id": "other"} and extras[1] is None

@@ -93,7 +93,7 @@ def decode_event_page(body: bytes) -> DecodedEvents | None:
         raws = [e.payload for e in page.events]
         decode = _PAYLOAD.decode
         payloads = [decode(raw) for raw in raws]
-    except msgspec.DecodeError:  # ValidationError (another shape) is a DecodeError too
+    except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError (another shape) is a DecodeError too
         return None
     blob = b"".join(raws)
     if not blob.isascii():

@@ -63,9 +63,11 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
     blank = [k for k in kept if not k.strip()]
     if blank or len(kept) != len(ids):
         for key in blank:
-            i = kept.pop(key)
-            rejected.append(RejectedRecord("events", i, "event_id", _key_problem(key) or "is empty",
-                                           key=f"offset {events[i].headers.offset}"))
+            del kept[key]
+        for i, key in enumerate(ids):
+            if not key.strip():  # every copy is reported, as the careful path does
+                rejected.append(RejectedRecord("events", i, "event_id", _key_problem(key) or "is empty",
+                                               key=f"offset {events[i].headers.offset}"))
         order = sorted(kept.values())
         events = [events[i] for i in order]
         payloads = [payloads[i] for i in order]
@@ -132,7 +134,7 @@ def _event_columns(rows: Sequence[Record], channel_id: Any) -> list[list[Any]]:
 
     return [
         [r.get("event_id") for r in rows],
-        [r.get("channel_id", channel_id) for r in rows],
+        [r.get("channel_id") for r in rows] if channel_id is None else [channel_id] * len(rows),
         types,
         [h.get("offset") for h in heads],
         [p.get("timestamp") for p in pays],
@@ -157,7 +159,8 @@ def events_batch(
     """Events of any shape as a record batch, plus the events rejected for want of a usable ``event_id``.
 
     ``payload_texts`` (aligned with ``records``) are the payloads as the service sent them; without them a payload
-    is stored as compact JSON.
+    is stored as compact JSON. ``channel_id`` is the channel whose log the events came from, and is what is stored
+    (an event's own differing ``channel_id`` field is kept in ``extra``).
     """
     rejected: list[RejectedRecord] = []
     kept: dict[str, int] = {}
@@ -188,6 +191,8 @@ def events_batch(
     extras: list[bytes | None] = []
     for i, rec in enumerate(rows):
         unknown = {k: v for k, v in rec.items() if k not in _EVENT_TOP} if len(rec) > 3 else {}
+        if channel_id is not None and rec.get("channel_id", channel_id) != channel_id:
+            unknown["channel_id"] = rec["channel_id"]  # the stream's channel is stored; the record's own is kept
         headers = rec.get("headers")
         if isinstance(headers, dict) and len(headers) > 3:
             more = {k: v for k, v in headers.items() if k not in ("type", "offset", "proofs")}

@@ -104,6 +104,10 @@ class Warehouse:
             con.execute("SET memory_limit = ?", [self.memory_limit])
         return con
 
+    def readers_waiting(self) -> bool:
+        """Whether a reader in another process is waiting for the file (see :meth:`yield_to_readers`)."""
+        return not self.read_only and _readers_file(self.path).exists()
+
     def yield_to_readers(self, *, pause: float = 0.2, wait: float = 600.0) -> bool:
         """If a reader in another process is waiting for the file, checkpoint, close, let it in, and reopen.
 
