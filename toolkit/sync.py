@@ -462,7 +462,8 @@ class Loader:
         if page.decoded is not None:
             batch, rejected = wire_events_batch(page.decoded, channel_id=channel_id)
         else:
-            batch, rejected = events_batch(page.records, channel_id=channel_id, payload_texts=page.payload_texts)
+            batch, rejected = events_batch(page.records, channel_id=channel_id, payload_texts=page.payload_texts,
+                                           stream_channel=True)
         self._note_rejected(rejected, page)
         return batch
 

@@ -87,8 +87,10 @@ def test_events_are_stored_under_the_channel_whose_log_they_came_from() -> None:
         {"event_id": "e2", "headers": {"type": "operation.status", "offset": 2, "proofs": []},
          "payload": {"status": "sent", "timestamp": 2}},
     ]
-    batch, rejected = events_batch(records, channel_id="mine")
+    batch, rejected = events_batch(records, channel_id="mine", stream_channel=True)
     assert rejected == []
     assert batch.column("channel_id").to_pylist() == ["mine", "mine"]
     extras = batch.column("extra").to_pylist()
     assert _json.loads(extras[0]) == {"channel_id": "other"} and extras[1] is None
+    fallback, _ = events_batch(records, channel_id="mine")  # to_batch's defaults: only where the record names none
+    assert fallback.column("channel_id").to_pylist() == ["other", "mine"]

@@ -67,7 +67,7 @@ def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
     decoded = decode_event_page(body)
     assert decoded is not None, "a page in the documented shape takes the fast path"
     fast, fast_rejected = wire_events_batch(decoded, channel_id="ch")
-    careful, careful_rejected = events_batch(orjson.loads(body)["events"], channel_id="ch",
+    careful, careful_rejected = events_batch(orjson.loads(body)["events"], channel_id="ch", stream_channel=True,
                                              payload_texts=raw_payloads(body))
     assert fast.schema == careful.schema
     assert fast.to_pylist() == careful.to_pylist()
@@ -89,7 +89,8 @@ def test_pages_in_another_shape_take_the_careful_path(records) -> None:
         assert decoded is None, "an unknown field must reach the careful path, which keeps it in extra"
     if decoded is not None:  # every event happened to be documented: both paths must then agree
         fast, _ = wire_events_batch(decoded, channel_id="ch")
-        careful, _ = events_batch(orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body))
+        careful, _ = events_batch(orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body),
+                                  stream_channel=True)
         assert fast.to_pylist() == careful.to_pylist()
 
 

@@ -121,7 +121,7 @@ def _signature_count_of(proofs: Any) -> int | None:
     return None
 
 
-def _event_columns(rows: Sequence[Record], channel_id: Any) -> list[list[Any]]:
+def _event_columns(rows: Sequence[Record], channel_id: Any, *, stream: bool) -> list[list[Any]]:
     """The event table's columns but ``payload``, each built by one list comprehension."""
     heads = [h if type(h) is dict else _EMPTY for h in (r.get("headers") for r in rows)]
     pays = [p if type(p) is dict else _EMPTY for p in (r.get("payload") for r in rows)]
@@ -134,7 +134,7 @@ def _event_columns(rows: Sequence[Record], channel_id: Any) -> list[list[Any]]:
 
     return [
         [r.get("event_id") for r in rows],
-        [r.get("channel_id") for r in rows] if channel_id is None else [channel_id] * len(rows),
+        [channel_id] * len(rows) if stream else [r.get("channel_id", channel_id) for r in rows],
         types,
         [h.get("offset") for h in heads],
         [p.get("timestamp") for p in pays],
@@ -154,13 +154,18 @@ def _event_columns(rows: Sequence[Record], channel_id: Any) -> list[list[Any]]:
 
 
 def events_batch(
-    records: Sequence[Record], *, channel_id: str | None, payload_texts: Sequence[bytes | None] | None = None
+    records: Sequence[Record],
+    *,
+    channel_id: str | None,
+    payload_texts: Sequence[bytes | None] | None = None,
+    stream_channel: bool = False,
 ) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
     """Events of any shape as a record batch, plus the events rejected for want of a usable ``event_id``.
 
     ``payload_texts`` (aligned with ``records``) are the payloads as the service sent them; without them a payload
-    is stored as compact JSON. ``channel_id`` is the channel whose log the events came from, and is what is stored
-    (an event's own differing ``channel_id`` field is kept in ``extra``).
+    is stored as compact JSON. ``channel_id`` fills in events that name no channel; with ``stream_channel`` it is
+    the channel whose log the events came from and is stored for every event (an event's own differing
+    ``channel_id`` field is then kept in ``extra``), as the fast path does.
     """
     rejected: list[RejectedRecord] = []
     kept: dict[str, int] = {}
@@ -176,7 +181,8 @@ def events_batch(
         kept[str(key)] = i
     order = sorted(kept.values())
     rows = [records[i] for i in order]
-    columns = _event_columns(rows, channel_id)
+    stream = stream_channel and channel_id is not None
+    columns = _event_columns(rows, channel_id, stream=stream)
     invalid: dict[int, dict[str, Any]] = {}
     arrays = [_build_column(col, values, invalid) for col, values in zip(EVENTS.columns[:-1], columns, strict=True)]
 
@@ -191,7 +197,7 @@ def events_batch(
     extras: list[bytes | None] = []
     for i, rec in enumerate(rows):
         unknown = {k: v for k, v in rec.items() if k not in _EVENT_TOP} if len(rec) > 3 else {}
-        if channel_id is not None and rec.get("channel_id", channel_id) != channel_id:
+        if stream and rec.get("channel_id", channel_id) != channel_id:
             unknown["channel_id"] = rec["channel_id"]  # the stream's channel is stored; the record's own is kept
         headers = rec.get("headers")
         if isinstance(headers, dict) and len(headers) > 3:
