@@ -479,6 +479,14 @@ def _pd_transitions(ev: pd.DataFrame, ops: pd.DataFrame | None = None) -> pd.Dat
     return g
 
 
+def _first_seen(ev: pd.DataFrame, key: str, names: dict[str, str]) -> pd.DataFrame:
+    """One row per ``key``: the first time it entered each status (a column per status), and its network."""
+    first = ev.groupby([key, "status"], sort=False)["ts"].min().unstack()
+    chain = ev.groupby(key, sort=False)["chain_selector"].first()
+    first["network"] = chain.map(names).fillna(chain)
+    return first
+
+
 def _pd_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT chain_selector, name FROM networks").fetchall())
 
@@ -577,9 +585,7 @@ def pd_finality(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
     names = _pd_names(con)
     load = time.perf_counter() - t0
     ev = _of_type(ev, "operation.status")
-    first = ev.groupby(["operation_id", "status"], sort=False)["ts"].min().unstack()
-    chain = ev.groupby("operation_id", sort=False)["chain_selector"].first()
-    first["network"] = chain.map(names).fillna(chain)
+    first = _first_seen(ev, "operation_id", names)
     relay = [c for c in ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe",
                          "confirmed", "failed") if c in first]
     first = first[first[relay].notna().any(axis=1)]
@@ -607,9 +613,7 @@ def pd_query_latency(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, floa
     names = _pd_names(con)
     load = time.perf_counter() - t0
     ev = _of_type(ev, "query.status")
-    first = ev.groupby(["query_id", "status"], sort=False)["ts"].min().unstack()
-    chain = ev.groupby("query_id", sort=False)["chain_selector"].first()
-    first["network"] = chain.map(names).fillna(chain)
+    first = _first_seen(ev, "query_id", names)
     terminal = first[["completed", "failed", "expired"]]
     first["outcome"] = terminal.notna().idxmax(axis=1).where(terminal.notna().any(axis=1), "in_flight")
     first["terminal_at"] = terminal.min(axis=1)

@@ -15,10 +15,11 @@ A run, in order:
    filter (cheap, and a safety net for any move whose event was missed).
 
 So a run costs requests in proportion to what changed, not to history; one run misses nothing that existed when it
-started, and the next catches what changed during it. Every batch is upserted by primary key in one transaction
-with the cursor of its stream: a run killed at any point leaves the warehouse as it was after the last committed
-batch, and the next run continues from there. Channels are fetched concurrently (bounded threads sharing one
-client) while this thread converts and writes, so the network and the conversion overlap.
+started, and the next catches what changed during it. Batches are upserted by key on a writer thread, in
+transactions of up to :data:`TRANSACTION_ROWS` rows that also hold the cursors of their streams: a run killed at any
+point leaves the warehouse as it was after the last committed transaction, and the next run continues from there.
+Against a remote service channels are fetched concurrently (bounded threads sharing one client); on loopback one
+thread fetches and converts (see :func:`default_workers`). Either way DuckDB's writes overlap the fetching.
 """
 
 from __future__ import annotations
@@ -73,14 +74,6 @@ SYNC_CHECKPOINT_THRESHOLD = "16MB"
 #: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
 WORKERS = 4
 
-
-def default_workers(base_url: str) -> int:
-    """Concurrent fetches for a service: :data:`WORKERS` over a network, 1 on loopback.
-
-    A service on this machine answers at once and shares its CPU; there, more threads only contend for the GIL
-    (measured by benchmarks/sync_bench.py: one thread fetching, decoding and converting in turn beats four).
-    """
-    return 1 if is_loopback_host(urlsplit(base_url).hostname) else WORKERS
 #: Statuses the incremental re-list asks for: operations not yet on chain. Once included (confirmed_latest and
 #: after) their remaining moves come as events; and on test networks confirmed_latest is the last status ever, so
 #: re-listing it would cost a request per hundred of them on every run, forever.
@@ -89,6 +82,15 @@ NON_TERMINAL_OPERATION_STATUSES = [
     s for s, rank in spec.OPERATION_STAGE_ORDER.items() if s not in spec.OPERATION_TERMINAL and rank < _ON_CHAIN_RANK
 ]
 NON_TERMINAL_QUERY_STATUSES = [s for s in spec.QUERY_STATUSES if s not in spec.QUERY_TERMINAL]
+
+
+def default_workers(base_url: str) -> int:
+    """Concurrent fetches for a service: :data:`WORKERS` over a network, 1 on loopback.
+
+    A service on this machine answers at once and shares its CPU; there, more threads only contend for the GIL
+    (measured by benchmarks/sync_bench.py: one thread fetching, decoding and converting in turn beats four).
+    """
+    return 1 if is_loopback_host(urlsplit(base_url).hostname) else WORKERS
 
 
 @dataclass
@@ -177,7 +179,6 @@ class Loader:
         self._pending_rows: Counter[str] = Counter()
         self._pending_updated: Counter[str] = Counter()
         self._pending_cursors: dict[str, Any] = {}  # written once per transaction, just before it commits
-        self._failed = False  # a write or commit failed: finish() must not commit what is left
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -270,7 +271,6 @@ class Loader:
                 self.wh.set_cursors(self._pending_cursors)
                 self.wh.con.execute("COMMIT")
             except BaseException:
-                self._failed = True
                 self._rollback()
                 raise
             self.result.rows.update(self._pending_rows)
@@ -293,13 +293,10 @@ class Loader:
         self.writer.drain()
 
     def finish(self) -> None:
-        """Stop the writer; commit the open transaction, whose rows and cursors are consistent, unless a write
-        or a commit failed (then nothing more is committed)."""
+        """Stop the writer and commit the open transaction, whose rows and cursors are consistent. A write or commit
+        that failed has rolled its transaction back already, so nothing of it is committed here."""
         self.writer.close()
-        if self.writer.healthy and not self._failed:
-            self._commit()
-        else:
-            self._rollback()
+        self._commit()
 
     def _note_rejected(self, rejected: list[RejectedRecord], page: Page | None) -> None:
         where = f" (from {page.describe()})" if page is not None else ""
@@ -419,8 +416,8 @@ class Loader:
     def sync_events(self, channel_ids: Sequence[str]) -> None:
         """Each channel's event log forward from its saved message offset.
 
-        Event pages take the fast path: decoded in the fetch threads straight from the bytes, converted here to
-        Arrow as they arrive (compact, unlike parsed dicts), and written a few thousand rows at a time.
+        Event pages take the fast path: decoded straight from the bytes as they are fetched, converted here to Arrow
+        as they arrive (compact, unlike parsed dicts), and written a few thousand rows at a time.
         """
         streams: dict[str, Callable[[], Iterator[WireEventPage]]] = {}
         started = time.perf_counter()

@@ -107,8 +107,8 @@ def test_wire_pages_decode_documented_pages_and_parse_others_keeping_the_payload
 
     with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
         pages = list(client.event_wire_pages("c1"))
-    assert [p.count for p in pages] == [200, 100]
     fast, careful = pages
+    assert [len(fast.decoded), len(careful.records)] == [200, 100]
     assert fast.decoded is not None and careful.decoded is None
     assert [e.event_id for e in fast.decoded.events] == [f"e{i}" for i in range(200)]
     assert fast.decoded.payloads[0].status == "accepted"

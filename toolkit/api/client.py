@@ -213,10 +213,7 @@ class Client:
                 continue
             parsed, texts = body
             page = unwrap_list(parsed, path, request, keys=("events", "data"))
-            items = parsed.get("events") if isinstance(parsed.get("events"), list) else parsed.get("data")
-            if texts is not None and len(texts) == len(items):
-                texts = [t for t, item in zip(texts, items, strict=True) if isinstance(item, dict)]
-            else:
+            if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
                 texts = None
             next_offset = pager.update(page)
             yield WireEventPage(page.records, page.has_more, path, request, next_offset=next_offset,

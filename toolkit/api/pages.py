@@ -51,11 +51,6 @@ class WireEventPage(EventPage):
     decoded: DecodedEvents | None = None
     payload_texts: list[bytes | None] | None = None
 
-    @property
-    def count(self) -> int:
-        """Events on the page."""
-        return len(self.decoded) if self.decoded is not None else len(self.records)
-
 
 def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[str, ...] = ("data",)) -> Page:
     """Check a list envelope and turn it into a :class:`Page`; a body of another shape is a ResponseFormatError."""

@@ -114,9 +114,10 @@ class _RawPayload(Struct):
 
 
 def raw_payloads(body: bytes) -> list[bytes | None] | None:
-    """Each event's payload as the raw JSON text the service sent (``None`` where an event has none or is not an
-    object), in page order; ``None`` when the page has no event array. Used by the generic path so that a payload
-    is stored as the same text whichever path converted its page."""
+    """The payload of each object in the page's event array, as the raw JSON text the service sent (``None`` where
+    an event has none), in page order; items that are not objects are skipped, as the generic parse skips them.
+    ``None`` when the page has no event array. Used by the generic path so that a payload is stored as the same
+    text whichever path converted its page."""
     try:
         page = msgspec.json.decode(body, type=_RawEventList)
     except msgspec.DecodeError:
@@ -126,13 +127,12 @@ def raw_payloads(body: bytes) -> list[bytes | None] | None:
         return None
     out: list[bytes | None] = []
     for item in items:
-        text: bytes | None = None
-        if bytes(item).lstrip()[:1] == b"{":
-            try:
-                payload = msgspec.json.decode(item, type=_RawPayload).payload
-            except msgspec.DecodeError:
-                payload = UNSET
-            if not isinstance(payload, UnsetType) and bytes(payload) != b"null":
-                text = bytes(payload)
-        out.append(text)
+        if bytes(item).lstrip()[:1] != b"{":
+            continue
+        try:
+            payload = msgspec.json.decode(item, type=_RawPayload).payload
+        except msgspec.DecodeError:
+            payload = UNSET
+        text = None if isinstance(payload, UnsetType) else bytes(payload)
+        out.append(None if text == b"null" else text)
     return out

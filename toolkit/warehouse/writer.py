@@ -54,11 +54,6 @@ class Writer:
         self._queue.join()
         self._raise()
 
-    @property
-    def healthy(self) -> bool:
-        """Whether every item so far ran without an error."""
-        return self._error is None
-
     def close(self) -> None:
         """Finish queued work (errors are not raised here) and stop the thread."""
         self._queue.put(_STOP)
