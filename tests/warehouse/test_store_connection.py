@@ -1,0 +1,50 @@
+"""How a writable warehouse opens its file: small row groups (each written and compressed once), spilling beside the
+file, and a file that readers then open as usual."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from toolkit.warehouse import Warehouse, to_batch
+from toolkit.warehouse.store import WRITE_ROW_GROUP_SIZE
+
+
+def channel_rows(n: int) -> pa.RecordBatch:
+    batch, rejected = to_batch("channels", [
+        {"channel_id": f"ch-{i}", "name": f"channel {i}", "status": "active", "created_at": 1} for i in range(n)
+    ])
+    assert not rejected
+    return batch
+
+
+def row_groups(con: duckdb.DuckDBPyConnection, table: str) -> list[int]:
+    rows = con.execute(
+        "SELECT row_group_id, max(count) FROM pragma_storage_info(?) GROUP BY row_group_id ORDER BY row_group_id",
+        [table],
+    ).fetchall()
+    return [int(r[1]) for r in rows]
+
+
+def test_a_writer_stores_row_groups_of_the_write_size(tmp_path) -> None:
+    n = WRITE_ROW_GROUP_SIZE * 2 + 100
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh, wh.transaction():
+        wh.upsert("channels", channel_rows(n))
+    with Warehouse(path, read_only=True) as reader:
+        assert reader.count("channels") == n
+        sizes = row_groups(reader.con, "channels")
+    assert sizes == [WRITE_ROW_GROUP_SIZE, WRITE_ROW_GROUP_SIZE, 100]
+
+
+def test_a_writer_spills_beside_the_file_and_opens_a_path_with_a_quote(tmp_path) -> None:
+    path = tmp_path / "it's here" / "w.duckdb"
+    with Warehouse(path) as wh:
+        temp = wh.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+        assert temp == f"{path}.tmp"
+        with wh.transaction():
+            wh.upsert("channels", channel_rows(3))
+        assert "channels" in wh.tables()
+        assert wh.columns("channels")[0] == "channel_id"
+    with duckdb.connect(str(path), read_only=True) as plain:  # a reader needs nothing special
+        assert plain.execute("SELECT count(*) FROM channels").fetchall() == [(3,)]
