@@ -25,6 +25,7 @@ thread fetches and converts (see :func:`default_workers`). Either way DuckDB's w
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sys
 import time
@@ -45,6 +46,7 @@ from tqdm.auto import tqdm
 from . import spec
 from .api import Client, Page, WireEventPage
 from .api.concurrency import prefetch
+from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
 from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
@@ -416,8 +418,9 @@ class Loader:
     def sync_events(self, channel_ids: Sequence[str]) -> None:
         """Each channel's event log forward from its saved message offset.
 
-        Event pages take the fast path: decoded straight from the bytes as they are fetched, converted here to Arrow
-        as they arrive (compact, unlike parsed dicts), and written a few thousand rows at a time.
+        Event pages take the fast path: decoded straight from the bytes as they are fetched into small structs that
+        keep each payload as the raw text of the page, then converted to Arrow and written a few thousand rows at a
+        time (one conversion per flush costs half as much as one per page).
         """
         streams: dict[str, Callable[[], Iterator[WireEventPage]]] = {}
         started = time.perf_counter()
@@ -426,21 +429,31 @@ class Loader:
             saved = self.wh.get_cursor(f"events:{cid}") or {}
             start = int(saved.get("next_offset", 0))
             streams[cid] = lambda c=cid, s=start: self.client.event_wire_pages(c, start=s, limit=EVENT_PAGE_LIMIT)
-        pending: dict[str, list[pa.RecordBatch]] = defaultdict(list)
+        # per channel: pages decoded in the documented shape (converted together when flushed) or converted batches
+        pending: dict[str, list[DecodedEvents | pa.RecordBatch]] = defaultdict(list)
+        pending_rows: Counter[str] = Counter()
         bar = self.bar("events")
 
         def flush(cid: str, next_offset: int | None) -> None:
-            batches = pending.pop(cid, [])
+            batches = self.convert_events(pending.pop(cid, []), cid)
+            pending_rows.pop(cid, None)
             if batches:
                 self.write("events", _distinct_events(batches), cursor=(f"events:{cid}", {"next_offset": next_offset}))
 
         next_offsets: dict[str, int | None] = {}
         for cid, page in prefetch(streams, workers=self.workers):
-            batch = self.event_batch(page, cid)
-            pending[cid].append(batch)
+            decoded = page.decoded
+            if decoded is not None and all(e.event_id.strip() for e in decoded.events):
+                pending[cid].append(decoded)  # converted on flush, with the channel's other pages
+                rows = len(decoded)
+            else:  # the careful path, or a page with an event to reject (reported with this page's request)
+                batch = self.event_batch(page, cid)
+                pending[cid].append(batch)
+                rows = batch.num_rows
+            pending_rows[cid] += rows
             next_offsets[cid] = page.next_offset
-            bar.update(batch.num_rows)
-            if sum(b.num_rows for b in pending[cid]) >= COMMIT_ROWS["events"] or not page.has_more:
+            bar.update(rows)
+            if pending_rows[cid] >= COMMIT_ROWS["events"] or not page.has_more:
                 flush(cid, page.next_offset)
         for cid in list(pending):  # a stream that ended without has_more=false (its offsets stopped moving)
             flush(cid, next_offsets[cid])
@@ -453,6 +466,18 @@ class Loader:
         started = time.perf_counter()
         apply_new_events(self.wh.con)
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
+
+    def convert_events(self, parts: Sequence[DecodedEvents | pa.RecordBatch], channel_id: str) -> list[pa.RecordBatch]:
+        """A channel's pending event pages as record batches: each run of decoded pages converted at once."""
+        batches: list[pa.RecordBatch] = []
+        for decoded, run in itertools.groupby(parts, key=lambda part: isinstance(part, DecodedEvents)):
+            if decoded:
+                batch, rejected = wire_events_batch(merge_decoded(list(run)), channel_id=channel_id)
+                self._note_rejected(rejected, None)  # none: pages with an event to reject are converted alone
+                batches.append(batch)
+            else:
+                batches.extend(run)
+        return batches
 
     def event_batch(self, page: WireEventPage, channel_id: str) -> pa.RecordBatch:
         """One event page as a record batch of the events table (rejected events noted with the page's request)."""

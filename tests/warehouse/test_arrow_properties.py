@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolkit import spec
-from toolkit.api.wire import decode_event_page, raw_payloads
+from toolkit.api.wire import decode_event_page, merge_decoded, raw_payloads
 from toolkit.warehouse import TABLES, to_batch
 from toolkit.warehouse.event_batches import events_batch, wire_events_batch
 
@@ -75,6 +75,24 @@ def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
     for row, text in zip(fast.to_pylist(), (r["payload"] for r in {r["event_id"]: r for r in records}.values()),
                          strict=True):
         assert json.loads(row["payload"]) == text  # the payload text is the one sent, whatever its spacing
+
+
+@PROFILE
+@given(st.lists(st.lists(events(documented=True), max_size=8), min_size=1, max_size=4), st.booleans(),
+       st.data())
+def test_pages_converted_together_equal_one_page_holding_them_all(pages, pretty, data) -> None:
+    # the loader converts a channel's pages at once when it flushes them; an event sent on two pages (the same
+    # record seen twice) is stored once, as its last copy, exactly as if one page had held every event in order
+    if len(pages) > 1 and pages[0] and data.draw(st.booleans()):
+        pages[-1].append({**pages[0][0], "payload": {"status": "seen again"}})
+    parts = [decode_event_page(page_body(records, pretty=pretty)) for records in pages]
+    assert all(part is not None for part in parts)
+    merged, merged_rejected = wire_events_batch(merge_decoded(parts), channel_id="ch")
+    whole = decode_event_page(page_body([r for records in pages for r in records], pretty=pretty))
+    expected, expected_rejected = wire_events_batch(whole, channel_id="ch")
+    assert merged.to_pylist() == expected.to_pylist()
+    assert [str(r) for r in merged_rejected] == [str(r) for r in expected_rejected]
+    assert merge_decoded(parts).has_more is parts[-1].has_more
 
 
 @PROFILE

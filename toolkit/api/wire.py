@@ -13,6 +13,7 @@ which keeps everything. Invalid JSON also returns ``None``; the generic parse re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -25,13 +26,13 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Seconds = Annotated[int, msgspec.Meta(ge=0, le=MAX_SECONDS)]
 
 
-class WireProof(Struct):
+class WireProof(Struct, gc=False):
     """One item of ``headers.proofs``: only its signatures (other keys, such as the report, are skipped)."""
 
     signatures: list[Raw] | UnsetType = UNSET
 
 
-class WireHeaders(Struct, forbid_unknown_fields=True):
+class WireHeaders(Struct, forbid_unknown_fields=True, gc=False):
     """``headers`` of an event, exactly as documented."""
 
     type: str
@@ -39,7 +40,7 @@ class WireHeaders(Struct, forbid_unknown_fields=True):
     proofs: list[WireProof] = []
 
 
-class WireEvent(Struct, forbid_unknown_fields=True):
+class WireEvent(Struct, forbid_unknown_fields=True, gc=False):
     """One event, exactly as documented; ``payload`` is the raw JSON text."""
 
     event_id: str
@@ -47,7 +48,7 @@ class WireEvent(Struct, forbid_unknown_fields=True):
     payload: Raw
 
 
-class WirePayload(Struct):
+class WirePayload(Struct, gc=False):
     """The payload fields the warehouse has columns for (any others stay in the payload text)."""
 
     status: str | None = None
@@ -62,7 +63,7 @@ class WirePayload(Struct):
     timestamp: Seconds | None = None
 
 
-class _WireEventList(Struct):
+class _WireEventList(Struct, gc=False):
     events: list[WireEvent]
     has_more: bool
 
@@ -102,6 +103,20 @@ def decode_event_page(body: bytes) -> DecodedEvents | None:
         except UnicodeDecodeError:
             return None
     return DecodedEvents(page.events, payloads, blob, [len(raw) for raw in raws], page.has_more)
+
+
+def merge_decoded(parts: Sequence[DecodedEvents]) -> DecodedEvents:
+    """Several decoded pages of one stream as one, in order (converting a few thousand events at once costs less
+    than page by page); ``has_more`` is the last page's."""
+    if len(parts) == 1:
+        return parts[0]
+    return DecodedEvents(
+        [e for part in parts for e in part.events],
+        [p for part in parts for p in part.payloads],
+        b"".join(part.payload_blob for part in parts),
+        [n for part in parts for n in part.payload_sizes],
+        parts[-1].has_more,
+    )
 
 
 class _RawEventList(Struct):
