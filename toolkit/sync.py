@@ -68,9 +68,11 @@ MAX_BUFFERED_ROWS = 6000
 #: rows) is checkpointed straight into the file, compressed, instead of being written to the WAL first and copied
 #: again later (DuckDB skips the WAL for such commits); measured at 1M events, commits cost a third less than with
 #: 128 MB. A memory ceiling so a long history never grows the process (raised for the models, whose first build
-#: needs more). One thread: appends gain nothing from a second, which only takes CPU from the fetching thread.
+#: needs more). One thread: appends gain nothing from a second, which only takes CPU from the fetching thread; the
+#: models, built once fetching is over, use two.
 SYNC_MEMORY_LIMIT = "96MB"
 MODELS_MEMORY_LIMIT = "128MB"
+MODELS_THREADS = 2
 SYNC_THREADS = 1
 SYNC_CHECKPOINT_THRESHOLD = "16MB"
 #: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
@@ -625,6 +627,7 @@ def sync(
                 loader.run(channels)
                 started = time.perf_counter()
                 wh.con.execute("SET memory_limit = ?", [MODELS_MEMORY_LIMIT])
+                wh.con.execute(f"SET threads = {MODELS_THREADS}")
                 refresh_models(wh)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()

@@ -34,8 +34,9 @@ MODEL_VERSION = 2
 #: fits the sync's memory ceiling: 192 MB gives chunks of about 100,000 operations), and the bounds.
 BYTES_PER_OPERATION = 2_000
 CHUNK_BOUNDS = (10_000, 1_000_000)
-#: Under a memory limit below this, the refresh runs on one thread.
-ONE_THREAD_BELOW = 1e9
+#: Under a memory limit below this, the refresh runs on one thread (each thread holds its own working set). A sync
+#: refreshes under 128 MB on two threads: a first build over 865k events took 2.5 s instead of 3.7 s, at the same peak.
+ONE_THREAD_BELOW = 100e6
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
           "TIB": 2**40}
 
