@@ -49,6 +49,13 @@ _workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_F
 
 
 PATCH_STREAM = "patch"
+#: New events applied per part (see :func:`apply_new_events`): a part's working set fits the sync's memory limit.
+PATCH_PART_EVENTS = 200_000
+
+
+def _sql_text(value: str) -> str:
+    """A SQL string literal (a view cannot take bound parameters)."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
@@ -58,21 +65,32 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
     since = rows[0][0] if rows and rows[0][0] else "-infinity"
     con.execute("BEGIN TRANSACTION")
     try:
+        # new events are the whole history on a first sync: a view rather than a temporary table (each statement
+        # scans them), and applied in parts of about PATCH_PART_EVENTS events, split by subject id so that every
+        # event of one operation or query lands in the same part: memory stays flat however long the history
+        # (in one piece, 2M events ran out of the sync's 96 MB)
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
+            "CREATE OR REPLACE TEMP VIEW _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
             "event_hash, proof_count, synced_at FROM events "
-            "WHERE synced_at > CAST(? AS TIMESTAMPTZ) AND type IN ('operation.status', 'query.status')",
-            [since],
+            f"WHERE synced_at > CAST({_sql_text(since)} AS TIMESTAMPTZ) "
+            "AND type IN ('operation.status', 'query.status')"
         )
         counted = con.execute("SELECT count(*), CAST(max(synced_at) AS VARCHAR) FROM _new_events").fetchall()[0]
         if counted[0]:
-            apply_operation_events(con, "_new_events", payloads_since=since)
-            apply_query_events(con, "_new_events")
+            parts = -(-int(counted[0]) // PATCH_PART_EVENTS)
+            for part in range(parts):
+                con.execute(
+                    "CREATE OR REPLACE TEMP VIEW _new_events_part AS SELECT * FROM _new_events "
+                    f"WHERE hash(coalesce(operation_id, query_id, '')) % {parts} = {part}"
+                )
+                apply_operation_events(con, "_new_events_part", payloads_since=since)
+                apply_query_events(con, "_new_events_part")
             con.execute(
                 "INSERT OR REPLACE INTO sync_state VALUES (?, json_object('synced_at', ?), now())",
                 [PATCH_STREAM, counted[1]],
             )
-        con.execute("DROP TABLE IF EXISTS _new_events")
+        con.execute("DROP VIEW IF EXISTS _new_events_part")
+        con.execute("DROP VIEW IF EXISTS _new_events")
     except BaseException:
         con.execute("ROLLBACK")
         raise
