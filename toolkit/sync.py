@@ -619,15 +619,14 @@ def sync(
     requests0, retries0 = client.requests, client.retries
     try:
         with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
-            wh.con.execute("SET checkpoint_threshold = ?", [SYNC_CHECKPOINT_THRESHOLD])
-            wh.con.execute(f"SET threads = {SYNC_THREADS}")
+            wh.configure(checkpoint_threshold=SYNC_CHECKPOINT_THRESHOLD, threads=SYNC_THREADS)
             _write_run(wh, result, client.base_url)
             loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers)
             try:
                 loader.run(channels)
                 started = time.perf_counter()
-                wh.con.execute("SET memory_limit = ?", [MODELS_MEMORY_LIMIT])
-                wh.con.execute(f"SET threads = {MODELS_THREADS}")
+                wh.reopen()  # the models get the whole limit, not what the upserts' indexes held (see reopen)
+                wh.configure(memory_limit=MODELS_MEMORY_LIMIT, threads=MODELS_THREADS)
                 refresh_models(wh)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()

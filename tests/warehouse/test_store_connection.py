@@ -48,3 +48,36 @@ def test_a_writer_spills_beside_the_file_and_opens_a_path_with_a_quote(tmp_path)
         assert wh.columns("channels")[0] == "channel_id"
     with duckdb.connect(str(path), read_only=True) as plain:  # a reader needs nothing special
         assert plain.execute("SELECT count(*) FROM channels").fetchall() == [(3,)]
+
+
+SETTINGS = ("SELECT current_setting('memory_limit'), current_setting('threads'), "
+            "current_setting('checkpoint_threshold')")
+
+
+def index_memory(con: duckdb.DuckDBPyConnection) -> int:
+    rows = con.execute("SELECT memory_usage_bytes FROM duckdb_memory() WHERE tag = 'ART_INDEX'").fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def test_reopen_lets_go_of_index_memory_and_keeps_settings_and_rows(tmp_path) -> None:
+    # upserts into a table with a primary key load its index into memory, where it stays and grows with the
+    # history; a sync reopens its connection before the models so that they get the whole memory limit
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path, memory_limit="200MB") as wh:
+        wh.configure(threads=1, checkpoint_threshold="16MB")
+        with wh.transaction():
+            wh.upsert("channels", channel_rows(50_000))
+        with wh.transaction():
+            wh.upsert("channels", channel_rows(10))  # an upsert by key probes the index
+        loaded = index_memory(wh.con)
+        assert loaded > 1_000_000
+        before_limit, _, configured_threshold = wh.con.execute(SETTINGS).fetchall()[0]
+        wh.reopen()
+        assert index_memory(wh.con) < loaded / 10
+        after = wh.con.execute(SETTINGS).fetchall()[0]
+        wh.reopen()
+        wh.reopen()
+        assert wh.con.execute(SETTINGS).fetchall()[0] == after == (before_limit, 1, configured_threshold)
+        assert wh.count("channels") == 50_000
+        with wh.transaction():
+            assert wh.upsert("channels", channel_rows(10)) == (0, 10)  # the key still holds after reopening

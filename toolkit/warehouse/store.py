@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,7 @@ class Warehouse:
             )
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._settings: dict[str, str | int] = {}  # made with configure(), applied again on reopen()
         self.con = self._connect(wait)
         self._column_cache: dict[str, list[str]] = {}
         if not read_only:
@@ -141,19 +142,36 @@ class Warehouse:
         request = _readers_file(self.path)
         if self.read_only or not request.exists():
             return False
-        settings = self.con.execute(
-            "SELECT current_setting('checkpoint_threshold'), current_setting('memory_limit'), "
-            "current_setting('threads')"
-        ).fetchall()[0]
+
+        def let_reader_in() -> None:
+            request.unlink(missing_ok=True)
+            time.sleep(pause)
+
+        self.reopen(wait=wait, meanwhile=let_reader_in)
+        return True
+
+    def reopen(self, *, wait: float = DEFAULT_READER_WAIT, meanwhile: Callable[[], None] | None = None) -> None:
+        """Checkpoint, close and reopen the connection with the same settings (``meanwhile`` runs while it is closed).
+
+        DuckDB then lets go of what it held for the file: the primary-key index nodes that upserts loaded, which it
+        keeps in memory, grow with the history and count against the memory limit, are loaded again only when
+        used. Call only between transactions, from the thread that owns the connection.
+        """
         self.con.execute("CHECKPOINT")
         self.con.close()
-        request.unlink(missing_ok=True)
-        time.sleep(pause)
+        if meanwhile is not None:
+            meanwhile()
         self.con = self._connect(wait)
-        self.con.execute("SET checkpoint_threshold = ?", [settings[0]])
-        self.con.execute("SET memory_limit = ?", [settings[1]])
-        self.con.execute(f"SET threads = {int(settings[2])}")
-        return True
+        for name, value in self._settings.items():
+            self.con.execute(f"SET {name} = ?", [value])
+
+    def configure(self, **settings: str | int) -> None:
+        """Apply DuckDB settings (``SET name = value``) now, and again whenever :meth:`reopen` reconnects."""
+        for name, value in settings.items():
+            if not name.isidentifier():
+                raise WarehouseError(f"not a DuckDB setting name: {name!r}")
+            self.con.execute(f"SET {name} = ?", [value])
+            self._settings[name] = value
 
     def __repr__(self) -> str:
         return f"Warehouse({str(self.path)!r}, read_only={self.read_only})"
