@@ -176,6 +176,7 @@ class Loader:
         self.full = full
         self.show_progress = not quiet and _interactive()
         self.bars: dict[str, tqdm] = {}
+        self._rejected_seen: set[str] = set()
         self.writer = Writer(depth=1)  # one batch queued while one is written: little memory, still overlapped
         # the open transaction (touched only on the writer thread): rows written in it, and its counts
         self._open = False
@@ -304,7 +305,10 @@ class Loader:
 
     def _note_rejected(self, rejected: list[RejectedRecord], page: Page | None) -> None:
         where = f" (from {page.describe()})" if page is not None else ""
-        self.result.rejected.extend(f"{r}{where}" for r in rejected)
+        for text in (f"{r}{where}" for r in rejected):
+            if text not in self._rejected_seen:  # the gap pass re-reads the hole a rejected event leaves
+                self._rejected_seen.add(text)
+                self.result.rejected.append(text)
 
     # ---- whole-list resources -------------------------------------------------------------------------------
 

@@ -68,8 +68,8 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
         messy = tmp_path / "messy.duckdb"
         result = sync(client=tampered, warehouse=str(messy), quiet=True)
     assert result.outcome == "partial"
-    # one event rejected, named with its page's request (the gap pass re-reads the hole it leaves and reports it too)
-    assert len(set(result.rejected)) == 1, result.rejected
+    # one event rejected, named with its page's request, once (the gap pass re-reads the hole it leaves)
+    assert len(result.rejected) == 1, result.rejected
     assert "'event_id' is empty" in result.rejected[0] and f"channels/{first}/events" in result.rejected[0]
     assert "offset=200)" in result.rejected[0], result.rejected[0]
     query = "SELECT event_id, status_reason FROM events WHERE channel_id = ? ORDER BY \"offset\""
