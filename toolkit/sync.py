@@ -630,8 +630,8 @@ def sync(
                 loader.run(channels)
                 started = time.perf_counter()
                 wh.reopen()  # the models get the whole limit, not what the upserts' indexes held (see reopen)
-                wh.configure(memory_limit=MODELS_MEMORY_LIMIT, threads=MODELS_THREADS)
-                refresh_models(wh)
+                wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
+                refresh_models(wh, threads=MODELS_THREADS)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()
                 wh.con.execute("CHECKPOINT")
@@ -656,7 +656,11 @@ def sync(
                 result.finished_at = datetime.now(UTC)
                 if result.rejected and not result.message:
                     result.message = "; ".join(result.rejected[:20])
-                _write_run(wh, result, client.base_url)
+                try:
+                    _write_run(wh, result, client.base_url)
+                except duckdb.Error:
+                    if result.outcome != "failed":
+                        raise  # otherwise the run's own error, on its way, says more than the audit row's
                 if commit_error is not None:
                     raise commit_error
     finally:

@@ -108,3 +108,34 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
     got = snapshot(path)
     for table in TABLES:
         assert got[table] == reference[table], f"seed {SEED}: {table} differs after a failed commit"
+
+
+def test_a_warehouse_that_cannot_be_reopened_reports_why_and_keeps_what_was_synced(
+    reference, tmp_path, monkeypatch
+) -> None:
+    """Before the models the sync reopens its connection; if the file cannot be opened again, the error says so
+    (not a closed-connection error from writing the audit row) and the rows already committed stay."""
+    from toolkit.errors import WarehouseError
+    from toolkit.warehouse import Warehouse
+
+    path = tmp_path / "w.duckdb"
+    real = Warehouse._connect
+    calls = {"n": 0}
+
+    def failing_second_time(self, wait):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise WarehouseError(f"Cannot open the warehouse {self.path}: simulated lock (try again).")
+        return real(self, wait)
+
+    monkeypatch.setattr(Warehouse, "_connect", failing_second_time)
+    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+        with pytest.raises(WarehouseError, match="simulated lock"):
+            sync(client=client, warehouse=str(path), quiet=True)
+        monkeypatch.setattr(Warehouse, "_connect", real)
+        with Warehouse(path, read_only=True) as wh:
+            assert wh.count("events") == sum(1 for r in reference["events"])
+        assert sync(client=client, warehouse=str(path), quiet=True).outcome == "ok"
+    got = snapshot(path)
+    for table in TABLES:
+        assert got[table] == reference[table], f"seed {SEED}: {table} differs after a failed reopen"

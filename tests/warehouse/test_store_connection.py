@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+import pytest
 
+from toolkit.errors import WarehouseError
 from toolkit.warehouse import Warehouse, to_batch
 from toolkit.warehouse.store import WRITE_ROW_GROUP_SIZE
 
@@ -81,3 +83,13 @@ def test_reopen_lets_go_of_index_memory_and_keeps_settings_and_rows(tmp_path) ->
         assert wh.count("channels") == 50_000
         with wh.transaction():
             assert wh.upsert("channels", channel_rows(10)) == (0, 10)  # the key still holds after reopening
+
+
+def test_a_second_writer_in_one_process_is_refused_with_a_clear_message(tmp_path) -> None:
+    path = tmp_path / "w.duckdb"
+    with Warehouse(path) as wh:
+        with wh.transaction():
+            wh.upsert("channels", channel_rows(3))
+        with pytest.raises(WarehouseError, match="already open in this process"):
+            Warehouse(path, wait=0.1)
+        assert wh.count("channels") == 3

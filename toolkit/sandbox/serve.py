@@ -40,9 +40,12 @@ class ServerHandle:
         return self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Ask uvicorn to exit and wait for its thread."""
+        """Ask uvicorn to exit, force it if it has not within half of ``timeout``, and wait for its thread."""
         self._server.should_exit = True
-        self._thread.join(timeout)
+        self._thread.join(timeout / 2)
+        if self._thread.is_alive():  # still waiting on a connection or task: stop without waiting for it
+            self._server.force_exit = True
+            self._thread.join(timeout / 2)
 
     def wait(self) -> None:
         """Block until the server stops."""

@@ -34,9 +34,9 @@ MODEL_VERSION = 2
 #: fits the sync's memory ceiling: 192 MB gives chunks of about 100,000 operations), and the bounds.
 BYTES_PER_OPERATION = 2_000
 CHUNK_BOUNDS = (10_000, 1_000_000)
-#: Under a memory limit below this, the refresh runs on one thread (each thread holds its own working set). A sync
-#: refreshes under 128 MB on two threads: a first build over 865k events took 2.5 s instead of 3.7 s, at the same peak.
-ONE_THREAD_BELOW = 100e6
+#: Under a memory limit below this, the refresh runs on one thread (each thread holds its own working set) unless
+#: its caller asks for more (a sync asks for two: see ``toolkit.sync.MODELS_THREADS``).
+ONE_THREAD_BELOW = 1e9
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
           "TIB": 2**40}
 
@@ -153,30 +153,33 @@ def _fold_in_scope(wh: Warehouse, scope: str, *, delete: bool) -> tuple[int, int
 
 
 @contextlib.contextmanager
-def _lean_settings(wh: Warehouse) -> Iterator[None]:
-    """While the block runs: model rows written in any order, and one thread under a memory limit below
-    :data:`ONE_THREAD_BELOW` bytes (each thread holds its own working set); the settings are restored after."""
+def _lean_settings(wh: Warehouse, threads: int | None) -> Iterator[None]:
+    """While the block runs: model rows written in any order, and ``threads`` threads (by default one under a memory
+    limit below :data:`ONE_THREAD_BELOW` bytes, else the connection's setting); the settings are restored after."""
     con = wh.con
     order = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
-    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    before = con.execute("SELECT current_setting('threads')").fetchone()[0]
     con.execute("SET preserve_insertion_order = false")
-    if _memory_limit(wh) < ONE_THREAD_BELOW:
-        con.execute("SET threads = 1")
+    if threads is None and _memory_limit(wh) < ONE_THREAD_BELOW:
+        threads = 1
+    if threads is not None:
+        con.execute(f"SET threads = {max(1, int(threads))}")
     try:
         yield
     finally:
         con.execute(f"SET preserve_insertion_order = {'true' if order else 'false'}")
-        con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET threads = {int(before)}")
 
 
-def refresh_models(wh: Warehouse, *, full: bool = False) -> RefreshResult:
+def refresh_models(wh: Warehouse, *, full: bool = False, threads: int | None = None) -> RefreshResult:
     """Bring the model tables up to date with the raw tables, in one transaction.
 
     Arguments: ``wh`` a writable warehouse; ``full`` rebuilds from scratch (also done on the first run and when
-    :data:`MODEL_VERSION` changes). Returns a :class:`RefreshResult`.
+    :data:`MODEL_VERSION` changes); ``threads`` DuckDB threads for the refresh (default: one under a memory limit
+    below :data:`ONE_THREAD_BELOW`, else the connection's setting). Returns a :class:`RefreshResult`.
     """
     started = time.perf_counter()
-    with _lean_settings(wh), wh.transaction():
+    with _lean_settings(wh, threads), wh.transaction():
         rebuilt = _needs_rebuild(wh, full)
         if rebuilt:
             _rebuild(wh)

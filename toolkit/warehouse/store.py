@@ -99,10 +99,12 @@ class Warehouse:
                         _readers_file(self.path).touch()
                     time.sleep(0.05)
                     continue
-                hint = (
-                    "a sync is writing to it and did not make room in time; try again, or wait for the sync"
-                    if busy else "check the path and that it is a DuckDB file"
-                )
+                if "file handle conflict" in str(exc).lower():
+                    hint = "it is already open in this process: close that Warehouse or DuckDB connection first"
+                elif busy:
+                    hint = "a sync is writing to it and did not make room in time; try again, or wait for the sync"
+                else:
+                    hint = "check the path and that it is a DuckDB file"
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         con.execute("SET TimeZone = 'UTC'")
         if not self.read_only:
@@ -150,12 +152,14 @@ class Warehouse:
         self.reopen(wait=wait, meanwhile=let_reader_in)
         return True
 
-    def reopen(self, *, wait: float = DEFAULT_READER_WAIT, meanwhile: Callable[[], None] | None = None) -> None:
-        """Checkpoint, close and reopen the connection with the same settings (``meanwhile`` runs while it is closed).
+    def reopen(self, *, wait: float = 600.0, meanwhile: Callable[[], None] | None = None) -> None:
+        """Checkpoint, close and reopen the connection (``meanwhile`` runs while it is closed).
 
         DuckDB then lets go of what it held for the file: the primary-key index nodes that upserts loaded, which it
         keeps in memory, grow with the history and count against the memory limit, are loaded again only when
-        used. Call only between transactions, from the thread that owns the connection.
+        used. Settings made with :meth:`configure` are applied again (a plain ``SET`` is not); a reader that got in
+        meanwhile is waited for up to ``wait`` seconds. Call only between transactions, from the thread that owns
+        the connection.
         """
         self.con.execute("CHECKPOINT")
         self.con.close()
