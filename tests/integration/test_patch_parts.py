@@ -1,6 +1,7 @@
 """The event patch applied in parts (how a long history fits the sync's memory) gives exactly what it gives in one
-piece: on a warehouse synced from the sandbox over HTTP, whose operations and queries are set back to their first
-status, the patch moves them forward to what their events report, identically either way."""
+piece. The warehouse is synced from the sandbox over HTTP, then every operation and query is set back to its first
+status with the columns the patch fills emptied. The patch must move them forward to what their events report,
+identically either way."""
 
 from __future__ import annotations
 
@@ -10,22 +11,30 @@ from tests.integration.test_incremental import settings_for
 from toolkit import spec
 from toolkit.sync import sync
 from toolkit.warehouse import Warehouse, patch
+from toolkit.warehouse.patch import _WORKFLOW_FIELDS
 
+QUERY_AT = [f"{s}_at" for s in spec.QUERY_STATUSES]
 RESULT = {
-    "operations": "SELECT operation_id, status, updated_at::VARCHAR, confirmed_at::VARCHAR, cancelled_at::VARCHAR "
-                  "FROM operations ORDER BY 1",
-    "queries": "SELECT query_id, status, updated_at::VARCHAR, event_hash, has_proof FROM queries ORDER BY 1",
+    "operations": "SELECT operation_id, status, updated_at::VARCHAR, confirmed_at::VARCHAR, cancelled_at::VARCHAR, "
+                  f"{', '.join(_WORKFLOW_FIELDS)} FROM operations ORDER BY 1",
+    "queries": "SELECT query_id, status, updated_at::VARCHAR, event_hash, has_proof, "
+               f"{', '.join(c + '::VARCHAR' for c in QUERY_AT)} FROM queries ORDER BY 1",
     "sync_refetch": "SELECT kind, channel_id, id FROM sync_refetch ORDER BY ALL",
 }
 
 
 def set_back(path) -> dict[str, list[tuple]]:
-    """Set every operation and query back to its first status and forget the patch's watermark; returns the
-    tables as the sync left them."""
+    """Set every operation and query back to its first status, empty what the patch fills, put a few drafts back
+    to ``pending_signature`` (they go to the refetch queue when their events move them), and forget the patch's
+    watermark; returns the tables as the sync left them."""
     with Warehouse(path) as wh:
         synced = {name: wh.con.execute(sql).fetchall() for name, sql in RESULT.items()}
-        wh.con.execute("UPDATE operations SET status = ?", [spec.OPERATION_STATUSES[1]])
-        wh.con.execute("UPDATE queries SET status = ?", [spec.QUERY_STATUSES[0]])
+        emptied = ", ".join(f"{c} = NULL" for c in ("updated_at", "confirmed_at", "cancelled_at", *_WORKFLOW_FIELDS))
+        wh.con.execute(f"UPDATE operations SET status = ?, {emptied}", [spec.OPERATION_STATUSES[1]])
+        wh.con.execute("UPDATE operations SET status = 'pending_signature' WHERE hash(operation_id) % 7 = 0")
+        emptied = ", ".join(f"{c} = NULL" for c in ("updated_at", "event_hash", "has_proof", *QUERY_AT))
+        wh.con.execute(f"UPDATE queries SET status = ?, {emptied}", [spec.QUERY_STATUSES[0]])
+        wh.con.execute("DELETE FROM sync_refetch")
         wh.con.execute("DELETE FROM sync_state WHERE stream = ?", [patch.PATCH_STREAM])
     return synced
 
@@ -45,17 +54,22 @@ def test_a_patch_in_many_parts_equals_one_in_one_piece(server, tmp_path, monkeyp
 
     looked_at, one_piece = patched(whole)
     monkeypatch.setattr(patch, "PATCH_PART_EVENTS", 97)
-    views: list[str] = []
+    sizes: list[int] = []
     real = patch.apply_operation_events
-    monkeypatch.setattr(patch, "apply_operation_events", lambda con, view, **kw: (views.append(view),
-                                                                                 real(con, view, **kw)))
+
+    def counting(con, view, **kwargs):
+        sizes.append(con.execute(f"SELECT count(*) FROM {view}").fetchall()[0][0])
+        return real(con, view, **kwargs)
+
+    monkeypatch.setattr(patch, "apply_operation_events", counting)
     looked_at_in_parts, in_parts = patched(parts)
 
     assert looked_at == looked_at_in_parts > 97 * 10
-    assert len(views) == -(-looked_at // 97), "the patch ran in parts"
+    assert len(sizes) == -(-looked_at // 97) and sum(sizes) == looked_at, "every event in exactly one part"
     assert in_parts == one_piece
-    moved = sum(a != b for a, b in zip(synced["operations"], one_piece["operations"], strict=True))
-    assert one_piece["operations"] != [
-        (r[0], spec.OPERATION_STATUSES[1], *r[2:]) for r in one_piece["operations"]
-    ], "the patch moved operations forward"
-    assert moved < len(synced["operations"]) // 2, "most operations are back at their synced status"
+    # the patch did real work: most rows are back where the sync left them, and moved drafts wait for a refetch
+    assert one_piece["sync_refetch"], "drafts that moved were queued for a refetch"
+    back = sum(a[1:3] == b[1:3] for a, b in zip(synced["operations"], one_piece["operations"], strict=True))
+    assert back > len(synced["operations"]) // 2
+    assert any(row[5:] != (None,) * len(_WORKFLOW_FIELDS) for row in one_piece["operations"])
+    assert any(row[5:] != (None,) * len(QUERY_AT) for row in one_piece["queries"])

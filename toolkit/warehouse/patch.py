@@ -81,7 +81,8 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
             for part in range(parts):
                 con.execute(
                     "CREATE OR REPLACE TEMP VIEW _new_events_part AS SELECT * FROM _new_events "
-                    f"WHERE hash(coalesce(operation_id, query_id, '')) % {parts} = {part}"
+                    "WHERE hash(CASE type WHEN 'operation.status' THEN operation_id ELSE query_id END) "
+                    f"% {parts} = {part}"
                 )
                 apply_operation_events(con, "_new_events_part", payloads_since=since)
                 apply_query_events(con, "_new_events_part")
