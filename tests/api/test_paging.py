@@ -112,7 +112,8 @@ def test_wire_pages_decode_documented_pages_and_parse_others_keeping_the_payload
     assert fast.decoded is not None and careful.decoded is None
     assert [e.event_id for e in fast.decoded.events] == [f"e{i}" for i in range(200)]
     assert fast.decoded.payloads[0].status == "accepted"
-    first = fast.decoded.payload_blob[: fast.decoded.payload_sizes[0]]
+    blob, sizes = fast.decoded.payload_texts()
+    first = blob[: sizes[0]]
     assert first == b'{\n    "status": "accepted"\n   }'  # verbatim, not re-serialised
     assert [r["event_id"] for r in careful.records] == [f"e{i}" for i in range(200, 300)]
     assert careful.payload_texts[50] == b'{\n    "status": "accepted"\n   }'

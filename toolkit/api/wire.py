@@ -74,35 +74,37 @@ _PAYLOAD = msgspec.json.Decoder(WirePayload)
 
 @dataclass(frozen=True)
 class DecodedEvents:
-    """The events of one page in the documented shape: each event, its payload's columns, and the payloads' raw
-    JSON texts concatenated in ``payload_blob`` (valid UTF-8), ``payload_sizes`` bytes each."""
+    """The events of one page in the documented shape and their payloads' columns. Each payload's raw JSON text is
+    ``events[i].payload``, a view into the page body (checked to be valid UTF-8), so a pending page costs its body
+    once."""
 
     events: list[WireEvent]
     payloads: list[WirePayload]
-    payload_blob: bytes
-    payload_sizes: list[int]
     has_more: bool
 
     def __len__(self) -> int:
         return len(self.events)
 
+    def payload_texts(self) -> tuple[bytes, list[int]]:
+        """The payloads' raw JSON texts concatenated, and the size of each in bytes."""
+        raws = [e.payload for e in self.events]
+        return b"".join(raws), [len(raw) for raw in raws]
+
 
 def decode_event_page(body: bytes) -> DecodedEvents | None:
     """Decode an event page in the documented shape, or return ``None`` when it needs the generic parse."""
-    try:
-        page = _PAGE.decode(body)
-        raws = [e.payload for e in page.events]
-        decode = _PAYLOAD.decode
-        payloads = [decode(raw) for raw in raws]
-    except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError (another shape) is a DecodeError too
-        return None
-    blob = b"".join(raws)
-    if not blob.isascii():
+    if not body.isascii():
         try:
-            blob.decode("utf-8")  # msgspec does not check text it skips or keeps raw; the generic parse will
+            body.decode("utf-8")  # msgspec does not check the text it skips or keeps raw; the generic parse does
         except UnicodeDecodeError:
             return None
-    return DecodedEvents(page.events, payloads, blob, [len(raw) for raw in raws], page.has_more)
+    try:
+        page = _PAGE.decode(body)
+        decode = _PAYLOAD.decode
+        payloads = [decode(e.payload) for e in page.events]
+    except msgspec.DecodeError:  # ValidationError (another shape) is a DecodeError too
+        return None
+    return DecodedEvents(page.events, payloads, page.has_more)
 
 
 def merge_decoded(parts: Sequence[DecodedEvents]) -> DecodedEvents:
@@ -113,8 +115,6 @@ def merge_decoded(parts: Sequence[DecodedEvents]) -> DecodedEvents:
     return DecodedEvents(
         [e for part in parts for e in part.events],
         [p for part in parts for p in part.payloads],
-        b"".join(part.payload_blob for part in parts),
-        [n for part in parts for n in part.payload_sizes],
         parts[-1].has_more,
     )
 

@@ -56,7 +56,7 @@ def _text_array(blob: bytes, sizes: Sequence[int]) -> pa.Array:
 def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
     """The events of a page decoded in the documented shape (see :mod:`toolkit.api.wire`) as a record batch."""
     events, payloads = decoded.events, decoded.payloads
-    payload_texts = _text_array(decoded.payload_blob, decoded.payload_sizes)
+    payload_texts = _text_array(*decoded.payload_texts())
     ids = [e.event_id for e in events]
     kept = dict(zip(ids, range(len(ids)), strict=True))
     rejected: list[RejectedRecord] = []
