@@ -28,8 +28,10 @@ def test_server_context_manager_stops() -> None:
 
 
 def test_run_server_prints_address_and_stops_on_ctrl_c() -> None:
+    # Ctrl-C as a terminal sends it: a shell running a job in the background starts it with SIGINT ignored, and
+    # that disposition would be inherited, so the server starts with the default one
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
         assert line.startswith("serving on http://127.0.0.1:") and line.rstrip().endswith("/v1")
