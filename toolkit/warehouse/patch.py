@@ -71,7 +71,7 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
         # (in one piece, 2M events ran out of the sync's 96 MB)
         con.execute(
             "CREATE OR REPLACE TEMP VIEW _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
-            "event_hash, proof_count, synced_at FROM events "
+            "event_hash, proof_count, synced_at, payload FROM events "
             f"WHERE synced_at > CAST({_sql_text(since)} AS TIMESTAMPTZ) "
             "AND type IN ('operation.status', 'query.status')"
         )
@@ -84,7 +84,7 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
                     "WHERE hash(CASE type WHEN 'operation.status' THEN operation_id ELSE query_id END) "
                     f"% {parts} = {part}"
                 )
-                apply_operation_events(con, "_new_events_part", payloads_since=since)
+                apply_operation_events(con, "_new_events_part")
                 apply_query_events(con, "_new_events_part")
             con.execute(
                 "INSERT OR REPLACE INTO sync_state VALUES (?, json_object('synced_at', ?), now())",
@@ -99,12 +99,12 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
     return int(counted[0])
 
 
-def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, payloads_since: str | None = None) -> None:
-    """Apply the ``operation.status`` events of ``view`` (a table or view) to ``operations``; queue unknown ids.
+def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """Apply the ``operation.status`` events of ``view`` (a table or view with a ``payload`` column) to
+    ``operations``; queue unknown ids.
 
-    The workflow ids a move carries are read from the payloads of the events table (those stored after
-    ``payloads_since``, or ``view``'s own ``payload`` column when it is not given), and only for the operations
-    that actually move: parsing every payload of a long history would cost more than the rest of the patch.
+    The workflow ids a move carries are read from the payloads only for the operations that actually move: parsing
+    every payload of a long history would cost more than the rest of the patch.
     """
     latest = f"""
         SELECT operation_id,
@@ -135,8 +135,6 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, payload
     """)
     if not con.execute("SELECT count(*) FROM _operation_moves").fetchall()[0][0]:
         return
-    source, params = (view, []) if payloads_since is None else (
-        "(SELECT * FROM events WHERE synced_at > CAST(? AS TIMESTAMPTZ))", [payloads_since])
     workflow = ",\n".join(
         f"arg_max(json_extract_string(e.payload, '$.{f}'), ({_op_rank('e.status')}, e.ts)) AS {f}"
         for f in _WORKFLOW_FIELDS
@@ -144,10 +142,10 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, payload
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _operation_workflows AS
         SELECT e.operation_id, {workflow}
-        FROM {source} e SEMI JOIN _operation_moves m ON e.operation_id = m.operation_id
+        FROM {view} e SEMI JOIN _operation_moves m ON e.operation_id = m.operation_id
         WHERE e.type = 'operation.status' AND e.ts IS NOT NULL AND {_op_rank('e.status')} IS NOT NULL
         GROUP BY e.operation_id
-    """, params)
+    """)
     con.execute(f"""
         UPDATE operations AS o SET
             status = l.status,
