@@ -77,6 +77,10 @@ SYNC_THREADS = 1
 SYNC_CHECKPOINT_THRESHOLD = "16MB"
 #: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
 WORKERS = 4
+#: Arrow's memory pool while a sync runs (the process default is restored after). pyarrow's default, mimalloc,
+#: keeps the pages it has used for the many short-lived batches a sync converts: with the system allocator, which
+#: hands them back, a 1M-event sync peaks about 30 MB lower (355 against 387 MB, four alternating runs), no slower.
+SYNC_ARROW_POOL: Callable[[], pa.MemoryPool] = pa.system_memory_pool
 
 #: Statuses the incremental re-list asks for: operations not yet on chain. Once included (confirmed_latest and
 #: after) their remaining moves come as events; and on test networks confirmed_latest is the last status ever, so
@@ -622,7 +626,7 @@ def sync(
     result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
     requests0, retries0 = client.requests, client.retries
     try:
-        with sync_lock(path), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
+        with sync_lock(path), _arrow_pool(SYNC_ARROW_POOL()), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.configure(checkpoint_threshold=SYNC_CHECKPOINT_THRESHOLD, threads=SYNC_THREADS)
             _write_run(wh, result, client.base_url)
             loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers)
@@ -667,6 +671,17 @@ def sync(
         if own_client:
             client.close()
     return result
+
+
+@contextlib.contextmanager
+def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
+    """Make ``pool`` Arrow's default memory pool while the block runs, then restore the one before."""
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(before)
 
 
 def _distinct_events(batches: Sequence[pa.RecordBatch]) -> pa.Table:

@@ -1,0 +1,56 @@
+"""A sync converts with Arrow's system allocator and gives the process its own default back, even when it fails."""
+
+from __future__ import annotations
+
+import importlib
+
+import pyarrow as pa
+import pytest
+
+from tests.conftest import TEST_KEY
+from toolkit.config import Settings
+from toolkit.errors import ChainopsError
+from toolkit.sync import sync
+from toolkit.warehouse import Warehouse
+
+sync_module = importlib.import_module("toolkit.sync")  # the package re-exports the function under this name
+
+
+def _pools_seen_by_upserts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    upsert = Warehouse.upsert
+
+    def spying(self: Warehouse, table: str, batch: pa.RecordBatch | pa.Table) -> tuple[int, int]:
+        seen.append(pa.default_memory_pool().backend_name)
+        return upsert(self, table, batch)
+
+    monkeypatch.setattr(Warehouse, "upsert", spying)
+    return seen
+
+
+def test_sync_uses_the_system_pool_and_restores_the_default(server, tmp_path, monkeypatch) -> None:
+    before = pa.default_memory_pool()
+    seen = _pools_seen_by_upserts(monkeypatch)
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=tmp_path / "w.duckdb", environ={})
+    result = sync(settings, quiet=True)
+    assert result.outcome == "ok", result.summary()
+    assert result.rows["events"] > 0
+    assert seen and set(seen) == {pa.system_memory_pool().backend_name}
+    assert pa.default_memory_pool().backend_name == before.backend_name
+
+
+def test_a_failed_sync_restores_the_default_pool_too(server, tmp_path, monkeypatch) -> None:
+    before = pa.default_memory_pool().backend_name
+    entered: list[str] = []
+
+    def system_pool() -> pa.MemoryPool:
+        entered.append("pool")
+        return pa.system_memory_pool()
+
+    monkeypatch.setattr(sync_module, "SYNC_ARROW_POOL", system_pool)
+    settings = Settings.load(base_url=server.base_url, api_key="not-a-key-of-this-sandbox",
+                             warehouse=tmp_path / "w.duckdb", environ={})
+    with pytest.raises(ChainopsError):
+        sync(settings, quiet=True)
+    assert entered  # the run had switched pools before the key was refused
+    assert pa.default_memory_pool().backend_name == before
