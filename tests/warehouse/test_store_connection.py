@@ -93,3 +93,15 @@ def test_a_second_writer_in_one_process_is_refused_with_a_clear_message(tmp_path
         with pytest.raises(WarehouseError, match="already open in this process"):
             Warehouse(path, wait=0.1)
         assert wh.count("channels") == 3
+
+
+def test_an_upsert_that_aborts_its_transaction_raises_its_own_error(tmp_path) -> None:
+    """DuckDB refuses to unregister the incoming rows once the statement's error has aborted the transaction; that
+    refusal must not hide the error itself (it once turned an out-of-memory into 'Current transaction is aborted')."""
+    bad = pa.table({"operation_id": ["op-1"], "idx": ["not a number"]})
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        with pytest.raises(duckdb.ConversionException, match="not a number"), wh.transaction():
+            wh.upsert("operation_transactions", bad)
+        assert wh.count("operation_transactions") == 0
+        wh.upsert("operation_transactions", pa.table({"operation_id": ["op-1"], "idx": [0]}))  # usable again
+        assert wh.count("operation_transactions") == 1

@@ -33,6 +33,8 @@ DEFAULT_READER_WAIT = 30.0
 #: (and compresses again) a partly filled one at every commit that adds to it. With groups smaller than a commit,
 #: nearly every row is compressed once: measured on a 1M-event sync, about 40% less work for the writer.
 WRITE_ROW_GROUP_SIZE = 16_384
+#: The large tables whose key the loader keeps unique without a PRIMARY KEY constraint (see schema.sql).
+KEYLESS_TABLES = ("operations", "operation_transactions", "queries")
 
 
 def _readers_file(path: Path) -> Path:
@@ -181,10 +183,31 @@ class Warehouse:
         return f"Warehouse({str(self.path)!r}, read_only={self.read_only})"
 
     def ensure_schema(self) -> None:
-        """Create missing tables and (re)create the views."""
+        """Create missing tables, drop the primary keys an older warehouse may still hold on the large tables, and
+        (re)create the views."""
         self.con.execute(_schema_sql())
+        self._drop_primary_keys()
         for statement in view_statements():
             self.con.execute(statement)
+
+    def _drop_primary_keys(self) -> None:
+        """Rebuild without its PRIMARY KEY each of :data:`KEYLESS_TABLES` that still has one (warehouses made before
+        the keys were dropped; see schema.sql). DuckDB cannot drop a constraint, so the rows are copied to a new table
+        that takes the old one's name, in one transaction: a crash leaves the table as it was."""
+        keyed = [
+            name for (name,) in self.con.execute(
+                "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE database_name = current_database() "
+                "AND constraint_type = 'PRIMARY KEY' AND list_contains(?, table_name)",
+                [list(KEYLESS_TABLES)],
+            ).fetchall()
+        ]
+        if not keyed:
+            return
+        with self.transaction() as con:
+            for name in keyed:
+                con.execute(f'CREATE TABLE "{name}__keyless" AS SELECT * FROM "{name}"')
+                con.execute(f'DROP TABLE "{name}"')
+                con.execute(f'ALTER TABLE "{name}__keyless" RENAME TO "{name}"')
 
     def close(self) -> None:
         """Close the connection."""
@@ -235,8 +258,11 @@ class Warehouse:
             existing = min(int(deleted[0][0]) if deleted else 0, data.num_rows)
             extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
             self.con.execute(f'INSERT INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
-        finally:
-            self.con.unregister(view)
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):  # in a transaction the error aborted: its own error says more
+                self.con.unregister(view)
+            raise
+        self.con.unregister(view)
         return data.num_rows - int(existing), int(existing)
 
     def _columns_of(self, table: str) -> list[str]:

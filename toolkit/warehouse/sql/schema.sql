@@ -57,8 +57,13 @@ CREATE TABLE IF NOT EXISTS watchers (
     synced_at TIMESTAMPTZ
 );
 
+-- operations, operation_transactions, queries and events: the key is kept unique by the loader (each batch is
+-- deduplicated, and rows with the batch's keys are deleted before it is inserted, in one transaction). No PRIMARY KEY
+-- constraint, on purpose: DuckDB holds such an index in memory while rows are upserted, and over a long history it
+-- outgrows a sync's memory ceiling (a first sync of 3.5M events ran out of memory in the operations pass).
+-- Warehouses made with those keys lose them when first opened for writing (see Warehouse.ensure_schema).
 CREATE TABLE IF NOT EXISTS operations (
-    operation_id VARCHAR PRIMARY KEY,
+    operation_id VARCHAR,
     channel_id VARCHAR,
     status VARCHAR,
     chain_selector VARCHAR,
@@ -93,12 +98,11 @@ CREATE TABLE IF NOT EXISTS operation_transactions (
     data_size INTEGER,
     selector VARCHAR,
     function_signature VARCHAR,
-    extra JSON,
-    PRIMARY KEY (operation_id, idx)
+    extra JSON
 );
 
 CREATE TABLE IF NOT EXISTS queries (
-    query_id VARCHAR PRIMARY KEY,
+    query_id VARCHAR,
     channel_id VARCHAR,
     status VARCHAR,
     query_kind VARCHAR,
@@ -121,9 +125,6 @@ CREATE TABLE IF NOT EXISTS queries (
     synced_at TIMESTAMPTZ
 );
 
--- events: event_id is the key, kept unique by the loader (each batch is deduplicated, and rows with the batch's ids
--- are deleted before it is inserted, in one transaction). It is not a PRIMARY KEY constraint on purpose: DuckDB keeps
--- such an index in memory, which for millions of events costs more than the whole rest of a sync.
 CREATE TABLE IF NOT EXISTS events (
     event_id VARCHAR,
     channel_id VARCHAR,
