@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 KEY = "bench-key"
 
@@ -15,6 +16,22 @@ KEY = "bench-key"
 @contextmanager
 def sandbox_process(*args: str, core: int | None = 1, timeout: float = 600) -> Iterator[str]:
     """Serve the sandbox in a subprocess; yields its base URL; stops it at the end."""
+    with sandbox_server(*args, core=core, timeout=timeout) as (url, _):
+        yield url
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (Linux; 0.0 where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def sandbox_server(*args: str, core: int | None = 1, timeout: float = 600) -> Iterator[tuple[str, int]]:
+    """Like :func:`sandbox_process`, yielding ``(base URL, process id)`` so a benchmark can read its CPU time."""
     def pin() -> None:
         if core is not None and hasattr(os, "sched_setaffinity") and core < os.cpu_count():
             os.sched_setaffinity(0, {core})
@@ -27,7 +44,7 @@ def sandbox_process(*args: str, core: int | None = 1, timeout: float = 600) -> I
         line = proc.stdout.readline()
         if not line.startswith("serving on ") or time.monotonic() > deadline:
             raise RuntimeError(f"the sandbox did not start: {line!r}")
-        yield line.split("serving on ", 1)[1].strip()
+        yield line.split("serving on ", 1)[1].strip(), proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=30)

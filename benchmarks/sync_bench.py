@@ -7,7 +7,9 @@ Prints, for one scenario served by `chainops sandbox` in its own process (pinned
 - a full `chainops sync` into a new warehouse: events/s, its ratio to the lower bound, peak RSS; the bound is
   measured again right after the sync, and the ratios use the mean of the two (this machine's speed drifts by tens
   of percent within minutes, so a bound measured once can flatter or wrong the sync);
-- an incremental sync after 1% of the operations changed: its requests against the full sync's.
+- an incremental sync after 1% of the operations changed: its requests against the full sync's;
+- where the CPU went: seconds used by the bound's client, the sync's process and the sandbox, against the 2 x wall
+  seconds two cores offer. The sandbox shares the machine, so this shows how far any loader could go here.
 
 Usage: python -m benchmarks.sync_bench [--events 1000000]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,7 +31,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from benchmarks._server import KEY, sandbox_process
+from benchmarks._server import KEY, cpu_seconds, sandbox_server
 
 EVENTS_PER_OPERATION = 8.6  # what the default scenario produces (operations, queries, watchers, wallets)
 
@@ -96,12 +99,27 @@ def fetch_all_lists(base_url: str) -> tuple[int, float]:
 
 
 def run_sync(base_url: str, warehouse: Path) -> dict:
+    """Sync in a fresh process; its report, plus ``cpu``: the CPU seconds that process used."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)],
                          env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         raise SystemExit(f"the sync failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return report
+
+
+@contextmanager
+def cpu_of(server_pid: int) -> Iterator[dict[str, float]]:
+    """CPU seconds this process and the server use while the block runs (filled in at its end)."""
+    spent: dict[str, float] = {}
+    own, server = time.process_time(), cpu_seconds(server_pid)
+    yield spent
+    spent["client"] = time.process_time() - own
+    spent["server"] = cpu_seconds(server_pid) - server
 
 
 def change_operations(base_url: str, share: float) -> int:
@@ -135,22 +153,25 @@ def main(argv: list[str] | None = None) -> None:
     per_day = max(10, int(args.events / EVENTS_PER_OPERATION / args.days))
     print(f"scenario: {args.days} days x {per_day} operations/day (about {args.events:,} events)", flush=True)
     t0 = time.perf_counter()
-    with sandbox_process("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3") as url:
+    with sandbox_server("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3") as (url, pid):
         print(f"sandbox ready in {time.perf_counter() - t0:.1f}s at {url}", flush=True)
-        n, secs = fetch_all_events(url, json.loads)
+        with cpu_of(pid) as bound_cpu:
+            n, secs = fetch_all_events(url, json.loads)
         bound = n / secs
         print(f"lower bound (httpx keep-alive + json.loads): {n:,} events in {secs:.2f}s = {bound:,.0f} events/s")
         n2, secs2 = fetch_all_events(url, orjson.loads)
         print(f"  same with orjson.loads:                    {n2 / secs2:,.0f} events/s")
         n3, secs3 = fetch_all_events(url, None)
         print(f"  bytes only:                                {n3 / secs3:,.0f} events/s")
-        n4, secs4 = fetch_all_lists(url)
+        with cpu_of(pid) as lists_cpu:
+            n4, secs4 = fetch_all_lists(url)
         every_page = secs + secs4
         print(f"every page a full sync reads (events, then {n4:,} operations and queries), same way: "
               f"{every_page:.2f}s")
         with tempfile.TemporaryDirectory() as tmp:
             wh = Path(tmp) / "bench.duckdb"
-            full = run_sync(url, wh)
+            with cpu_of(pid) as sync_cpu:
+                full = run_sync(url, wh)
             n_after, secs_after = fetch_all_events(url, json.loads)
             bound_after = n_after / secs_after
             print(f"lower bound again, right after the sync: {bound_after:,.0f} events/s; "
@@ -166,6 +187,15 @@ def main(argv: list[str] | None = None) -> None:
                   f"{events / full['phases']['events'] / bound:.0%} of the lower bound")
             print(f"  the whole sync against fetching and parsing every page it reads: {every_page:.2f}s / "
                   f"{full['seconds']:.2f}s = {every_page / full['seconds']:.0%}")
+            cores = os.cpu_count() or 1
+            print(f"CPU seconds (this machine has {cores} cores):")
+            print(f"  lower bound, events: client {bound_cpu['client']:.1f} + sandbox {bound_cpu['server']:.1f} "
+                  f"in {secs:.1f}s of wall; operations and queries: client {lists_cpu['client']:.1f} + sandbox "
+                  f"{lists_cpu['server']:.1f} in {secs4:.1f}s")
+            used = full["cpu"] + sync_cpu["server"]
+            print(f"  full sync: its process {full['cpu']:.1f} + sandbox {sync_cpu['server']:.1f} = {used:.1f} in "
+                  f"{full['seconds']:.1f}s of wall = {used / full['seconds']:.2f} of {cores} cores busy; at "
+                  f"{cores} cores fully busy that much work would take {used / cores:.1f}s")
             changed = change_operations(url, 0.01)
             inc = run_sync(url, wh)
             print(f"incremental after {changed:,} new operations (1%) ran to completion: {inc['requests']:,} requests "
