@@ -3,7 +3,8 @@
 Prints, for one scenario served by `chainops sandbox` in its own process (pinned to core 1):
 
 - the hand-written lower bound: every event page fetched with one keep-alive httpx client and parsed with
-  ``json.loads``, nothing else (and, for scale, the same with orjson, and the bytes alone);
+  ``json.loads``, nothing else (and, for scale, the same with orjson, the bytes alone, and the issue's simple loader:
+  every page saved to a file, then one DuckDB ``read_json``);
 - a full `chainops sync` into a new warehouse: events/s, its ratio to the lower bound, peak RSS; the bound is
   measured again right after the sync, and the ratios use the mean of the two (this machine's speed drifts by tens
   of percent within minutes, so a bound measured once can flatter or wrong the sync);
@@ -76,6 +77,38 @@ def fetch_all_events(base_url: str, parse) -> tuple[int, float]:
                 offset += n
                 if not more or n == 0:
                     break
+        return total, time.perf_counter() - t0
+
+
+def read_json_loader(base_url: str, workdir: Path) -> tuple[int, float]:
+    """The issue's "simple fetch-then-DuckDB-read_json loader", for scale: every event page saved to a file, then one
+    ``read_json`` over them into a DuckDB table of one JSON value per event; returns (events, seconds)."""
+    import duckdb
+
+    pages = workdir / "pages"
+    pages.mkdir()
+    with bare_client(base_url) as (client, channels):
+        t0 = time.perf_counter()
+        n_pages = 0
+        for channel in channels:
+            offset = 0
+            while True:
+                body = client.get(f"channels/{channel['channel_id']}/events",
+                                  params={"limit": 200, "offset": offset}).content
+                (pages / f"{n_pages:06d}.json").write_bytes(body)
+                n_pages += 1
+                n = body.count(b'"event_id"')
+                offset += n
+                if b'"has_more":true' not in body[-40:].replace(b" ", b"") or n == 0:
+                    break
+        con = duckdb.connect(str(workdir / "read_json.duckdb"), config={"enable_progress_bar": False})
+        con.execute(f"""
+            CREATE TABLE events AS SELECT unnest(events) AS event
+            FROM read_json('{pages}/*.json', columns = {{events: 'JSON[]', has_more: 'BOOLEAN'}},
+                           maximum_object_size = 1000000000)
+        """)
+        total = con.execute("SELECT count(*) FROM events").fetchone()[0]
+        con.close()
         return total, time.perf_counter() - t0
 
 
@@ -168,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
         every_page = secs + secs4
         print(f"every page a full sync reads (events, then {n4:,} operations and queries), same way: "
               f"{every_page:.2f}s")
+        with tempfile.TemporaryDirectory() as tmp:
+            n5, secs5 = read_json_loader(url, Path(tmp))
+        print(f"  for scale, fetch every event page to a file, then DuckDB read_json: {n5 / secs5:,.0f} events/s")
         with tempfile.TemporaryDirectory() as tmp:
             wh = Path(tmp) / "bench.duckdb"
             with cpu_of(pid) as sync_cpu:
