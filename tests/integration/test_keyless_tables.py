@@ -77,4 +77,7 @@ def test_an_older_warehouse_loses_its_keys_and_keeps_its_rows(settings) -> None:
     assert sum(again.updated[t] for t in KEYS) > 0
     with Warehouse(settings.warehouse, read_only=True) as wh:
         assert _duplicate_keys(wh.con) == dict.fromkeys(KEYS, 0)
+        # every event was stored again too: each replaced its stored copy, and counts as updated, not new
+        assert wh.con.execute("SELECT count(*) - count(DISTINCT event_id) FROM events").fetchone()[0] == 0
+        assert (again.rows["events"], again.updated["events"]) == (0, wh.count("events"))
         assert _contents(wh.con, synced_at=False) == before_without_synced_at

@@ -4,6 +4,7 @@ event sent again on a later page is stored once, as its last copy."""
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.api import Client
-from toolkit.sync import sync
+from toolkit.sync import COMMIT_ROWS, sync
 from toolkit.warehouse import Warehouse
 
 START = 1_795_000_000
@@ -57,7 +58,18 @@ def server():
         yield running
 
 
-def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stored_once(server, tmp_path) -> None:
+@pytest.mark.parametrize(("rows_per_batch", "rows_per_transaction"), [
+    (None, None),  # the defaults: both copies in one batch
+    (1, None),  # a batch per page, one transaction: the repeat is written at once over the first copy
+    (1, 1),  # a transaction per page: the first copy is replaced when the repeat's transaction commits
+], ids=["one-batch", "batch-per-page", "transaction-per-page"])
+def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stored_once(
+    server, tmp_path, monkeypatch, rows_per_batch, rows_per_transaction
+) -> None:
+    if rows_per_batch is not None:
+        monkeypatch.setitem(COMMIT_ROWS, "events", rows_per_batch)
+    if rows_per_transaction is not None:
+        monkeypatch.setattr(importlib.import_module("toolkit.sync"), "TRANSACTION_ROWS", rows_per_transaction)
     clean = tmp_path / "clean.duckdb"
     with Client(server.base_url, TEST_KEY) as plain:
         sync(client=plain, warehouse=str(clean), quiet=True)
@@ -78,6 +90,7 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
     with Warehouse(messy, read_only=True) as wh:
         got = wh.con.execute(query, [first]).fetchall()
         assert wh.con.execute("SELECT count(*) - count(DISTINCT event_id) FROM events").fetchall() == [(0,)]
+        assert result.rows["events"] == wh.count("events")  # a replaced copy is counted once, as new
     assert len(expected) > 400, "the channel needs at least three pages for this test"
     assert len(got) == len(expected) - 1  # the blank one
     repeated = dict(got)[expected[199][0]]

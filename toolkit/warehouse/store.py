@@ -241,9 +241,7 @@ class Warehouse:
             return 0, 0
         tspec = TABLES[table]
         data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-        view = f"_incoming_{table}"
-        self.con.register(view, data)
-        try:
+        with self._registered(table, data) as view:
             # delete + insert (one transaction) is faster than INSERT OR REPLACE and counts the replaced rows;
             # an operation's transactions are replaced as a whole
             key = tspec.key[0]
@@ -256,14 +254,53 @@ class Warehouse:
                     where, params = f"channel_id = ? AND {where}", [channels[0].as_py()]
             deleted = self.con.execute(f'DELETE FROM "{tspec.name}" WHERE {where}', params).fetchall()
             existing = min(int(deleted[0][0]) if deleted else 0, data.num_rows)
-            extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
-            self.con.execute(f'INSERT INTO "{tspec.name}" BY NAME SELECT *{extra_cols} FROM {view}')
+            self._insert_from(table, view)
+        return data.num_rows - int(existing), int(existing)
+
+    def insert(self, table: str, batch: pa.RecordBatch | pa.Table) -> int:
+        """Append ``batch``'s rows to ``table`` without looking for stored rows with the same keys (call inside
+        :meth:`transaction`, and see :meth:`delete_superseded`); returns the rows appended."""
+        if batch.num_rows == 0:
+            return 0
+        data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        with self._registered(table, data) as view:
+            self._insert_from(table, view)
+        return data.num_rows
+
+    def delete_superseded(self, table: str, channel_id: str, keys: pa.Array) -> int:
+        """Delete the rows of ``table`` in ``channel_id`` whose key is one of ``keys`` and that the open transaction
+        did not write, and return how many: what :meth:`upsert` deletes row by row, done once for many
+        :meth:`insert` calls. A row's ``synced_at`` is the ``now()`` of the transaction that wrote it, and DuckDB's
+        ``now()`` is the start of the transaction, so the rows this transaction wrote are exactly those whose
+        ``synced_at`` equals it."""
+        if len(keys) == 0:
+            return 0
+        tspec = TABLES[table]
+        key = tspec.key[0]
+        with self._registered(f"{table}_keys", pa.table({key: keys})) as view:
+            deleted = self.con.execute(
+                f'DELETE FROM "{tspec.name}" WHERE channel_id = ? AND synced_at IS DISTINCT FROM now() '
+                f"AND {key} IN (SELECT {key} FROM {view})",
+                [channel_id],
+            ).fetchall()
+        return int(deleted[0][0]) if deleted else 0
+
+    @contextlib.contextmanager
+    def _registered(self, name: str, data: pa.Table) -> Iterator[str]:
+        """``data`` as a view of the connection while the block runs; yields the view's name."""
+        view = f"_incoming_{name}"
+        self.con.register(view, data)
+        try:
+            yield view
         except BaseException:
             with contextlib.suppress(duckdb.Error):  # in a transaction the error aborted: its own error says more
                 self.con.unregister(view)
             raise
         self.con.unregister(view)
-        return data.num_rows - int(existing), int(existing)
+
+    def _insert_from(self, table: str, view: str) -> None:
+        extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
+        self.con.execute(f'INSERT INTO "{TABLES[table].name}" BY NAME SELECT *{extra_cols} FROM {view}')
 
     def _columns_of(self, table: str) -> list[str]:
         cached = self._column_cache.get(table)
