@@ -101,7 +101,8 @@ def read_json_loader(base_url: str, workdir: Path) -> tuple[int, float]:
                 offset += n
                 if b'"has_more":true' not in body[-40:].replace(b" ", b"") or n == 0:
                     break
-        con = duckdb.connect(str(workdir / "read_json.duckdb"), config={"enable_progress_bar": False})
+        con = duckdb.connect(str(workdir / "read_json.duckdb"))
+        con.execute("SET enable_progress_bar = false")
         con.execute(f"""
             CREATE TABLE events AS SELECT unnest(events) AS event
             FROM read_json('{pages}/*.json', columns = {{events: 'JSON[]', has_more: 'BOOLEAN'}},
