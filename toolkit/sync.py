@@ -670,7 +670,7 @@ def sync(
             try:
                 loader.run(channels)
                 started = time.perf_counter()
-                wh.reopen()  # the models get the whole limit, not what the upserts' indexes held (see reopen)
+                wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
                 wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
                 refresh_models(wh, threads=MODELS_THREADS)
                 result.phases["models"] = round(time.perf_counter() - started, 3)

@@ -157,11 +157,11 @@ class Warehouse:
     def reopen(self, *, wait: float = 600.0, meanwhile: Callable[[], None] | None = None) -> None:
         """Checkpoint, close and reopen the connection (``meanwhile`` runs while it is closed).
 
-        DuckDB then lets go of what it held for the file: the primary-key index nodes that upserts loaded, which it
-        keeps in memory, grow with the history and count against the memory limit, are loaded again only when
-        used. Settings made with :meth:`configure` are applied again (a plain ``SET`` is not); a reader that got in
-        meanwhile is waited for up to ``wait`` seconds. Call only between transactions, from the thread that owns
-        the connection.
+        DuckDB then lets go of what it held for the file, such as the primary-key index nodes that upserts loaded
+        (it keeps them in memory, against the memory limit, until the connection closes; the large tables have no
+        such index, see schema.sql), and loads again only what is used. Settings made with :meth:`configure` are
+        applied again (a plain ``SET`` is not); a reader that got in meanwhile is waited for up to ``wait`` seconds.
+        Call only between transactions, from the thread that owns the connection.
         """
         self.con.execute("CHECKPOINT")
         self.con.close()
