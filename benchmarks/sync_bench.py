@@ -36,13 +36,33 @@ from benchmarks._server import KEY, cpu_seconds, sandbox_server
 
 EVENTS_PER_OPERATION = 8.6  # what the default scenario produces (operations, queries, watchers, wallets)
 
-SYNC_AND_REPORT = """
-import json, resource, sys
+PEAK_RSS_MB = """
+def peak_rss_mb():
+    # VmHWM: this program's own peak. Linux carries ru_maxrss across exec, so for a process forked from a big
+    # parent (this benchmark, after the read_json loader) it would report the parent's size instead.
+    import resource
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+SYNC_AND_REPORT = PEAK_RSS_MB + """
+import json, sys
 from toolkit.config import Settings
 from toolkit.sync import sync
 r = sync(Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={}), quiet=True)
 print(json.dumps({"seconds": r.seconds, "requests": r.requests, "rows": dict(r.rows), "phases": r.phases,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_mb": peak_rss_mb()}))
+"""
+
+READ_JSON_AND_REPORT = PEAK_RSS_MB + """
+import json, sys
+from pathlib import Path
+from benchmarks.sync_bench import read_json_loader
+n, seconds = read_json_loader(sys.argv[1], Path(sys.argv[2]))
+print(json.dumps({"events": n, "seconds": seconds, "peak_mb": peak_rss_mb()}))
 """
 
 
@@ -203,8 +223,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"every page a full sync reads (events, then {n4:,} operations and queries), same way: "
               f"{every_page:.2f}s")
         with tempfile.TemporaryDirectory() as tmp:
-            n5, secs5 = read_json_loader(url, Path(tmp))
-        print(f"  for scale, fetch every event page to a file, then DuckDB read_json: {n5 / secs5:,.0f} events/s")
+            out = subprocess.run([sys.executable, "-c", READ_JSON_AND_REPORT, url, tmp], capture_output=True,
+                                 text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+            simple = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"  for scale, fetch every event page to a file, then DuckDB read_json: "
+              f"{simple['events'] / simple['seconds']:,.0f} events/s, peak RSS {simple['peak_mb']:,.0f} MB")
         with tempfile.TemporaryDirectory() as tmp:
             wh = Path(tmp) / "bench.duckdb"
             with cpu_of(pid) as sync_cpu:
