@@ -74,29 +74,32 @@ def bare_client(base_url: str) -> Iterator[tuple[httpx.Client, list[dict]]]:
         yield client, client.get("channels", params={"status": ["active", "archived"], "limit": 50}).json()["data"]
 
 
+def event_pages(client: httpx.Client, channels: list[dict], parse) -> Iterator[tuple[bytes, int]]:
+    """Every event page of every channel, in offset order: ``(body, events on it)``. ``parse`` reads the count and
+    ``has_more``; ``None`` finds them in the bytes (offsets are contiguous from 0 in the sandbox)."""
+    for channel in channels:
+        offset = 0
+        while True:
+            body = client.get(f"channels/{channel['channel_id']}/events",
+                              params={"limit": 200, "offset": offset}).content
+            if parse is None:
+                n = body.count(b'"event_id"')
+                more = b'"has_more":true' in body[-40:].replace(b" ", b"")
+            else:
+                page = parse(body)
+                n = len(page["events"])
+                more = page["has_more"]
+            yield body, n
+            offset += n
+            if not more or n == 0:
+                break
+
+
 def fetch_all_events(base_url: str, parse) -> tuple[int, float]:
     """Every event page of every channel, one keep-alive client, optional parse; returns (events, seconds)."""
     with bare_client(base_url) as (client, channels):
         t0 = time.perf_counter()
-        total = 0
-        for channel in channels:
-            offset = 0
-            while True:
-                body = client.get(f"channels/{channel['channel_id']}/events",
-                                  params={"limit": 200, "offset": offset}).content
-                if parse is None:
-                    # bytes only: find the count cheaply to page on (offsets are contiguous from 0 in the sandbox)
-                    n = body.count(b'"event_id"')
-                    tail = body[-40:].replace(b" ", b"")
-                    more = b'"has_more":true' in tail
-                else:
-                    page = parse(body)
-                    n = len(page["events"])
-                    more = page["has_more"]
-                total += n
-                offset += n
-                if not more or n == 0:
-                    break
+        total = sum(n for _, n in event_pages(client, channels, parse))
         return total, time.perf_counter() - t0
 
 
@@ -109,18 +112,8 @@ def read_json_loader(base_url: str, workdir: Path) -> tuple[int, float]:
     pages.mkdir()
     with bare_client(base_url) as (client, channels):
         t0 = time.perf_counter()
-        n_pages = 0
-        for channel in channels:
-            offset = 0
-            while True:
-                body = client.get(f"channels/{channel['channel_id']}/events",
-                                  params={"limit": 200, "offset": offset}).content
-                (pages / f"{n_pages:06d}.json").write_bytes(body)
-                n_pages += 1
-                n = body.count(b'"event_id"')
-                offset += n
-                if b'"has_more":true' not in body[-40:].replace(b" ", b"") or n == 0:
-                    break
+        for i, (body, _) in enumerate(event_pages(client, channels, None)):
+            (pages / f"{i:06d}.json").write_bytes(body)
         con = duckdb.connect(str(workdir / "read_json.duckdb"))
         con.execute("SET enable_progress_bar = false")
         con.execute(f"""
