@@ -240,8 +240,7 @@ class Warehouse:
         if batch.num_rows == 0:
             return 0, 0
         tspec = TABLES[table]
-        data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-        with self._registered(table, data) as view:
+        with self._registered(table, batch) as view:
             # delete + insert (one transaction) is faster than INSERT OR REPLACE and counts the replaced rows;
             # an operation's transactions are replaced as a whole
             key = tspec.key[0]
@@ -249,23 +248,22 @@ class Warehouse:
             if table == "events":
                 # events arrive a channel at a time and are stored in that order, so the rows of one channel sit
                 # in few row groups: naming the channel lets DuckDB skip the rest instead of probing every id
-                channels = pc.unique(data.column("channel_id"))
+                channels = pc.unique(batch.column("channel_id"))
                 if len(channels) == 1 and channels[0].is_valid:
                     where, params = f"channel_id = ? AND {where}", [channels[0].as_py()]
             deleted = self.con.execute(f'DELETE FROM "{tspec.name}" WHERE {where}', params).fetchall()
-            existing = min(int(deleted[0][0]) if deleted else 0, data.num_rows)
+            existing = min(int(deleted[0][0]) if deleted else 0, batch.num_rows)
             self._insert_from(table, view)
-        return data.num_rows - int(existing), int(existing)
+        return batch.num_rows - int(existing), int(existing)
 
     def insert(self, table: str, batch: pa.RecordBatch | pa.Table) -> int:
         """Append ``batch``'s rows to ``table`` without looking for stored rows with the same keys (call inside
         :meth:`transaction`, and see :meth:`delete_superseded`); returns the rows appended."""
         if batch.num_rows == 0:
             return 0
-        data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-        with self._registered(table, data) as view:
+        with self._registered(table, batch) as view:
             self._insert_from(table, view)
-        return data.num_rows
+        return batch.num_rows
 
     def delete_superseded(self, table: str, channel_id: str, keys: pa.Array) -> int:
         """Delete the rows of ``table`` in ``channel_id`` whose key is one of ``keys`` and that the open transaction
@@ -286,10 +284,10 @@ class Warehouse:
         return int(deleted[0][0]) if deleted else 0
 
     @contextlib.contextmanager
-    def _registered(self, name: str, data: pa.Table) -> Iterator[str]:
+    def _registered(self, name: str, data: pa.RecordBatch | pa.Table) -> Iterator[str]:
         """``data`` as a view of the connection while the block runs; yields the view's name."""
         view = f"_incoming_{name}"
-        self.con.register(view, data)
+        self.con.register(view, pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data)
         try:
             yield view
         except BaseException:
