@@ -19,6 +19,9 @@ from .config import Settings
 from .errors import ChainopsError
 
 DEMO_KEY = "sandbox-demo-key"
+#: The sandbox's scenario shapes (toolkit.sandbox.scenarios.SHAPES; named here so that building the parser never
+#: imports the sandbox; a test keeps the two equal).
+SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions", "long-lived", "query-heavy")
 
 
 class UsageError(ChainopsError):
@@ -197,13 +200,15 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     """Serve the sandbox on loopback until interrupted."""
     from .sandbox.serve import run_server
 
+    if args.shape not in SANDBOX_SHAPES:
+        raise UsageError(f"unknown --shape {args.shape!r}; choose one of {', '.join(SANDBOX_SHAPES)}")
     run_server(
         host=args.host, port=args.port, orgs=tuple(args.org or ["sandbox-key"]),
         not_onboarded=tuple(args.not_onboarded or ()), seed=args.seed, days=args.days, empty=args.empty,
         speed=args.speed, fail_rate=args.fail_rate, rate_limit=args.rate_limit,
         operations_per_day=args.operations_per_day, start=args.start, slow_rate=args.slow_rate,
         slow_seconds=args.slow_seconds, truncate_rate=args.truncate_rate, drop_rate=args.drop_rate,
-        malformed_rate=args.malformed_rate,
+        malformed_rate=args.malformed_rate, shape=args.shape,
     )
     return 0
 
@@ -310,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="requests per second before answering 429 with Retry-After (fault injection)")
     p.add_argument("--operations-per-day", type=float, default=400, metavar="N",
                    help="scenario size: operations per day of history (default 400; events are about 8x that)")
+    p.add_argument("--shape", default="default", metavar="NAME",
+                   help=f"how the seeded history is laid out: {', '.join(SANDBOX_SHAPES)} (default: five channels)")
     p.add_argument("--start", type=int, default=None, metavar="UNIX",
                    help="simulated 'now' at start, unix seconds (default: the current minute)")
     p.add_argument("--slow-rate", type=float, default=0.0, metavar="P", help="share of answers delayed (fault)")

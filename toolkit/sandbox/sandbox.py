@@ -14,7 +14,7 @@ from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.clock import SimClock
 from toolkit.sandbox.engine import Engine
 from toolkit.sandbox.faults import FaultConfig, FaultInjector
-from toolkit.sandbox.scenarios import Scenario
+from toolkit.sandbox.scenarios import SHAPES, Scenario
 from toolkit.sandbox.truth import Truth
 
 if TYPE_CHECKING:
@@ -38,18 +38,22 @@ class Sandbox:
     The first key of ``orgs`` holds the seeded history (``days`` of it, ``operations_per_day``, ending at ``start``);
     the other keys are onboarded but empty; ``not_onboarded`` keys answer 401 ``ORGANIZATION_NOT_FOUND``. ``speed``
     is simulated seconds per wall second (0 = a frozen clock moved only by :meth:`advance`). The fault rates apply
-    to ``/v1`` (never to the health check nor to ``/sandbox``).
+    to ``/v1`` (never to the health check nor to ``/sandbox``). ``shape`` lays the seeded history out as one of
+    :data:`~toolkit.sandbox.scenarios.SHAPES` (``one-channel``, ``many-channels``, ``many-transactions``,
+    ``long-lived``, ``query-heavy``; default the usual five channels).
     """
 
     def __init__(self, orgs: Iterable[str] = ("sandbox-key",), not_onboarded: Iterable[str] = (), seed: int = 7,
                  days: float = 3, operations_per_day: float = 400, empty: bool = False, speed: float = 0.0,
                  start: int | None = None, fail_rate: float = 0.0, rate_limit: float | None = None,
                  slow_rate: float = 0.0, slow_seconds: float = 5.0, truncate_rate: float = 0.0,
-                 drop_rate: float = 0.0, malformed_rate: float = 0.0) -> None:
+                 drop_rate: float = 0.0, malformed_rate: float = 0.0, shape: str = "default") -> None:
         if isinstance(orgs, str):
             orgs = (orgs,)
         if isinstance(not_onboarded, str):
             not_onboarded = (not_onboarded,)
+        if shape not in SHAPES:
+            raise ValueError(f"unknown scenario shape {shape!r}; known: {', '.join(SHAPES)}")
         keys = list(dict.fromkeys(orgs))
         if not keys:
             raise ValueError("at least one onboarded organisation key is needed")
@@ -66,7 +70,7 @@ class Sandbox:
         with _gc_paused():  # the backfill allocates many long-lived containers; cyclic GC passes only cost time
             if seeded:
                 Scenario(self._backends[keys[0]], seed, self.start, days, operations_per_day,
-                         live=speed > 0).schedule()
+                         live=speed > 0, shape=SHAPES[shape]).schedule()
             self._engine.run_until(self.start)
         config = FaultConfig(fail_rate=fail_rate, rate_limit=rate_limit, slow_rate=slow_rate,
                              slow_seconds=slow_seconds, truncate_rate=truncate_rate, drop_rate=drop_rate,

@@ -1,5 +1,9 @@
 """The seeded scenario: channels, wallets and watchers on several networks, then days of operations and queries.
 
+A :class:`Shape` changes how the same workload is laid out, for testing the toolkit on data other than the default's:
+one channel holding everything, hundreds of tiny channels, operations with many transactions, long-lived
+operations, or ten times more queries than operations (see :data:`SHAPES`).
+
 History is made by the same backend and engine that serve live requests: the scenario schedules its actions on the
 engine from ``start - days*86400`` and the engine runs them up to ``start``. Work still in flight at ``start`` moves
 on as the clock advances; in live mode the workload keeps arriving after ``start``.
@@ -57,6 +61,35 @@ WATCHERS = (
 )
 
 
+@dataclass(frozen=True)
+class Shape:
+    """How the seeded organisation is laid out. ``channels`` replaces the default five channels with that many (1: one
+    channel holds every wallet, watcher, operation and query; more: each operation and query goes to a channel picked
+    at random); ``transactions`` are the choices of transactions per operation; drafts are ``draft_share`` of the
+    operations, finalized after ``finalize_after`` seconds (a range) before a deadline ``deadline_after`` seconds
+    away; ``queries_per_operation`` sets the query workload against the operation workload."""
+
+    name: str
+    channels: int | None = None
+    transactions: tuple[int, ...] = (1, 1, 1, 2, 3)
+    draft_share: float = DRAFT_SHARE
+    finalize_after: tuple[float, float] | None = None
+    deadline_after: tuple[int, int] = (900, 6 * 3600)
+    queries_per_operation: float = 1 / 6
+
+
+#: The shapes ``Sandbox(shape=...)`` and ``chainops sandbox --shape`` know.
+SHAPES: dict[str, Shape] = {shape.name: shape for shape in (
+    Shape("default"),
+    Shape("one-channel", channels=1),
+    Shape("many-channels", channels=300),
+    Shape("many-transactions", transactions=(16,)),
+    # drafts signed hours to days after they were made: operations stay in flight across many syncs
+    Shape("long-lived", draft_share=0.6, finalize_after=(3600.0, 3 * 86400.0), deadline_after=(4 * 86400, 5 * 86400)),
+    Shape("query-heavy", queries_per_operation=10.0),
+)}
+
+
 @dataclass
 class _Wallet:
     wallet_id: str
@@ -69,8 +102,9 @@ class Scenario:
     """Schedules the seeded organisation's setup and workload on the engine."""
 
     def __init__(self, backend: Backend, seed: int, start: int, days: float, operations_per_day: float,
-                 live: bool) -> None:
+                 live: bool, shape: Shape = SHAPES["default"]) -> None:
         self.b = backend
+        self.shape = shape
         self.rng = stream(seed, "scenario")
         self.start = int(start)
         self.t0 = int(start - days * 86400)
@@ -84,7 +118,7 @@ class Scenario:
     def schedule(self) -> None:
         """Create the setup now (at ``t0``) and schedule everything else."""
         b, sched = self.b, self.b.engine.schedule
-        for name, description in CHANNELS:
+        for name, description in self._channels():
             self.channel_ids.append(b.create_channel({"name": name, "description": description})["channel_id"])
         for i, spec in enumerate(WALLETS):
             sched(self.t0 + 30 + 20 * i, self._create_wallet, spec)
@@ -92,12 +126,30 @@ class Scenario:
             sched(self.t0 + 120 + 45 * i, self._create_watcher, spec)
         sched(self.t0 + 0.40 * self.window, self._archive_wallet, "legacy-eth")
         sched(self.t0 + 0.45 * self.window, self._archive_watcher, "legacy-watch")
-        sched(self.t0 + 0.50 * self.window, self._archive_channel, 4)
+        if len(self.channel_ids) > 4:
+            sched(self.t0 + 0.50 * self.window, self._archive_channel, 4)
         if self.ops_rate > 0:
             sched(self.t0 + 900, self._next_operation, float(self.t0 + 900))
             sched(self.t0 + 1200, self._next_query, float(self.t0 + 1200))
 
     # -- setup -----------------------------------------------------------------------------------------------------
+
+    def _channels(self) -> list[tuple[str, str]]:
+        count = self.shape.channels
+        if count is None:
+            return list(CHANNELS)
+        if count == 1:
+            return [("everything", "One busy channel holding every wallet, watcher, operation and query")]
+        return [(f"tiny-{i:03d}", f"Tiny channel {i}") for i in range(count)]
+
+    def _channel(self, index: int) -> str:
+        """The channel the default layout's channel ``index`` maps to (the same one in a one-channel shape)."""
+        return self.channel_ids[index % len(self.channel_ids)]
+
+    def _workload_channel(self, home: str) -> str:
+        """Where an operation or query goes: its wallet's home channel, or any channel when there are many."""
+        count = self.shape.channels
+        return self.rng.choice(self.channel_ids) if count is not None and count > 1 else home
 
     def _create_wallet(self, spec: tuple) -> None:
         name, network, home, status_channel, weight, fate = spec
@@ -105,13 +157,13 @@ class Scenario:
                 "wallet_type": "ecdsa", "configuration": {"threshold": 1},
                 "allowed_ecdsa_signers": [self.b.address()]}
         if status_channel is not None:
-            body["status_channel_id"] = self.channel_ids[status_channel]
+            body["status_channel_id"] = self._channel(status_channel)
         wallet = self.b.create_wallet(body)
         if fate == "fail":
             self.b.forced[wallet["wallet_id"]] = True
         else:
             self.b.forced[wallet["wallet_id"]] = False
-            self.wallets.append(_Wallet(wallet["wallet_id"], self.channel_ids[home], _NET[network], weight))
+            self.wallets.append(_Wallet(wallet["wallet_id"], self._channel(home), _NET[network], weight))
 
     def _create_watcher(self, spec: tuple) -> None:
         name, channel, network, service, events, rate, fate = spec
@@ -121,7 +173,7 @@ class Scenario:
         else:
             body["service"] = service
             body["service_config"] = {"fund_token": self.b.address()}
-        watcher = self.b.create_watcher(self.channel_ids[channel], body, rate_per_hour=rate)
+        watcher = self.b.create_watcher(self._channel(channel), body, rate_per_hour=rate)
         self.b.forced[watcher["watcher_id"]] = fate == "fail"
 
     def _archive_wallet(self, name: str) -> None:
@@ -135,7 +187,7 @@ class Scenario:
                 self.b.update_watcher(watcher["channel_id"], watcher["watcher_id"], {"status": "archived"})
 
     def _archive_channel(self, index: int) -> None:
-        channel_id = self.channel_ids[index]
+        channel_id = self._channel(index)
         watchers = [self.b.org.watchers[w] for w in self.b.org.channel_watchers[channel_id]]
         if any(w["status"] in ("pending", "active", "archiving") for w in watchers):
             self.b.engine.schedule(self.b.now + 60, self._archive_channel, index)
@@ -158,6 +210,9 @@ class Scenario:
         return [w for w in self.wallets if org.wallets[w.wallet_id]["status"] == "deployed" and w.weight > 0
                 and org.channels[w.channel_id]["status"] == "active"]
 
+    def _active(self, channel_id: str) -> bool:
+        return self.b.org.channels[channel_id]["status"] == "active"
+
     def _next_operation(self, due: float) -> None:
         """One arrival of the operation workload. Arrivals follow their own fractional clock (``due``): the engine
         runs each at the next whole second, and the next gap counts from ``due``, so the rate is exact."""
@@ -171,28 +226,33 @@ class Scenario:
         self.b.engine.schedule(nxt, self._next_operation, nxt)
 
     def _create_operation(self, wallet: _Wallet) -> None:
-        rng, now = self.rng, self.b.now
+        rng, now, shape = self.rng, self.b.now, self.shape
         self._counter += 1
-        draft = rng.random() < DRAFT_SHARE
-        txs = [self._transfer() for _ in range(rng.choice((1, 1, 1, 2, 3)))]
+        channel_id = self._workload_channel(wallet.channel_id)
+        if not self._active(channel_id):
+            return
+        draft = rng.random() < shape.draft_share
+        txs = [self._transfer() for _ in range(rng.choice(shape.transactions))]
         body: dict = {"chain_selector": wallet.chain_selector,
                       "address": self.b.org.wallets[wallet.wallet_id]["address"],
                       "wallet_operation_id": str(now * 1000 + self._counter % 1000), "transactions": txs}
         if draft:
-            body["deadline"] = 0 if rng.random() < 0.1 else now + rng.randint(900, 6 * 3600)
+            body["deadline"] = 0 if rng.random() < 0.1 else now + rng.randint(*shape.deadline_after)
         else:
             body["deadline"] = 0 if rng.random() < 0.2 else now + 86400
             body["signature"] = "0x" + rng.randbytes(65).hex()
-        op = self.b.create_operation(wallet.channel_id, body)
+        op = self.b.create_operation(channel_id, body)
         if draft:
-            self._plan_draft(wallet.channel_id, op)
+            self._plan_draft(channel_id, op)
 
     def _plan_draft(self, channel_id: str, op: dict) -> None:
         rng, now = self.rng, self.b.now
         horizon = (op["deadline"] - now - 120) if op["deadline"] else 4 * 3600
         fate = rng.random()
         if fate < 0.55 and horizon > 60:
-            self.b.engine.schedule(now + rng.uniform(30, horizon), self._finalize, channel_id, op["operation_id"])
+            lo, hi = self.shape.finalize_after or (30, horizon)
+            delay = min(rng.uniform(lo, hi), horizon) if op["deadline"] else rng.uniform(lo, hi)
+            self.b.engine.schedule(now + delay, self._finalize, channel_id, op["operation_id"])
         elif fate < 0.75:
             self.b.engine.schedule(now + rng.uniform(60, 3600), self._cancel, channel_id, op["operation_id"])
         # else: left alone; expires at its deadline (or stays a draft when the deadline is 0)
@@ -217,7 +277,7 @@ class Scenario:
         """One arrival of the query workload (fractional clock, as :meth:`_next_operation`)."""
         if not self._running():
             return
-        channels = [c for c in self.channel_ids[:4] if self.b.org.channels[c]["status"] == "active"]
+        channels = [c for c in self.channel_ids[:4] if self._active(c)]
         wallets = self._usable_wallets()
         if channels and wallets:
             rng = self.rng
@@ -233,6 +293,8 @@ class Scenario:
             body = {"idempotency_key": f"scn-{self.b.now}-{rng.getrandbits(32):08x}", "query_kind": "evm_call",
                     "chain_selector": chain,
                     "params": {"contract_address": self.b.address(), "call_data": call, "block_selection": selection}}
-            self.b.create_query(rng.choice(channels), body)
-        nxt = due + self._gap(self.ops_rate / 6.0)
+            channel_id = self._workload_channel(rng.choice(channels))
+            if self._active(channel_id):
+                self.b.create_query(channel_id, body)
+        nxt = due + self._gap(self.ops_rate * self.shape.queries_per_operation)
         self.b.engine.schedule(nxt, self._next_query, nxt)
