@@ -51,6 +51,7 @@ from .config import Settings, is_loopback_host
 from .errors import ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
+from .warehouse.memory import is_out_of_memory, memory_ceiling
 from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
@@ -116,6 +117,8 @@ class SyncResult:
     updated: Counter[str] = field(default_factory=Counter)
     rejected: list[str] = field(default_factory=list)
     gaps: dict[str, list[list[int]]] = field(default_factory=dict)
+    #: What kept the run from being complete other than rejected records and gaps (e.g. models not refreshed).
+    warnings: list[str] = field(default_factory=list)
     message: str | None = None
     #: Wall seconds per phase of the run (small lists, watchers, full lists, events, refetch, ...).
     phases: dict[str, float] = field(default_factory=dict)
@@ -138,6 +141,7 @@ class SyncResult:
             lines.append(f"{len(self.rejected)} records rejected (see sync_runs.message); first: {self.rejected[0]}")
         if self.gaps:
             lines.append(f"event offset gaps still open after a re-read: {self.gaps}")
+        lines += self.warnings
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:  # notebooks
@@ -670,14 +674,12 @@ def sync(
             try:
                 loader.run(channels)
                 started = time.perf_counter()
-                wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
-                wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
-                refresh_models(wh, threads=MODELS_THREADS)
+                _build_models(wh, result)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()
                 wh.con.execute("CHECKPOINT")
                 result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
-                result.outcome = "partial" if result.rejected or result.gaps else "ok"
+                result.outcome = "partial" if result.rejected or result.gaps or result.warnings else "ok"
             except BaseException as exc:
                 result.outcome = "failed"
                 result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
@@ -695,8 +697,8 @@ def sync(
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
                 result.finished_at = datetime.now(UTC)
-                if result.rejected and not result.message:
-                    result.message = "; ".join(result.rejected[:20])
+                if (result.rejected or result.warnings) and not result.message:
+                    result.message = "; ".join([*result.warnings, *result.rejected[:20]])
                 try:
                     _write_run(wh, result, client.base_url)
                 except duckdb.Error:
@@ -708,6 +710,24 @@ def sync(
         if own_client:
             client.close()
     return result
+
+
+def _build_models(wh: Warehouse, result: SyncResult) -> None:
+    """Refresh the model tables after the load, letting readers in between pieces. Should DuckDB run out of memory
+    even at the highest limit a retry may set, the run is ``partial``, not failed: everything fetched is committed
+    and the views are exact without the models (only slower); the next sync tries again."""
+    wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
+    wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
+    try:
+        refresh_models(wh, threads=MODELS_THREADS, between=wh.yield_to_readers)
+    except duckdb.Error as exc:
+        if not is_out_of_memory(exc):
+            raise
+        result.warnings.append(
+            f"the model tables were not refreshed: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} "
+            f"MiB ({str(exc).splitlines()[0]}); every row is stored and the views are exact, only slower; the next "
+            "sync tries again"
+        )
 
 
 @contextlib.contextmanager

@@ -3,18 +3,21 @@
 :func:`refresh_models` runs at the end of every sync, inside the sync's writer connection, after all raw rows are
 committed. It is incremental (it recomputes only the operations whose events or record arrived since its last run,
 found by the watermark it keeps in ``sync_state`` under the stream ``models``) and idempotent (a second run with
-nothing new changes nothing). The rows it writes are exactly what the live views compute (see
+nothing new changes nothing), and it works in pieces that fit DuckDB's memory limit, retried smaller or with more
+memory when one does not (see :mod:`.memory`). The rows it writes are exactly what the live views compute (see
 :mod:`toolkit.warehouse.views`), so the public views give the same answer before and after it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import duckdb
+
+from .memory import is_out_of_memory, memory_limit, raise_memory_limit
 from .store import Warehouse
 from .views import (
     LIFECYCLE_MODEL_COLUMNS,
@@ -30,25 +33,53 @@ from .views import (
 
 #: Bump when the model tables' definition changes: the next refresh rebuilds them from the raw tables.
 MODEL_VERSION = 2
-#: Operations recomputed per statement, per byte of DuckDB's memory limit (a first build over a long history then
-#: fits the sync's memory ceiling: 192 MB gives chunks of about 100,000 operations), and the bounds.
+#: Operations recomputed per piece, per byte of DuckDB's memory limit (a first build over a long history then fits
+#: the sync's memory ceiling: 192 MB gives pieces of about 100,000 operations), and the bounds. A piece that runs
+#: out of memory anyway is retried on one thread, then split, and at :data:`MIN_PIECE` with a higher limit
+#: (:mod:`.memory`).
 BYTES_PER_OPERATION = 2_000
 CHUNK_BOUNDS = (10_000, 1_000_000)
+MIN_PIECE = 500
 #: Under a memory limit below this, the refresh runs on one thread (each thread holds its own working set) unless
 #: its caller asks for more (a sync asks for two: see ``toolkit.sync.MODELS_THREADS``).
 ONE_THREAD_BELOW = 1e9
-_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
-          "TIB": 2**40}
+#: Time buckets the stale operations are counted in to plan the pieces (by creation time, without sorting them).
+PLAN_BUCKETS = 4096
 
 
 @dataclass(frozen=True)
 class RefreshResult:
-    """What one refresh did: operations recomputed, rows written, whether it rebuilt everything, and seconds."""
+    """What one refresh did: operations recomputed, rows written, whether it rebuilt everything, seconds, and the
+    retries an out-of-memory error took (``retries``) with the highest memory limit used (``memory_limit``)."""
 
     operations: int
     transitions: int
     rebuilt: bool
     seconds: float
+    pieces: int = 0
+    retries: int = 0
+    memory_limit: str | None = None
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Stale operations created in ``[lo, hi)`` (unix seconds) whose id hashes to ``part`` modulo ``parts``;
+    ``size`` is how many there are (halved, as an estimate, when a piece is split)."""
+
+    lo: int
+    hi: int
+    parts: int
+    part: int
+    size: int
+
+    def predicate(self) -> str:
+        cut = f" AND hash(operation_id) % {self.parts} = {self.part}" if self.parts > 1 else ""
+        return f"created_s >= {self.lo} AND created_s < {self.hi}{cut}"
+
+    def split(self) -> tuple[_Piece, _Piece]:
+        half = max(self.size // 2, 1)
+        return (_Piece(self.lo, self.hi, self.parts * 2, self.part, half),
+                _Piece(self.lo, self.hi, self.parts * 2, self.part + self.parts, half))
 
 
 def _watermarks(wh: Warehouse) -> tuple[str | None, str | None]:
@@ -67,44 +98,130 @@ def _needs_rebuild(wh: Warehouse, full: bool) -> bool:
 
 def _rebuild(wh: Warehouse) -> None:
     """Recreate the model tables empty (their definition may have changed) and forget the watermark: every
-    operation becomes stale."""
-    for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE):
-        wh.con.execute(f"DROP TABLE IF EXISTS {table}")
-    for statement in model_table_statements():
-        wh.con.execute(statement)
-    wh.con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])
+    operation becomes stale, and a run stopped before the end rebuilds again."""
+    with wh.transaction() as con:
+        for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in model_table_statements():
+            con.execute(statement)
+        con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])
 
 
-def _fold_in(wh: Warehouse, rebuilt: bool) -> tuple[int, int]:
-    """Replace the model rows of every stale operation by a fresh computation from the raw tables, with the same
-    SELECTs the live views use; returns (operations, transitions) written.
-
-    The work goes in chunks sized to the memory limit (so a first build of a long history fits the sync's memory
-    ceiling), oldest operations first: the model tables then keep operations in about creation order, and the next
-    syncs, which mostly touch recent operations, delete rows from few storage vectors (a delete's bookkeeping
-    grows with the vectors it touches)."""
-    con = wh.con
-    con.execute("""
+def _stage_stale(wh: Warehouse) -> None:
+    """The stale operations with their creation second, in the temp table ``_model_stale`` (no sort: a sort of a
+    long history's ids does not spill and outgrew the sync's memory at 1.6M operations)."""
+    wh.con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _model_stale AS
-        SELECT s.operation_id, s.new_events,
-            row_number() OVER (ORDER BY o.created_at NULLS LAST, s.operation_id) - 1 AS position
+        SELECT s.operation_id, s.new_events, coalesce(CAST(epoch(o.created_at) AS BIGINT), {_NO_TIME}) AS created_s
         FROM model_stale_operations s LEFT JOIN operations o USING (operation_id)
     """)
-    stale = con.execute("SELECT count(*) FROM _model_stale").fetchone()[0]
-    size = _chunk_operations(wh)
-    n_ops = n_rows = 0
-    for start in range(0, stale, size):
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id, new_events FROM _model_stale "
-            "WHERE position >= ? AND position < ?", [start, start + size],
-        )
-        if not rebuilt:
-            _drop_unchanged_records(wh, "_model_scope")
-        ops, rows = _fold_in_scope(wh, "_model_scope", delete=not rebuilt)
+
+
+#: ``created_s`` of an operation without a record (events only): after every real time.
+_NO_TIME = 2**62
+
+
+def _plan(wh: Warehouse, size: int) -> list[_Piece]:
+    """Pieces of about ``size`` stale operations each, oldest first: the model tables then keep operations in about
+    creation order, and the next syncs, which mostly touch recent operations, delete rows from few storage vectors
+    (a delete's bookkeeping grows with the vectors it touches). The stale operations are counted per time bucket
+    and consecutive buckets grouped; a bucket busier than ``size`` is split by id hash."""
+    con = wh.con
+    lo, hi = con.execute("SELECT min(created_s), max(created_s) FROM _model_stale").fetchone()
+    if lo is None:
+        return []
+    width = max(1, -(-(int(hi) - int(lo) + 1) // PLAN_BUCKETS))
+    counts = con.execute(
+        "SELECT (created_s - ?) // ? AS b, count(*) FROM _model_stale GROUP BY b ORDER BY b", [lo, width]
+    ).fetchall()
+    pieces: list[_Piece] = []
+    start, held = None, 0
+
+    def close(end_bucket: int) -> None:
+        nonlocal start, held
+        if start is not None:
+            pieces.append(_Piece(lo + start * width, lo + end_bucket * width, 1, 0, held))
+        start, held = None, 0
+
+    for bucket, count in counts:
+        bucket, count = int(bucket), int(count)
+        if count >= size:
+            close(bucket)
+            parts = -(-count // size)
+            pieces += [_Piece(lo + bucket * width, lo + (bucket + 1) * width, parts, p, count // parts)
+                       for p in range(parts)]
+            continue
+        if start is not None and held + count > size:
+            close(bucket)
+        if start is None:
+            start = bucket
+        held += count
+    close(int(counts[-1][0]) + 1)
+    return pieces
+
+
+def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -> tuple[int, int, int, int]:
+    """Replace the model rows of every stale operation by a fresh computation from the raw tables, with the same
+    SELECTs the live views use; returns (operations, transitions, pieces, retries).
+
+    Each piece is its own transaction (a piece that fails leaves the others, and the watermark is written only once
+    every piece is in), so an out-of-memory error costs one piece, which is retried on one thread, then split, then
+    with a higher limit. ``between`` runs between two pieces; when it returns True the connection was reopened
+    (a reader was let in) and the stale set is staged again (it has not changed: the watermark has not moved)."""
+    _stage_stale(wh)
+    queue = _plan(wh, _chunk_operations(wh))
+    n_pieces = len(queue)
+    n_ops = n_rows = retries = 0
+    while queue:
+        piece = queue.pop(0)
+        try:
+            with wh.transaction():
+                wh.con.execute(
+                    "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id, new_events FROM _model_stale "
+                    f"WHERE {piece.predicate()}"
+                )
+                if not rebuilt:
+                    _drop_unchanged_records(wh, "_model_scope")
+                ops, rows = _fold_in_scope(wh, "_model_scope", delete=not rebuilt)
+        except duckdb.Error as exc:
+            if not is_out_of_memory(exc):
+                raise
+            retries += 1
+            queue[:0] = _smaller(wh, piece, exc)
+            continue
         n_ops, n_rows = n_ops + ops, n_rows + rows
+        if queue and between is not None:
+            settings = _current(wh.con, _PIECE_SETTINGS)
+            if between():  # a new connection: this refresh's settings again, and its temp table
+                for name, value in settings.items():
+                    wh.con.execute(f"SET {name} = ?", [value])
+                _stage_stale(wh)
     for table in ("_model_scope", "_model_stale", "_model_same"):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    return n_ops, n_rows
+        wh.con.execute(f"DROP TABLE IF EXISTS {table}")
+    return n_ops, n_rows, n_pieces, retries
+
+
+#: Settings a refresh changes for its pieces (see :func:`_lean_settings` and :func:`_smaller`).
+_PIECE_SETTINGS = ("threads", "preserve_insertion_order", "memory_limit")
+
+
+def _current(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> dict[str, object]:
+    """The current values of DuckDB settings, by name."""
+    return {name: con.execute(f"SELECT current_setting('{name}')").fetchone()[0] for name in names}
+
+
+def _smaller(wh: Warehouse, piece: _Piece, exc: BaseException) -> list[_Piece]:
+    """What to retry after ``piece`` ran out of memory: the same piece on one thread, else its two halves, else (at
+    :data:`MIN_PIECE` operations) the same piece under a doubled limit. Raises ``exc`` when none is left."""
+    con = wh.con
+    if int(con.execute("SELECT current_setting('threads')").fetchone()[0]) > 1:
+        con.execute("SET threads = 1")
+        return [piece]
+    if piece.size > MIN_PIECE:
+        return list(piece.split())
+    if raise_memory_limit(con):
+        return [piece]
+    raise exc
 
 
 def _drop_unchanged_records(wh: Warehouse, scope: str) -> None:
@@ -122,17 +239,9 @@ def _drop_unchanged_records(wh: Warehouse, scope: str) -> None:
     con.execute(f"DELETE FROM {scope} WHERE operation_id IN (SELECT operation_id FROM _model_same)")
 
 
-def _memory_limit(wh: Warehouse) -> float:
-    """The connection's memory limit in bytes (infinity when DuckDB reports none)."""
-    row = wh.con.execute("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()
-    match = re.match(r"^\s*([0-9.]+)\s*([A-Za-z]+)\s*$", str(row[0]) if row else "")
-    limit = float(match.group(1)) * _UNITS.get(match.group(2).upper(), 0) if match else 0
-    return limit if limit > 0 else float("inf")
-
-
 def _chunk_operations(wh: Warehouse) -> int:
-    """How many operations one statement may recompute under the connection's memory limit."""
-    limit = _memory_limit(wh)
+    """How many operations one piece may recompute under the connection's memory limit."""
+    limit = memory_limit(wh.con)
     if limit == float("inf"):
         return CHUNK_BOUNDS[1]
     return int(min(max(limit // BYTES_PER_OPERATION, CHUNK_BOUNDS[0]), CHUNK_BOUNDS[1]))
@@ -155,37 +264,46 @@ def _fold_in_scope(wh: Warehouse, scope: str, *, delete: bool) -> tuple[int, int
 @contextlib.contextmanager
 def _lean_settings(wh: Warehouse, threads: int | None) -> Iterator[None]:
     """While the block runs: model rows written in any order, and ``threads`` threads (by default one under a memory
-    limit below :data:`ONE_THREAD_BELOW` bytes, else the connection's setting); the settings are restored after."""
+    limit below :data:`ONE_THREAD_BELOW` bytes, else the connection's setting); the settings, and the memory limit
+    a retry may have raised, are restored after (read again: ``between`` may have reopened the connection)."""
     con = wh.con
-    order = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
-    before = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    before = _current(con, _PIECE_SETTINGS)
     con.execute("SET preserve_insertion_order = false")
-    if threads is None and _memory_limit(wh) < ONE_THREAD_BELOW:
+    if threads is None and memory_limit(con) < ONE_THREAD_BELOW:
         threads = 1
     if threads is not None:
         con.execute(f"SET threads = {max(1, int(threads))}")
     try:
         yield
     finally:
-        con.execute(f"SET preserve_insertion_order = {'true' if order else 'false'}")
-        con.execute(f"SET threads = {int(before)}")
+        for name, value in before.items():
+            wh.con.execute(f"SET {name} = ?", [value])
 
 
-def refresh_models(wh: Warehouse, *, full: bool = False, threads: int | None = None) -> RefreshResult:
-    """Bring the model tables up to date with the raw tables, in one transaction.
+def refresh_models(
+    wh: Warehouse, *, full: bool = False, threads: int | None = None, between: Callable[[], bool] | None = None
+) -> RefreshResult:
+    """Bring the model tables up to date with the raw tables.
 
     Arguments: ``wh`` a writable warehouse; ``full`` rebuilds from scratch (also done on the first run and when
     :data:`MODEL_VERSION` changes); ``threads`` DuckDB threads for the refresh (default: one under a memory limit
-    below :data:`ONE_THREAD_BELOW`, else the connection's setting). Returns a :class:`RefreshResult`.
+    below :data:`ONE_THREAD_BELOW`, else the connection's setting); ``between``, called between two pieces, may
+    let a reader in (returning True when it reopened the connection, as :meth:`Warehouse.yield_to_readers` does).
+    The work goes in pieces, each its own transaction, and the watermark is written once all are in: a run stopped
+    anywhere leaves the views exact and the next refresh redoes what is missing. An out-of-memory error is retried
+    (see :func:`_smaller`), so the memory limit is a target, not a cause of failure, up to
+    :func:`~toolkit.warehouse.memory.memory_ceiling`. Returns a :class:`RefreshResult`.
     """
     started = time.perf_counter()
-    with _lean_settings(wh, threads), wh.transaction():
+    with _lean_settings(wh, threads):
         rebuilt = _needs_rebuild(wh, full)
         if rebuilt:
             _rebuild(wh)
         events_wm, ops_wm = _watermarks(wh)
-        n_ops, n_rows = _fold_in(wh, rebuilt)
-        wh.set_cursor(MODELS_STREAM, {
-            "version": MODEL_VERSION, "events_synced_at": events_wm, "operations_synced_at": ops_wm,
-        })
-    return RefreshResult(n_ops, n_rows, rebuilt, time.perf_counter() - started)
+        n_ops, n_rows, pieces, retries = _fold_in(wh, rebuilt, between)
+        used = wh.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        with wh.transaction():
+            wh.set_cursor(MODELS_STREAM, {
+                "version": MODEL_VERSION, "events_synced_at": events_wm, "operations_synced_at": ops_wm,
+            })
+    return RefreshResult(n_ops, n_rows, rebuilt, time.perf_counter() - started, pieces, retries, str(used))

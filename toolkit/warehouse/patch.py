@@ -15,6 +15,7 @@ from __future__ import annotations
 import duckdb
 
 from .. import spec
+from .memory import is_out_of_memory, raise_memory_limit, rollback_quietly
 
 
 def _list(values: object) -> str:
@@ -51,6 +52,8 @@ _workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_F
 PATCH_STREAM = "patch"
 #: New events applied per part (see :func:`apply_new_events`): a part's working set fits the sync's memory limit.
 PATCH_PART_EVENTS = 200_000
+#: The smallest parts an out-of-memory retry splits the patch into before it raises the memory limit instead.
+MIN_PART_EVENTS = 5_000
 
 
 def _sql_text(value: str) -> str:
@@ -60,9 +63,31 @@ def _sql_text(value: str) -> str:
 
 def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
     """Apply every event stored since the last call (by ``synced_at``) to operations and queries, in one
-    transaction with the new watermark; returns how many events it looked at."""
+    transaction with the new watermark; returns how many events it looked at.
+
+    An out-of-memory error rolls the transaction back and the patch is done again in four times as many parts, and
+    once parts are as small as :data:`MIN_PART_EVENTS`, under a doubled memory limit (see :mod:`.memory`)."""
     rows = con.execute("SELECT cursor->>'synced_at' FROM sync_state WHERE stream = ?", [PATCH_STREAM]).fetchall()
     since = rows[0][0] if rows and rows[0][0] else "-infinity"
+    part_events = PATCH_PART_EVENTS
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    try:
+        while True:
+            try:
+                return _apply_in_parts(con, since, part_events)
+            except duckdb.Error as exc:
+                if not is_out_of_memory(exc):
+                    raise
+                if part_events > MIN_PART_EVENTS:
+                    part_events = max(part_events // 4, MIN_PART_EVENTS)
+                elif not raise_memory_limit(con):
+                    raise
+    finally:
+        con.execute("SET memory_limit = ?", [limit])
+
+
+def _apply_in_parts(con: duckdb.DuckDBPyConnection, since: str, part_events: int) -> int:
+    """One try of :func:`apply_new_events` with parts of about ``part_events`` events."""
     con.execute("BEGIN TRANSACTION")
     try:
         # new events are the whole history on a first sync: a view rather than a temporary table (each statement
@@ -77,7 +102,7 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
         )
         counted = con.execute("SELECT count(*), CAST(max(synced_at) AS VARCHAR) FROM _new_events").fetchall()[0]
         if counted[0]:
-            parts = -(-int(counted[0]) // PATCH_PART_EVENTS)
+            parts = -(-int(counted[0]) // part_events)
             for part in range(parts):
                 con.execute(
                     "CREATE OR REPLACE TEMP VIEW _new_events_part AS SELECT * FROM _new_events "
@@ -93,7 +118,7 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
         con.execute("DROP VIEW IF EXISTS _new_events_part")
         con.execute("DROP VIEW IF EXISTS _new_events")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback_quietly(con)
         raise
     con.execute("COMMIT")
     return int(counted[0])
