@@ -697,6 +697,8 @@ def sync(
                 result.finished_at = datetime.now(UTC)
                 if result.rejected and not result.message:
                     result.message = "; ".join(result.rejected[:20])
+                if result.message:  # a service may echo the key anywhere: never store it
+                    result.message = client.redact(result.message)
                 try:
                     _write_run(wh, result, client.base_url)
                 except duckdb.Error:

@@ -20,7 +20,7 @@ import httpx
 import orjson
 
 from .. import spec
-from ..config import Secret, Settings, check_base_url
+from ..config import Secret, Settings, check_api_key, check_base_url, redact
 from ..errors import ApiError, RateLimitError, ResponseFormatError, TransportError, api_error_class
 from .auth import ApiKeyAuth
 from .models import (
@@ -65,7 +65,8 @@ class Client:
         max_connections: int = 16,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        key = check_api_key(api_key)
+        self._key = key
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
             base_url=self.base_url + "/",
@@ -89,6 +90,10 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client(base_url={self.base_url!r})"
+
+    def redact(self, text: str) -> str:
+        """``text`` with this client's key replaced by ``***`` (for anything shown or stored)."""
+        return redact(text, self._key)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -150,14 +155,15 @@ class Client:
         except httpx.TimeoutException as exc:
             raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
         except httpx.HTTPError as exc:
-            # httpx messages name the URL at most, never headers; keep only the class and text
-            raise TransportError(f"{type(exc).__name__}: {exc}", method=method, path=shown) from None
+            # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
         if response.is_success:
             try:
                 return parse(response.content)
-            except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
-                raise ResponseFormatError(f"the answer is not valid JSON ({exc})", method=method, path=shown) from None
-        error = _error_from_response(response, method, shown)
+            except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError; msgspec recurses
+                reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
+                raise ResponseFormatError(self.redact(f"the answer {reason}"), method=method, path=shown) from None
+        error = _error_from_response(response, method, shown, self.redact)
         if isinstance(error, RateLimitError):
             self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
         raise error
@@ -429,19 +435,25 @@ def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _error_from_response(response: httpx.Response, method: str, path: str) -> ApiError:
-    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one."""
+def _error_from_response(
+    response: httpx.Response, method: str, path: str, redact: Callable[[str], str] = lambda text: text
+) -> ApiError:
+    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one.
+
+    ``redact`` removes the key from the service's message or body before it is kept (some proxies echo it)."""
     error_type = code = message = None
     try:
         body = orjson.loads(response.content) if response.content else None
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, RecursionError):
         body = None
     if isinstance(body, dict):
-        error_type = body.get("type") if isinstance(body.get("type"), str) else None
-        code = body.get("code") if isinstance(body.get("code"), str) else None
+        error_type = redact(body["type"]) if isinstance(body.get("type"), str) else None
+        code = redact(body["code"]) if isinstance(body.get("code"), str) else None
         message = body.get("message") if isinstance(body.get("message"), str) else None
     elif response.content:
-        message = response.text[:200]
+        message = redact(response.text)[:200]
+    if message is not None:
+        message = redact(message)
     cls = api_error_class(response.status_code, error_type)
     err = cls(status=response.status_code, method=method, path=path, type=error_type, code=code, message=message)
     err.retry_after = parse_retry_after(response.headers.get("Retry-After"))  # type: ignore[attr-defined]
