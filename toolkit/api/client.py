@@ -22,6 +22,7 @@ import orjson
 from .. import spec
 from ..config import Secret, Settings, check_api_key, check_base_url, redact
 from ..errors import ApiError, RateLimitError, ResponseFormatError, TransportError, api_error_class
+from . import exactjson
 from .auth import ApiKeyAuth
 from .models import (
     Channel,
@@ -412,7 +413,7 @@ class Client:
 
 
 def _parse_json(content: bytes) -> Any:
-    return orjson.loads(content) if content else None
+    return exactjson.loads(content)
 
 
 def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
@@ -420,7 +421,7 @@ def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes |
     decoded = decode_event_page(content)
     if decoded is not None:
         return decoded
-    return orjson.loads(content), raw_payloads(content)
+    return exactjson.loads(content), raw_payloads(content)
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
