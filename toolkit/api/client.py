@@ -11,9 +11,11 @@ Results are the plain dicts the service sent (unknown fields kept), typed by :mo
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import httpx
@@ -21,7 +23,14 @@ import orjson
 
 from .. import spec
 from ..config import Secret, Settings, check_api_key, check_base_url, redact
-from ..errors import ApiError, RateLimitError, ResponseFormatError, TransportError, api_error_class
+from ..errors import (
+    ApiError,
+    BadPageError,
+    RateLimitError,
+    ResponseFormatError,
+    TransportError,
+    api_error_class,
+)
 from . import exactjson
 from .auth import ApiKeyAuth
 from .models import (
@@ -185,46 +194,62 @@ class Client:
     def offset_pages(
         self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0
     ) -> Iterator[Page]:
-        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``."""
-        pager = OffsetPaginator(path, params, limit=limit, start=start)
+        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``.
+
+        A page that brings no new id although it claims more ends the walk; that last page carries the
+        :attr:`~Page.problem`. A page that cannot be read even after the retries raises :class:`BadPageError`.
+        """
+        pager = OffsetPaginator(path, params, limit=limit, start=start, key=_ID_FIELDS.get(path.rsplit("/", 1)[-1]))
         while not pager.done:
             request = pager.next_request()
-            page = unwrap_list(self.request("GET", path, params=request), path, request)
+            with _bad_page(Page([], False, path, request)):
+                page = unwrap_list(self.request("GET", path, params=request), path, request)
             pager.update(page)
-            yield page
+            yield replace(page, problem=pager.problem) if pager.problem else page
 
     def event_pages(
         self, channel_id: str, *, start: int = 0, limit: int = 200, search: bool = False, **filters: Any
     ) -> Iterator[EventPage]:
-        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters)."""
+        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters).
+
+        Offsets that go backwards end the walk with a :attr:`~Page.problem` on the last page; a page that cannot be
+        read raises :class:`BadPageError`."""
         path = f"channels/{channel_id}/events" + ("/search" if search else "")
         pager = EventCursorPaginator(path, filters, limit=limit, start=start)
         while not pager.done:
             request = pager.next_request()
-            page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
+            with _bad_page(EventPage([], False, path, request, next_offset=pager.offset)):
+                page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
             next_offset = pager.update(page)
-            yield EventPage(page.records, page.has_more, path, request, next_offset=next_offset)
+            yield EventPage(page.records, page.has_more, path, request, rejected=page.rejected,
+                            problem=pager.problem, next_offset=next_offset)
 
     def event_wire_pages(self, channel_id: str, *, start: int = 0, limit: int = 200) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
-        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically."""
+        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically.
+
+        As :meth:`event_pages`: a walk that stops early says why in the last page's :attr:`~Page.problem`, and a
+        page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset)."""
         path = f"channels/{channel_id}/events"
         pager = EventCursorPaginator(path, {}, limit=limit, start=start)
         while not pager.done:
             request = pager.next_request()
-            body = self.request("GET", path, params=request, parse=_parse_event_page)
+            with _bad_page(WireEventPage([], False, path, request, next_offset=pager.offset)):
+                body = self.request("GET", path, params=request, parse=_parse_event_page)
+                if not isinstance(body, DecodedEvents):
+                    parsed, texts = body
+                    page = unwrap_list(parsed, path, request, keys=("events", "data"))
             if isinstance(body, DecodedEvents):
                 highest = max((e.headers.offset for e in body.events), default=None)
                 next_offset = pager.advance(highest, body.has_more)
-                yield WireEventPage([], body.has_more, path, request, next_offset=next_offset, decoded=body)
+                yield WireEventPage([], body.has_more, path, request, problem=pager.problem, next_offset=next_offset,
+                                    decoded=body)
                 continue
-            parsed, texts = body
-            page = unwrap_list(parsed, path, request, keys=("events", "data"))
             if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
                 texts = None
             next_offset = pager.update(page)
-            yield WireEventPage(page.records, page.has_more, path, request, next_offset=next_offset,
-                                payload_texts=texts)
+            yield WireEventPage(page.records, page.has_more, path, request, rejected=page.rejected,
+                                problem=pager.problem, next_offset=next_offset, payload_texts=texts)
 
     # ---- health and networks --------------------------------------------------------------------------------
 
@@ -234,7 +259,13 @@ class Client:
 
     def list_networks(self) -> list[Network]:
         """``GET /networks``: every network the organisation can use."""
-        return cast(list[Network], unwrap_list(self.request("GET", "networks"), "networks", {}).records)
+        return cast(list[Network], next(self.network_pages()).records)
+
+    def network_pages(self) -> Iterator[Page]:
+        """``GET /networks`` as its one page (the list has no paging)."""
+        with _bad_page(Page([], False, "networks", {})):
+            page = unwrap_list(self.request("GET", "networks"), "networks", {})
+        yield page
 
     # ---- wallets --------------------------------------------------------------------------------------------
 
@@ -422,6 +453,25 @@ def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes |
     if decoded is not None:
         return decoded
     return exactjson.loads(content), raw_payloads(content)
+
+
+#: The id field of each offset list's records, by the last segment of its path.
+_ID_FIELDS = {"channels": "channel_id", "wallets": "wallet_id", "watchers": "watcher_id",
+              "operations": "operation_id", "queries": "query_id"}
+
+
+@contextlib.contextmanager
+def _bad_page(empty: Page) -> Iterator[None]:
+    """Turn a page that cannot be read (after the retries) into a :class:`BadPageError` carrying ``empty``, the
+    page's request, marked unreadable with the reason."""
+    try:
+        yield
+    except BadPageError:
+        raise
+    except ResponseFormatError as exc:
+        tries = f" (after {exc.attempts} attempts)" if exc.attempts > 1 else ""
+        page = replace(empty, problem=f"the page cannot be read: {exc.reason}{tries}", unreadable=True)
+        raise BadPageError(exc, page) from None
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
