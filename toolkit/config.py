@@ -53,6 +53,32 @@ class Secret:
         raise TypeError("Secret values are not picklable")
 
 
+def check_api_key(value: str | Secret) -> Secret:
+    """The key as it will be sent: surrounding whitespace (a copy-paste, a Windows ``.env``) stripped.
+
+    A key holding a control character or a character an HTTP header cannot carry is refused with a
+    :class:`ConfigError` that does not repeat it.
+    """
+    raw = value.reveal() if isinstance(value, Secret) else value
+    key = raw.strip()
+    bad = next((c for c in key if ord(c) < 0x20 or ord(c) == 0x7F or ord(c) > 0xFF), None)
+    if bad is not None:
+        kind = "a control character" if ord(bad) < 0x20 or ord(bad) == 0x7F else "a character outside Latin-1"
+        raise ConfigError(
+            f"{ENV_API_KEY} contains {kind} (U+{ord(bad):04X}), which an HTTP header cannot carry; "
+            f"set it to the key alone, as the service issued it."
+        )
+    if not key:
+        raise ConfigError(f"{ENV_API_KEY} is blank; set it to your organisation's API key.")
+    return value if isinstance(value, Secret) and key == raw else Secret(key)
+
+
+def redact(text: str, key: Secret | None) -> str:
+    """``text`` with every occurrence of the key replaced by ``***`` (a service or proxy may echo it back)."""
+    secret = key.reveal() if key is not None else ""
+    return text.replace(secret, "***") if secret and secret in text else text
+
+
 def is_loopback_host(host: str | None) -> bool:
     """Whether ``host`` names this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
     if not host:
@@ -102,9 +128,8 @@ class Settings:
     ) -> Settings:
         """Build settings from arguments, falling back to the environment, then to defaults."""
         env = os.environ if environ is None else environ
-        key = api_key if api_key is not None else env.get(ENV_API_KEY) or None
-        if isinstance(key, str):
-            key = Secret(key)
+        raw = api_key if api_key is not None else env.get(ENV_API_KEY) or None
+        key = check_api_key(raw) if raw is not None else None
         url = base_url or env.get(ENV_BASE_URL) or None
         path = warehouse or env.get(ENV_WAREHOUSE) or DEFAULT_WAREHOUSE
         return cls(base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path))

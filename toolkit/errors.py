@@ -18,6 +18,7 @@ headers), and configuration errors mask the key.
     │   └── ServerError                 5xx / INTERNAL_ERROR (transient: retried)
     ├── TransportError                  no usable answer: connection refused or dropped, timeout, truncated body
     │   └── ResponseFormatError         a 2xx body that is not the documented JSON envelope
+    │       └── BadPageError            a list page unreadable after the retries (carries the request as a page)
     └── WarehouseError                  the DuckDB store
         └── SyncLockedError             another sync holds the warehouse
 """
@@ -138,6 +139,7 @@ class TransportError(ChainopsError):
         self.method = method
         self.path = path
         self.attempts = attempts
+        self.reason = message
         where = f"{method} {path}: " if method else ""
         tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         super().__init__(
@@ -158,6 +160,19 @@ def _rebuild_plain(cls: type[Exception], args: tuple[Any, ...], state: dict[str,
 
 class ResponseFormatError(TransportError):
     """A 2xx answer whose body is not the documented JSON envelope (malformed JSON, missing ``data``/``events``)."""
+
+
+class BadPageError(ResponseFormatError):
+    """A page of a list that could not be read even after the retries (invalid UTF-8, absurd nesting, a body cut
+    short every time, not the documented envelope). ``page`` is an empty page naming the request and the problem,
+    which a loader records as a gap before going on with the other streams."""
+
+    transient = False  # raised once the retries are spent
+
+    def __init__(self, error: TransportError, page: Any) -> None:
+        self.page = page
+        ChainopsError.__init__(self, f"{page.describe()}: {page.problem}")
+        self.method, self.path, self.attempts, self.reason = error.method, error.path, error.attempts, page.problem
 
 
 class WarehouseError(ChainopsError):

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import duckdb
@@ -46,9 +46,10 @@ from tqdm.auto import tqdm
 from . import spec
 from .api import Client, Page, WireEventPage
 from .api.concurrency import prefetch
+from .api.pages import event_offset
 from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
-from .errors import ChainopsError, NotFoundError
+from .errors import BadPageError, ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.memory import is_out_of_memory, memory_ceiling
@@ -57,6 +58,7 @@ from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
+PageT = TypeVar("PageT", bound=Page)
 #: Rows of one stream written together (one INSERT with its cursor).
 COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
 #: Rows written before the open transaction is committed: a few large commits cost less than many small ones
@@ -117,8 +119,10 @@ class SyncResult:
     updated: Counter[str] = field(default_factory=Counter)
     rejected: list[str] = field(default_factory=list)
     gaps: dict[str, list[list[int]]] = field(default_factory=dict)
-    #: What kept the run from being complete other than rejected records and gaps (e.g. models not refreshed).
-    warnings: list[str] = field(default_factory=list)
+    #: Pages the service answered wrongly (offsets going backwards, has_more with nothing new, unreadable), each
+    #: naming its request and what the run did about it, and work left undone (models not refreshed); any makes the
+    #: outcome ``partial``.
+    problems: list[str] = field(default_factory=list)
     message: str | None = None
     #: Wall seconds per phase of the run (small lists, watchers, full lists, events, refetch, ...).
     phases: dict[str, float] = field(default_factory=dict)
@@ -137,11 +141,13 @@ class SyncResult:
             f"sync {self.outcome} in {self.seconds:.1f}s: {self.requests:,} requests, {self.retries:,} retries",
             f"rows new/updated: {rows}",
         ]
+        if self.problems:
+            lines.append(f"{len(self.problems)} pages answered wrongly (see sync_runs.message); first: "
+                         f"{self.problems[0]}")
         if self.rejected:
             lines.append(f"{len(self.rejected)} records rejected (see sync_runs.message); first: {self.rejected[0]}")
         if self.gaps:
             lines.append(f"event offset gaps still open after a re-read: {self.gaps}")
-        lines += self.warnings
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:  # notebooks
@@ -348,32 +354,61 @@ class Loader:
         self.writer.close()
         self._commit()
 
-    def _note_rejected(self, rejected: list[RejectedRecord], page: Page | None) -> None:
+    def _note_rejected(self, rejected: Sequence[RejectedRecord | str], page: Page | None) -> None:
         where = f" (from {page.describe()})" if page is not None else ""
         for text in (f"{r}{where}" for r in rejected):
             if text not in self._rejected_seen:  # the gap pass re-reads the hole a rejected event leaves
                 self._rejected_seen.add(text)
                 self.result.rejected.append(text)
 
+    def _note_page(self, page: Page) -> None:
+        """Record what a page reports: items left out (rejected, with the request) and why a walk stopped early."""
+        self._note_rejected(page.rejected, page)
+        if page.problem is not None:
+            self.result.problems.append(f"{page.describe()}: {page.problem}")
+
+    def _note_stopped_events(self, channel_id: str, page: WireEventPage) -> None:
+        """A channel's event walk stopped early at ``page``: record the offsets it did not read (from the page asked
+        for to the channel's newest event) as a gap; the cursor stays at that page, so the next run asks again."""
+        start = int(page.params.get("offset") or 0)
+        try:
+            newest = [o for o in map(event_offset, self.client.poll_events(channel_id, limit=1).records)
+                      if o is not None]
+        except ChainopsError:
+            newest = []
+        end = max(newest) if newest else None
+        if end is None and page.unreadable:
+            end = start + int(page.params.get("limit") or EVENT_PAGE_LIMIT) - 1  # at least the page asked for
+        left = f"; offsets {start}-{end} not read, the cursor stays at {start}" if end is not None and end >= start \
+            else "; nothing past it is known to be missing"
+        if end is not None and end >= start:
+            self.result.gaps.setdefault(channel_id, []).append([start, end])
+        self.result.problems.append(f"{page.describe()}: {page.problem}{left}")
+
     # ---- whole-list resources -------------------------------------------------------------------------------
 
     def sync_small_lists(self) -> list[str]:
         """Networks, channels and wallets, read whole; returns every channel id."""
-        self.store("networks", self.client.list_networks())
+        for page in _tolerant(self.client.network_pages()):
+            self._note_page(page)
+            self.store("networks", page.records, page=page)
         channel_ids: list[str] = []
-        for page in self.client.channel_pages():
+        for page in _tolerant(self.client.channel_pages()):
+            self._note_page(page)
             self.store("channels", page.records, page=page)
             channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
-        for page in self.client.wallet_pages():
+        for page in _tolerant(self.client.wallet_pages()):
+            self._note_page(page)
             self.store("wallets", page.records, page=page)
         return list(dict.fromkeys(channel_ids))
 
     def sync_watchers(self, channel_ids: Sequence[str]) -> None:
         """Each channel's watchers: the list of summaries, then the detail (events, ABI, config) of each watcher
         that is new or whose name or status changed since the warehouse saw it."""
-        streams = {cid: (lambda cid=cid: self.client.watcher_pages(cid)) for cid in channel_ids}
+        streams = {cid: (lambda cid=cid: _tolerant(self.client.watcher_pages(cid))) for cid in channel_ids}
         summaries: list[tuple[str, dict[str, Any]]] = []
         for cid, page in prefetch(streams, workers=self.workers):
+            self._note_page(page)
             summaries += [(cid, w) for w in page.records if isinstance(w.get("watcher_id"), str)]
         self.settle()
         known = {
@@ -424,7 +459,10 @@ class Loader:
             self.store(table, buf.records, page=buf.last, defaults={"channel_id": cid}, cursor=cursor_of(key, buf))
 
         buffered = 0
-        for key, page in prefetch(streams, workers=self.workers):
+        for key, page in prefetch({k: _tolerating(make) for k, make in streams.items()}, workers=self.workers):
+            self._note_page(page)
+            if page.unreadable:  # this stream stops here for this run; its cursor stays at its last good page
+                continue
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
@@ -461,7 +499,7 @@ class Loader:
             seen[key] += len(buf.records)
             assert buf.last is not None
             start, was_complete = starts[key]
-            complete = was_complete or not buf.last.has_more or not buf.last.records
+            complete = was_complete or not (buf.last.has_more or buf.last.problem)
             return f"{key[0]}:{key[1]}", {"offset": start + seen[key], "complete": complete}
 
         self.consume(streams, cursor_of)
@@ -479,7 +517,8 @@ class Loader:
         for cid in channel_ids:
             saved = self.wh.get_cursor(f"events:{cid}") or {}
             start = int(saved.get("next_offset", 0))
-            streams[cid] = lambda c=cid, s=start: self.client.event_wire_pages(c, start=s, limit=EVENT_PAGE_LIMIT)
+            streams[cid] = lambda c=cid, s=start: _tolerant(
+                self.client.event_wire_pages(c, start=s, limit=EVENT_PAGE_LIMIT))
         # per channel: pages decoded in the documented shape (converted together when flushed) or converted batches
         pending: dict[str, list[DecodedEvents | pa.RecordBatch]] = defaultdict(list)
         pending_rows: Counter[str] = Counter()
@@ -493,6 +532,12 @@ class Loader:
 
         next_offsets: dict[str, int | None] = {}
         for cid, page in prefetch(streams, workers=self.workers):
+            if page.problem is not None:  # the walk stopped early: nothing of this page is stored, the gap recorded
+                self._note_rejected(page.rejected, page)
+                self._note_stopped_events(cid, page)
+                flush(cid, page.next_offset)
+                continue
+            self._note_rejected(page.rejected, page)
             decoded = page.decoded
             if decoded is not None and all(e.event_id.strip() for e in decoded.events):
                 pending[cid].append(decoded)  # converted on flush, with the channel's other pages
@@ -506,7 +551,7 @@ class Loader:
             bar.update(rows)
             if pending_rows[cid] >= COMMIT_ROWS["events"] or not page.has_more:
                 flush(cid, page.next_offset)
-        for cid in list(pending):  # a stream that ended without has_more=false (its offsets stopped moving)
+        for cid in list(pending):  # defensive: every stream's last page flushes it
             flush(cid, next_offsets[cid])
         self.settle()
         self.result.phases["events: pages"] = round(time.perf_counter() - started, 3)
@@ -545,14 +590,17 @@ class Loader:
         self.settle()
         holes = self._holes(channel_id)
         for lo, hi in holes:
-            for page in self.client.event_wire_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT):
+            for page in _tolerant(self.client.event_wire_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT)):
+                if page.problem is not None:  # the hole stays, and is recorded below
+                    self._note_page(page)
+                    break
                 self.write("events", self.event_batch(page, channel_id))
                 if page.next_offset is None or page.next_offset > hi:
                     break
         self.settle()
         left = self._holes(channel_id) if holes else []
         if left:
-            self.result.gaps[channel_id] = [list(h) for h in left]
+            self.result.gaps.setdefault(channel_id, []).extend([list(h) for h in left])
 
     def _holes(self, channel_id: str) -> list[tuple[int, int]]:
         rows = self.wh.con.execute(
@@ -679,7 +727,7 @@ def sync(
                 started = time.perf_counter()
                 wh.con.execute("CHECKPOINT")
                 result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
-                result.outcome = "partial" if result.rejected or result.gaps or result.warnings else "ok"
+                result.outcome = "partial" if result.rejected or result.gaps or result.problems else "ok"
             except BaseException as exc:
                 result.outcome = "failed"
                 result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
@@ -697,8 +745,10 @@ def sync(
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
                 result.finished_at = datetime.now(UTC)
-                if (result.rejected or result.warnings) and not result.message:
-                    result.message = "; ".join([*result.warnings, *result.rejected[:20]])
+                if (result.problems or result.rejected) and not result.message:
+                    result.message = "; ".join([*result.problems, *result.rejected][:20])
+                if result.message:  # a service may echo the key anywhere: never store it
+                    result.message = client.redact(result.message)
                 try:
                     _write_run(wh, result, client.base_url)
                 except duckdb.Error:
@@ -714,8 +764,8 @@ def sync(
 
 def _build_models(wh: Warehouse, result: SyncResult) -> None:
     """Refresh the model tables after the load, letting readers in between pieces. Should DuckDB run out of memory
-    even at the highest limit a retry may set, the run is ``partial``, not failed: everything fetched is committed
-    and the views are exact without the models (only slower); the next sync tries again."""
+    even at the highest limit a retry may set, the run is ``partial`` (a problem), not failed: everything fetched is
+    committed and the views are exact without the models (only slower); the next sync tries again."""
     wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
     wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
     try:
@@ -723,7 +773,7 @@ def _build_models(wh: Warehouse, result: SyncResult) -> None:
     except duckdb.Error as exc:
         if not is_out_of_memory(exc):
             raise
-        result.warnings.append(
+        result.problems.append(
             f"the model tables were not refreshed: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} "
             f"MiB ({str(exc).splitlines()[0]}); every row is stored and the views are exact, only slower; the next "
             "sync tries again"
@@ -739,6 +789,19 @@ def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(before)
+
+
+def _tolerant(pages: Iterator[PageT]) -> Iterator[PageT]:
+    """A stream of pages in which a page that cannot be read (after the retries) ends the stream as an empty page
+    naming its request and problem, for the loader to record, instead of an error that stops the run."""
+    try:
+        yield from pages
+    except BadPageError as exc:
+        yield exc.page
+
+
+def _tolerating(make: Callable[[], Iterator[PageT]]) -> Callable[[], Iterator[PageT]]:
+    return lambda: _tolerant(make())
 
 
 def _distinct_events(batches: Sequence[pa.RecordBatch]) -> pa.Table:

@@ -42,8 +42,28 @@ def test_wrong_types_become_null_and_are_kept_in_extra() -> None:
     assert rejected == []
     assert row["created_at"] is None and row["updated_at"] is None
     assert row["deadline"] == 17
-    assert row["chain_selector"] == "15971525489660198786"  # exact, as text
-    assert json.loads(row["extra"]) == {"_invalid": {"created_at": "not a time", "updated_at": -5}}
+    assert row["chain_selector"] == "15971525489660198786"  # exact, as text, and noted: the wire sends text
+    assert json.loads(row["extra"]) == {"_invalid": {"created_at": "not a time", "updated_at": -5,
+                                                     "chain_selector": 15971525489660198786}}
+
+
+def test_fractional_numbers_are_rounded_down_with_a_note_and_big_integers_stay_exact() -> None:
+    op = {"operation_id": "op-1", "created_at": 1795000000.5, "updated_at": 1795000001, "deadline": 7.25,
+          "chain_selector": 2**64}
+    batch, rejected = to_batch("operations", [op], defaults={"channel_id": "c"})
+    row = batch.to_pylist()[0]
+    assert rejected == []
+    assert row["created_at"].timestamp() == 1795000000 and row["deadline"] == 7
+    assert row["chain_selector"] == "18446744073709551616"
+    assert json.loads(row["extra"]) == {"_invalid": {"created_at": 1795000000.5, "deadline": 7.25,
+                                                     "deadline_at": 7.25, "chain_selector": 2**64}}
+    event = {"event_id": "e-1", "headers": {"type": "operation.status", "offset": 4.5, "proofs": []},
+             "payload": {"status": "sent", "timestamp": 1795000000.5, "chain_selector": 2**64}}
+    batch, _ = to_batch("events", [event], defaults={"channel_id": "c"})
+    row = batch.to_pylist()[0]
+    assert row["offset"] == 4 and row["ts"].timestamp() == 1795000000 and row["chain_selector"] == str(2**64)
+    assert json.loads(row["extra"])["_invalid"] == {"headers.offset": 4.5, "payload.timestamp": 1795000000.5,
+                                                    "chain_selector": 2**64}
 
 
 def test_records_without_a_key_are_rejected_by_name_and_the_rest_kept() -> None:

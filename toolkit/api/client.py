@@ -11,17 +11,27 @@ Results are the plain dicts the service sent (unknown fields kept), typed by :mo
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import httpx
 import orjson
 
 from .. import spec
-from ..config import Secret, Settings, check_base_url
-from ..errors import ApiError, RateLimitError, ResponseFormatError, TransportError, api_error_class
+from ..config import Secret, Settings, check_api_key, check_base_url, redact
+from ..errors import (
+    ApiError,
+    BadPageError,
+    RateLimitError,
+    ResponseFormatError,
+    TransportError,
+    api_error_class,
+)
+from . import exactjson
 from .auth import ApiKeyAuth
 from .models import (
     Channel,
@@ -65,7 +75,8 @@ class Client:
         max_connections: int = 16,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        key = api_key if isinstance(api_key, Secret) else Secret(api_key)
+        key = check_api_key(api_key)
+        self._key = key
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
             base_url=self.base_url + "/",
@@ -89,6 +100,10 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client(base_url={self.base_url!r})"
+
+    def redact(self, text: str) -> str:
+        """``text`` with this client's key replaced by ``***`` (for anything shown or stored)."""
+        return redact(text, self._key)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -150,14 +165,15 @@ class Client:
         except httpx.TimeoutException as exc:
             raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
         except httpx.HTTPError as exc:
-            # httpx messages name the URL at most, never headers; keep only the class and text
-            raise TransportError(f"{type(exc).__name__}: {exc}", method=method, path=shown) from None
+            # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
         if response.is_success:
             try:
                 return parse(response.content)
-            except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
-                raise ResponseFormatError(f"the answer is not valid JSON ({exc})", method=method, path=shown) from None
-        error = _error_from_response(response, method, shown)
+            except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError; msgspec recurses
+                reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
+                raise ResponseFormatError(self.redact(f"the answer {reason}"), method=method, path=shown) from None
+        error = _error_from_response(response, method, shown, self.redact)
         if isinstance(error, RateLimitError):
             self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
         raise error
@@ -178,46 +194,62 @@ class Client:
     def offset_pages(
         self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0
     ) -> Iterator[Page]:
-        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``."""
-        pager = OffsetPaginator(path, params, limit=limit, start=start)
+        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``.
+
+        A page that brings no new id although it claims more ends the walk; that last page carries the
+        :attr:`~Page.problem`. A page that cannot be read even after the retries raises :class:`BadPageError`.
+        """
+        pager = OffsetPaginator(path, params, limit=limit, start=start, key=_ID_FIELDS.get(path.rsplit("/", 1)[-1]))
         while not pager.done:
             request = pager.next_request()
-            page = unwrap_list(self.request("GET", path, params=request), path, request)
+            with _bad_page(Page([], False, path, request)):
+                page = unwrap_list(self.request("GET", path, params=request), path, request)
             pager.update(page)
-            yield page
+            yield replace(page, problem=pager.problem) if pager.problem else page
 
     def event_pages(
         self, channel_id: str, *, start: int = 0, limit: int = 200, search: bool = False, **filters: Any
     ) -> Iterator[EventPage]:
-        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters)."""
+        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters).
+
+        Offsets that go backwards end the walk with a :attr:`~Page.problem` on the last page; a page that cannot be
+        read raises :class:`BadPageError`."""
         path = f"channels/{channel_id}/events" + ("/search" if search else "")
         pager = EventCursorPaginator(path, filters, limit=limit, start=start)
         while not pager.done:
             request = pager.next_request()
-            page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
+            with _bad_page(EventPage([], False, path, request, next_offset=pager.offset)):
+                page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
             next_offset = pager.update(page)
-            yield EventPage(page.records, page.has_more, path, request, next_offset=next_offset)
+            yield EventPage(page.records, page.has_more, path, request, rejected=page.rejected,
+                            problem=pager.problem, next_offset=next_offset)
 
     def event_wire_pages(self, channel_id: str, *, start: int = 0, limit: int = 200) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
-        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically."""
+        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically.
+
+        As :meth:`event_pages`: a walk that stops early says why in the last page's :attr:`~Page.problem`, and a
+        page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset)."""
         path = f"channels/{channel_id}/events"
         pager = EventCursorPaginator(path, {}, limit=limit, start=start)
         while not pager.done:
             request = pager.next_request()
-            body = self.request("GET", path, params=request, parse=_parse_event_page)
+            with _bad_page(WireEventPage([], False, path, request, next_offset=pager.offset)):
+                body = self.request("GET", path, params=request, parse=_parse_event_page)
+                if not isinstance(body, DecodedEvents):
+                    parsed, texts = body
+                    page = unwrap_list(parsed, path, request, keys=("events", "data"))
             if isinstance(body, DecodedEvents):
                 highest = max((e.headers.offset for e in body.events), default=None)
                 next_offset = pager.advance(highest, body.has_more)
-                yield WireEventPage([], body.has_more, path, request, next_offset=next_offset, decoded=body)
+                yield WireEventPage([], body.has_more, path, request, problem=pager.problem, next_offset=next_offset,
+                                    decoded=body)
                 continue
-            parsed, texts = body
-            page = unwrap_list(parsed, path, request, keys=("events", "data"))
             if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
                 texts = None
             next_offset = pager.update(page)
-            yield WireEventPage(page.records, page.has_more, path, request, next_offset=next_offset,
-                                payload_texts=texts)
+            yield WireEventPage(page.records, page.has_more, path, request, rejected=page.rejected,
+                                problem=pager.problem, next_offset=next_offset, payload_texts=texts)
 
     # ---- health and networks --------------------------------------------------------------------------------
 
@@ -227,7 +259,13 @@ class Client:
 
     def list_networks(self) -> list[Network]:
         """``GET /networks``: every network the organisation can use."""
-        return cast(list[Network], unwrap_list(self.request("GET", "networks"), "networks", {}).records)
+        return cast(list[Network], next(self.network_pages()).records)
+
+    def network_pages(self) -> Iterator[Page]:
+        """``GET /networks`` as its one page (the list has no paging)."""
+        with _bad_page(Page([], False, "networks", {})):
+            page = unwrap_list(self.request("GET", "networks"), "networks", {})
+        yield page
 
     # ---- wallets --------------------------------------------------------------------------------------------
 
@@ -406,7 +444,7 @@ class Client:
 
 
 def _parse_json(content: bytes) -> Any:
-    return orjson.loads(content) if content else None
+    return exactjson.loads(content)
 
 
 def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
@@ -414,7 +452,26 @@ def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes |
     decoded = decode_event_page(content)
     if decoded is not None:
         return decoded
-    return orjson.loads(content), raw_payloads(content)
+    return exactjson.loads(content), raw_payloads(content)
+
+
+#: The id field of each offset list's records, by the last segment of its path.
+_ID_FIELDS = {"channels": "channel_id", "wallets": "wallet_id", "watchers": "watcher_id",
+              "operations": "operation_id", "queries": "query_id"}
+
+
+@contextlib.contextmanager
+def _bad_page(empty: Page) -> Iterator[None]:
+    """Turn a page that cannot be read (after the retries) into a :class:`BadPageError` carrying ``empty``, the
+    page's request, marked unreadable with the reason."""
+    try:
+        yield
+    except BadPageError:
+        raise
+    except ResponseFormatError as exc:
+        tries = f" (after {exc.attempts} attempts)" if exc.attempts > 1 else ""
+        page = replace(empty, problem=f"the page cannot be read: {exc.reason}{tries}", unreadable=True)
+        raise BadPageError(exc, page) from None
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -429,19 +486,25 @@ def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _error_from_response(response: httpx.Response, method: str, path: str) -> ApiError:
-    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one."""
+def _error_from_response(
+    response: httpx.Response, method: str, path: str, redact: Callable[[str], str] = lambda text: text
+) -> ApiError:
+    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one.
+
+    ``redact`` removes the key from the service's message or body before it is kept (some proxies echo it)."""
     error_type = code = message = None
     try:
         body = orjson.loads(response.content) if response.content else None
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, RecursionError):
         body = None
     if isinstance(body, dict):
-        error_type = body.get("type") if isinstance(body.get("type"), str) else None
-        code = body.get("code") if isinstance(body.get("code"), str) else None
+        error_type = redact(body["type"]) if isinstance(body.get("type"), str) else None
+        code = redact(body["code"]) if isinstance(body.get("code"), str) else None
         message = body.get("message") if isinstance(body.get("message"), str) else None
     elif response.content:
-        message = response.text[:200]
+        message = redact(response.text)[:200]
+    if message is not None:
+        message = redact(message)
     cls = api_error_class(response.status_code, error_type)
     err = cls(status=response.status_code, method=method, path=path, type=error_type, code=code, message=message)
     err.retry_after = parse_retry_after(response.headers.get("Retry-After"))  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ Each yields :class:`Page` objects that carry the request that produced them, so 
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +29,18 @@ class Page:
     has_more: bool
     path: str
     params: Params = field(default_factory=dict)
+    #: Items of the list that are not objects and were left out, each named by its position.
+    rejected: tuple[str, ...] = ()
+    #: Why the walk stopped at this page although the service did not end it cleanly (``None`` when it did):
+    #: a page that brings nothing new, offsets that go backwards, a page that cannot be read.
+    problem: str | None = None
+    #: The page could not be read at all (``records`` is empty): the stream stops here for this run.
+    unreadable: bool = False
 
     def describe(self) -> str:
-        """``GET path?params`` for messages."""
+        """``GET /path?params`` for messages."""
         query = "&".join(f"{k}={v}" for k, v in self.params.items())
-        return f"GET {self.path}" + (f"?{query}" if query else "")
+        return f"GET /{self.path.lstrip('/')}" + (f"?{query}" if query else "")
 
 
 @dataclass(frozen=True)
@@ -67,8 +75,17 @@ def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[
     has_more = body.get("has_more", False)
     if not isinstance(has_more, bool):
         raise ResponseFormatError(f"has_more is {has_more!r}, not a boolean", method="GET", path=path)
-    records = [r for r in records if isinstance(r, dict)] if not all(isinstance(r, dict) for r in records) else records
-    return Page(records=records, has_more=has_more, path=path, params=dict(params))
+    rejected: tuple[str, ...] = ()
+    if not all(isinstance(r, dict) for r in records):
+        rejected = tuple(f"item #{i} of {key!r} is {_kind(r)}, not an object" for i, r in enumerate(records)
+                         if not isinstance(r, dict))
+        records = [r for r in records if isinstance(r, dict)]
+    return Page(records=records, has_more=has_more, path=path, params=dict(params), rejected=rejected)
+
+
+def _kind(value: Any) -> str:
+    text = repr(value)
+    return f"a {type(value).__name__} ({text if len(text) <= 40 else text[:37] + '...'})"
 
 
 def event_offset(event: Mapping[str, Any]) -> int | None:
@@ -99,27 +116,78 @@ class _Paginator:
         return {**self.base, "limit": self.limit, "offset": self.offset}
 
 
+#: How many recent pages of an offset walk are remembered to tell whether a page brings a new id.
+RECENT_PAGES = 20
+
+
 class OffsetPaginator(_Paginator):
-    """``limit``/``offset`` row-skip paging: ask, read ``has_more``, move ``offset`` by the rows received."""
+    """``limit``/``offset`` row-skip paging: ask, read ``has_more``, move ``offset`` by the rows received.
+
+    With ``key`` (the id field of the list's records) a page whose ids all came on the last :data:`RECENT_PAGES`
+    pages of the walk, yet says ``has_more``, ends the walk with a :attr:`problem`: a service that repeats itself
+    forever must not hold a loop. Lists can shift while they are read, so a few repeated ids are normal.
+    """
+
+    def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0,
+                 key: str | None = None) -> None:
+        super().__init__(path, params, limit=limit, start=start)
+        self.key = key
+        self.problem: str | None = None
+        self._recent: deque[list[str]] = deque()
+        self._seen: Counter[str] = Counter()
 
     def update(self, page: Page) -> None:
-        """Advance past ``page``; an empty page ends the walk even if it claims more (a service bug, not a loop)."""
+        """Advance past ``page``; the walk ends when ``has_more`` is false, or with a :attr:`problem` when the page
+        is empty or brings no new id although it claims more."""
+        asked = self.offset
         self.offset += len(page.records)
         self.done = not page.has_more or not page.records
+        if page.has_more and not page.records:
+            self.problem = "has_more is true but the page is empty; the walk stops here (rows past it may be missing)"
+        elif self.key is not None and page.has_more:
+            ids = [str(r.get(self.key)) for r in page.records]
+            if all(i in self._seen for i in ids):
+                self.done = True
+                self.problem = (f"has_more is true but all {len(ids)} items were on an earlier page of this walk; "
+                                f"the walk stops here (rows past offset {asked} may be missing)")
+            self._remember(ids)
+
+    def _remember(self, ids: list[str]) -> None:
+        self._recent.append(ids)
+        self._seen.update(ids)
+        if len(self._recent) > RECENT_PAGES:
+            self._seen.subtract(self._recent.popleft())
+            self._seen += Counter()  # drop the ids no longer remembered
 
 
 class EventCursorPaginator(_Paginator):
-    """Message-offset paging of the event endpoints: start at ``offset``, continue from the highest offset + 1."""
+    """Message-offset paging of the event endpoints: start at ``offset``, continue from the highest offset + 1.
+
+    Offsets that go backwards (a page whose highest offset is below the one asked for) or a page that claims more
+    but holds no event end the walk with a :attr:`problem`; the offset stays where it was, never past events not
+    read.
+    """
+
+    def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0) -> None:
+        super().__init__(path, params, limit=limit, start=start)
+        self.problem: str | None = None
 
     def update(self, page: Page) -> int | None:
-        """Advance past ``page``; returns the next offset. Ends when nothing more comes or offsets stop moving."""
+        """Advance past ``page``; returns the next offset."""
         return self.advance(max((o for o in map(event_offset, page.records) if o is not None), default=None),
                             page.has_more)
 
     def advance(self, highest: int | None, has_more: bool) -> int:
         """Advance past a page whose highest event offset is ``highest``; returns the next offset."""
-        if highest is None or highest < self.offset:
+        if highest is None:
             self.done = True
+            if has_more:
+                self.problem = "has_more is true but the page holds no event with an offset; the walk stops here"
+            return self.offset
+        if highest < self.offset:
+            self.done = True
+            self.problem = (f"offsets go backwards: the page's highest offset is {highest}, below the {self.offset} "
+                            "asked for; the walk stops here")
             return self.offset
         self.offset = highest + 1
         self.done = not has_more

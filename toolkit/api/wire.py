@@ -102,8 +102,8 @@ def decode_event_page(body: bytes) -> DecodedEvents | None:
         page = _PAGE.decode(body)
         decode = _PAYLOAD.decode
         payloads = [decode(e.payload) for e in page.events]
-    except msgspec.DecodeError:  # ValidationError (another shape) is a DecodeError too
-        return None
+    except (msgspec.DecodeError, RecursionError):  # ValidationError (another shape) is a DecodeError too
+        return None  # the generic parse reports what is wrong (orjson refuses deep nesting with a JSONDecodeError)
     return DecodedEvents(page.events, payloads, page.has_more)
 
 
@@ -135,7 +135,7 @@ def raw_payloads(body: bytes) -> list[bytes | None] | None:
     text whichever path converted its page."""
     try:
         page = msgspec.json.decode(body, type=_RawEventList)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     items = page.events if not isinstance(page.events, UnsetType) else page.data
     if isinstance(items, UnsetType):
@@ -146,7 +146,7 @@ def raw_payloads(body: bytes) -> list[bytes | None] | None:
             continue
         try:
             payload = msgspec.json.decode(item, type=_RawPayload).payload
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             payload = UNSET
         text = None if isinstance(payload, UnsetType) else bytes(payload)
         out.append(None if text == b"null" else text)

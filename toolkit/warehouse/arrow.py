@@ -4,8 +4,10 @@ A page of records becomes one :class:`pyarrow.RecordBatch` whose columns match t
 and nothing crashes on a messy feed:
 
 - fields the schema does not know are kept in the ``extra`` JSON column;
-- a value of the wrong type (a number where text belongs, text where a timestamp belongs, ...) is stored as NULL
-  in its column and kept verbatim in ``extra["_invalid"][field]``;
+- a value of the wrong type (text where a timestamp belongs, ...) is stored as NULL in its column and kept verbatim
+  in ``extra["_invalid"][field]``; a number where text belongs (a chain selector sent as a JSON number) is stored
+  as its exact digits and kept there too, and so is a fractional number where an integer or a timestamp belongs,
+  stored rounded down;
 - unknown enum values are plain text and stored as they are;
 - a record without a usable key cannot be stored: it is returned as a :class:`RejectedRecord` naming the record
   and the field, and the rest of the page is converted.
@@ -17,6 +19,7 @@ bad value falls back to checking value by value).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -192,31 +195,35 @@ _INVALID = object()
 _INTEGER_TEXT = re.compile(r"-?[0-9]{1,20}")
 
 
-def _coerce(kind: str, value: Any) -> Any:
+def _coerce(kind: str, value: Any) -> tuple[Any, bool]:
+    """A value for a column of ``kind``, and whether the original must be kept under ``extra._invalid`` (the column
+    holds NULL or a value changed from what was sent)."""
     if value is None:
-        return None
+        return None, False
     if kind == "text":
         if isinstance(value, str):
-            return value
+            return value, False
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return str(value)  # ids and selectors sent as numbers: keep them exact as text
-        return _INVALID
+            return str(value), True  # ids and selectors sent as numbers: the exact digits as text, and a note
+        return _INVALID, True
     if kind in ("int", "ts"):
         if isinstance(value, bool):
-            return _INVALID
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
+            return _INVALID, True
+        changed = False
+        if isinstance(value, float) and math.isfinite(value):
+            changed = not value.is_integer()  # fractional: rounded down, never silently
+            value = math.floor(value)
         if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
             value = int(value)
         if not isinstance(value, int):
-            return _INVALID
+            return _INVALID, True
         if kind == "ts" and not 0 <= value <= _MAX_TS:
-            return _INVALID
+            return _INVALID, True
         if kind == "int" and not -(2**63) <= value < 2**63:
-            return _INVALID
-        return value
+            return _INVALID, True
+        return value, changed
     if kind == "bool":
-        return value if isinstance(value, bool) else _INVALID
+        return (value, False) if isinstance(value, bool) else (_INVALID, True)
     raise AssertionError(kind)
 
 
@@ -241,7 +248,14 @@ def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[st
             return pa.array([_json_text(v) for v in values], pa.string())
     fast_type = {"text": pa.string(), "ts": pa.int64(), "int": pa.int64(), "bool": pa.bool_()}[col.kind]
     try:
-        arr = pa.array(values, fast_type)
+        if fast_type == pa.int64():
+            # inferred first: a typed conversion would truncate a fractional number silently
+            arr = pa.array(values)
+            if not (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
+                raise TypeError(f"{col.name} holds {arr.type}")
+            arr = arr.cast(pa.int64())
+        else:
+            arr = pa.array(values, fast_type)
         if col.kind == "ts":
             if len(arr) and arr.null_count < len(arr):
                 import pyarrow.compute as pc
@@ -255,11 +269,10 @@ def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[st
         pass
     clean: list[Any] = []
     for i, v in enumerate(values):
-        c = _coerce(col.kind, v)
-        if c is _INVALID:
+        c, note = _coerce(col.kind, v)
+        if note:
             invalid.setdefault(i, {})[col.field] = v
-            c = None
-        clean.append(c)
+        clean.append(None if c is _INVALID else c)
     arr = pa.array(clean, fast_type)
     return arr.cast(UTC_SECONDS).cast(TIMESTAMP) if col.kind == "ts" else arr
 

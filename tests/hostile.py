@@ -1,0 +1,286 @@
+"""A hostile server: answers the documented endpoints of the service (WIRE.md) for a small generated organisation,
+over real HTTP on 127.0.0.1, with each defect a sync must survive switchable.
+
+The organisation (:class:`Org`) is generated here, independently of the toolkit, so tests can state what a sync must
+store from the server's own data. Defects (:class:`Defects`) hit the first channel (:attr:`Org.target`) unless they
+say otherwise. Requests are counted per kind of path (:attr:`HostileServer.counts`) so a test can show that no walk
+loops.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+T0 = 1_795_000_000
+ETHEREUM = "5009297550715157269"
+BASE = "15971525489660198786"
+OPERATION_STEPS = ("accepted", "sending", "sent", "broadcasting")
+#: Where a bad page is served: the target channel's events page asked at this offset, or its operations page.
+BAD_EVENT_OFFSET = 200
+BAD_OPERATIONS_OFFSET = 100
+_MARK = "@@HOSTILE@@"
+
+
+def _id(*parts: object) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "hostile/" + "/".join(map(str, parts))))
+
+
+@dataclass(frozen=True)
+class Defects:
+    """What the server gets wrong (all off: it answers like the service)."""
+
+    #: The target's events page asked at offset 400 answers offsets 0-199 again, with has_more true.
+    offsets_backwards: bool = False
+    #: List kinds (channels, wallets, operations, queries, events) whose every page says has_more true; a page asked
+    #: past the end answers the list's first page again.
+    has_more_forever: frozenset[str] = frozenset()
+    #: The target's operation #0 and its events carry chain_selector 2**64 as a JSON number.
+    huge_chain_selector_number: bool = False
+    #: The target's operation #0 has created_at 1795000000.5; event offset 5 a payload timestamp with .5; event
+    #: offset 7 the header offset 7.5.
+    fractional_numbers: bool = False
+    #: The target's first operations page has the number 42 at position 3 of ``data``; its first events page the
+    #: string "oops" at position 5 of ``events``.
+    non_object_item: bool = False
+    #: One page of the target (see ``bad_page_kind``) is invalid UTF-8, nested 10,000 deep, or cut short, always.
+    invalid_utf8_page: bool = False
+    deep_nesting_page: bool = False
+    truncated_page: bool = False
+    #: ``events`` (the page at offset 200) or ``operations`` (the page at offset 100).
+    bad_page_kind: str = "events"
+    #: Every request answers 401 with an ApplicationError whose message quotes the key it was sent.
+    echo_key_401: bool = False
+    #: Every request answers 500 with an HTML page quoting the Authorization header.
+    echo_key_500_html: bool = False
+
+
+@dataclass
+class Org:
+    """The generated organisation: a few channels, each with operations, queries and ``operation.status`` events
+    at contiguous offsets from 0."""
+
+    channels: int = 3
+    operations_per_channel: int = 120
+    queries_per_channel: int = 30
+    networks: list[dict[str, Any]] = field(default_factory=list)
+    channel_list: list[dict[str, Any]] = field(default_factory=list)
+    wallets: list[dict[str, Any]] = field(default_factory=list)
+    operations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    queries: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.networks = [
+            {"id": _id("net", n), "name": name, "chain_selector": sel, "chain_id": cid, "chain_family": "evm",
+             "type": "mainnet", "created_at": T0, "updated_at": T0}
+            for n, (name, sel, cid) in enumerate([("Ethereum Mainnet", ETHEREUM, "1"), ("Base", BASE, "8453")])
+        ]
+        wallet_address = "0x" + "ab" * 20
+        self.wallets = [{"wallet_id": _id("wallet"), "name": "main", "address": wallet_address,
+                         "wallet_owner_address": "0x" + "cd" * 20, "chain_selector": ETHEREUM,
+                         "wallet_type": "ecdsa", "status": "deployed", "configuration": {},
+                         "allowed_rsa_signers": [], "allowed_ecdsa_signers": [], "created_at": T0}]
+        for c in range(self.channels):
+            cid = _id("channel", c)
+            self.channel_list.append({"channel_id": cid, "name": f"hostile-{c}", "status": "active",
+                                      "created_at": T0 + c})
+            ops, events = [], []
+            for i in range(self.operations_per_channel):
+                created = T0 + 100 + i * 10
+                op = {"operation_id": _id("op", c, i), "status": OPERATION_STEPS[-1], "chain_selector": ETHEREUM,
+                      "address": wallet_address, "wallet_operation_id": str(1000 + i), "deadline": 0,
+                      "transactions": [{"to": "0x" + "11" * 20, "value": "0", "data": "0x"}], "signature": None,
+                      "created_at": created, "updated_at": created + len(OPERATION_STEPS) - 1}
+                ops.append(op)
+                for step, status in enumerate(OPERATION_STEPS):
+                    events.append({
+                        "event_id": _id("event", c, i, status),
+                        "headers": {"type": "operation.status", "offset": len(events), "proofs": []},
+                        "payload": {"status": status, "status_reason": "", "operation_id": op["operation_id"],
+                                    "wallet_operation_id": op["wallet_operation_id"], "address": wallet_address,
+                                    "chain_selector": ETHEREUM, "timestamp": created + step},
+                    })
+            self.operations[cid] = ops
+            self.events[cid] = events
+            self.queries[cid] = [
+                {"query_id": _id("query", c, q), "channel_id": cid, "status": "completed", "query_kind": "evm_call",
+                 "chain_selector": BASE, "target": "0x" + "22" * 20, "created_at": T0 + 50 + q,
+                 "updated_at": T0 + 60 + q, "accepted_at": T0 + 50 + q, "completed_at": T0 + 60 + q}
+                for q in range(self.queries_per_channel)
+            ]
+
+    @property
+    def target(self) -> str:
+        """The channel the defects hit."""
+        return self.channel_list[0]["channel_id"]
+
+
+class HostileServer:
+    """The server, in a thread on a free port of 127.0.0.1; use as a context manager."""
+
+    def __init__(self, key: str, defects: Defects | None = None, org: Org | None = None) -> None:
+        self.key = key
+        self.defects = defects or Defects()
+        self.org = org or Org()
+        self.counts: Counter[str] = Counter()
+        self.asked: Counter[tuple[str, str, str]] = Counter()  # (kind, channel, offset) of each list request
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> HostileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+    # ---- answering --------------------------------------------------------------------------------------------
+
+    def answer(self, path: str, query: dict[str, list[str]], auth: str) -> tuple[int, str, bytes]:
+        """``(status, content type, body)`` for a GET."""
+        parts = [p for p in path.split("/") if p][1:]  # without "v1"
+        kind = parts[-1] if len(parts) in (1, 3) else parts[-2]
+        params = {k: v[-1] for k, v in query.items()}
+        with self._lock:
+            self.counts[kind] += 1
+            self.asked[(kind, parts[1] if len(parts) > 2 else "", params.get("offset", ""))] += 1
+        d = self.defects
+        if d.echo_key_500_html:
+            page = f"<html><body><h1>502 Bad Gateway</h1><p>upstream refused {auth}</p></body></html>"
+            return 500, "text/html", page.encode()
+        if auth != f"Apikey {self.key}" or d.echo_key_401:
+            sent = auth.removeprefix("Apikey ")
+            return 401, "application/json", _dumps({"type": "UNAUTHORIZED", "message": f"API key {sent} is not valid"})
+        org = self.org
+        if parts == ["networks"]:
+            return 200, "application/json", _dumps({"data": org.networks, "has_more": False})
+        if parts == ["channels"]:
+            return self._list("channels", "", org.channel_list, params, limit=20)
+        if parts == ["wallets"]:
+            return self._list("wallets", "", org.wallets, params, limit=50)
+        if len(parts) < 3 or parts[0] != "channels" or parts[1] not in org.operations:
+            return 404, "application/json", _dumps({"type": "NOT_FOUND", "message": "no such path"})
+        cid = parts[1]
+        if parts[2] == "watchers" and len(parts) == 3:
+            return self._list("watchers", cid, [], params, limit=20)
+        if parts[2] in ("operations", "queries"):
+            items = (org.operations if parts[2] == "operations" else org.queries)[cid]
+            items = self._altered(parts[2], cid, items)
+            if len(parts) == 4:
+                found = [x for x in items if isinstance(x, dict) and parts[3] in x.values()]
+                if found:
+                    return 200, "application/json", _dumps(found[0])
+                return 404, "application/json", _dumps({"type": "NOT_FOUND", "message": "no such record"})
+            statuses = query.get("status")
+            if statuses:
+                items = [x for x in items if not isinstance(x, dict) or x.get("status") in statuses]
+            return self._list(parts[2], cid, items, params, limit=20)
+        if parts[2] == "events" and len(parts) == 3:
+            return self._events(cid, params)
+        return 404, "application/json", _dumps({"type": "NOT_FOUND", "message": "no such path"})
+
+    def _altered(self, kind: str, cid: str, items: list[Any]) -> list[Any]:
+        d = self.defects
+        if cid != self.org.target or not (d.huge_chain_selector_number or d.fractional_numbers):
+            return items
+        items = [json.loads(json.dumps(x)) for x in items]
+        if kind == "operations" and d.huge_chain_selector_number:
+            items[0]["chain_selector"] = 2**64
+        if kind == "operations" and d.fractional_numbers:
+            items[0]["created_at"] = T0 + 100.5
+        if kind == "events" and d.huge_chain_selector_number:
+            for event in items[: len(OPERATION_STEPS)]:
+                event["payload"]["chain_selector"] = 2**64
+        if kind == "events" and d.fractional_numbers:
+            items[5]["payload"]["timestamp"] += 0.5
+            items[7]["headers"]["offset"] = 7.5
+        return items
+
+    def _list(self, kind: str, cid: str, items: list[Any], params: dict[str, str], *, limit: int) -> tuple[
+            int, str, bytes]:
+        limit = int(params.get("limit", limit))
+        offset = int(params.get("offset", 0))
+        page = items[offset:offset + limit]
+        has_more = offset + limit < len(items)
+        if kind in self.defects.has_more_forever:
+            has_more = True
+            page = page or items[:limit]
+        page = list(page)
+        if self.defects.non_object_item and cid == self.org.target and kind == "operations" and offset == 0:
+            page.insert(3, 42)
+        return self._body(kind, cid, offset, {"data": page, "has_more": has_more})
+
+    def _events(self, cid: str, params: dict[str, str]) -> tuple[int, str, bytes]:
+        events = self._altered("events", cid, self.org.events[cid])
+        limit = int(params.get("limit", 200))
+        if "offset" not in params:  # newest first
+            return 200, "application/json", _dumps({"events": events[::-1][:limit], "has_more": len(events) > limit})
+        offset = int(params["offset"])
+        page = events[offset:offset + limit]
+        has_more = offset + limit < len(events)
+        d = self.defects
+        if "events" in d.has_more_forever:
+            has_more = True
+            page = page or events[:limit]
+        if d.offsets_backwards and cid == self.org.target and offset >= 400:
+            page, has_more = events[:200], True
+        page = list(page)
+        if d.non_object_item and cid == self.org.target and offset == 0:
+            page.insert(5, "oops")
+        return self._body("events", cid, offset, {"events": page, "has_more": has_more})
+
+    def _body(self, kind: str, cid: str, offset: int, envelope: dict[str, Any]) -> tuple[int, str, bytes]:
+        d = self.defects
+        bad_at = BAD_EVENT_OFFSET if d.bad_page_kind == "events" else BAD_OPERATIONS_OFFSET
+        bad = cid == self.org.target and kind == d.bad_page_kind and offset == bad_at
+        items = envelope.get("data", envelope.get("events"))
+        if bad and items and (d.invalid_utf8_page or d.deep_nesting_page):
+            first = items[0] = json.loads(json.dumps(items[0]))
+            (first.get("payload", first))["note"] = _MARK
+        body = _dumps(envelope)
+        if bad and d.invalid_utf8_page:
+            body = body.replace(json.dumps(_MARK).encode(), b'"\xff\xfe not UTF-8"')
+        if bad and d.deep_nesting_page:
+            body = body.replace(json.dumps(_MARK).encode(), b"[" * 10_000 + b"]" * 10_000)
+        if bad and d.truncated_page:
+            body = body[: len(body) // 2]
+        return 200, "application/json", body
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+def _handler(server: HostileServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            status, content_type, body = server.answer(url.path, parse_qs(url.query),
+                                                       self.headers.get("Authorization", ""))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
