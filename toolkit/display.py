@@ -23,6 +23,7 @@ _CONTROL = re.compile(f"[\x00-\x1f{_OTHER_CONTROLS}]")
 _CONTROL_EXCEPT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHER_CONTROLS}]")
 #: A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -57,9 +58,9 @@ def for_terminal(value: Any, limit: int = DISPLAY_LIMIT) -> Any:
 def csv_safe(value: Any) -> Any:
     """One CSV cell a spreadsheet will not run: a string starting with ``= + - @``, tab or CR gets a leading ``'``.
 
-    Only strings change: numbers (a negative one included) are numbers, not formulas.
+    Only strings change, and not those that are plain numbers (``-0.05`` as text): a number is not a formula.
     """
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.match(value):
         return "'" + value
     return value
 
