@@ -89,11 +89,5 @@ def frame_for_csv(df: pd.DataFrame) -> pd.DataFrame:
     return _map_text(df, csv_safe)
 
 
-def frame_for_display(df: pd.DataFrame, limit: int = DISPLAY_LIMIT) -> pd.DataFrame:
-    """A copy of ``df`` with every string cell shortened (for HTML tables and figure labels, which escape or draw
-    text themselves)."""
-    return _map_text(df, lambda v: shorten(v, limit) if isinstance(v, str) else v)
-
-
-__all__ = ["DISPLAY_LIMIT", "clean_for_terminal", "csv_safe", "for_terminal", "frame_for_csv", "frame_for_display",
-           "frame_for_terminal", "shorten"]
+__all__ = ["DISPLAY_LIMIT", "clean_for_terminal", "csv_safe", "for_terminal", "frame_for_csv", "frame_for_terminal",
+           "shorten"]

@@ -31,7 +31,7 @@ import pandas as pd
 
 from . import metrics
 from .atomic import atomic_dir, atomic_file
-from .display import frame_for_csv, frame_for_display, shorten
+from .display import frame_for_csv, frame_for_terminal, shorten
 from .warehouse import Warehouse
 
 if TYPE_CHECKING:
@@ -457,11 +457,12 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
     from . import plots
 
     # labels drawn from names of any length: matplotlib lays out every character of a label (a 1 MB channel name
-    # took minutes and a gigabyte), so the figures get copies with every text value shortened
-    t = {name: frame_for_display(df, 60) for name, df in report.tables.items()}
-    report = dataclasses.replace(report, tables=t, durations=frame_for_display(report.durations, 60),
-                                 rates_over_time=frame_for_display(report.rates_over_time, 60),
-                                 activity=frame_for_display(report.activity, 60))
+    # took minutes and a gigabyte), so the figures get copies with every text value shortened and its control
+    # characters written out (no font has glyphs for them)
+    t = {name: frame_for_terminal(df, 60) for name, df in report.tables.items()}
+    report = dataclasses.replace(report, tables=t, durations=frame_for_terminal(report.durations, 60),
+                                 rates_over_time=frame_for_terminal(report.rates_over_time, 60),
+                                 activity=frame_for_terminal(report.activity, 60))
     return {
         "status_latency": (plots.latency_by_status(report.durations), "Seconds in each operation status, per network"),
         "failure_rates": (plots.failure_rate_over_time(report.rates_over_time),
