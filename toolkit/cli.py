@@ -8,6 +8,7 @@ threshold was breached (the report is still written). The API key comes only fro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import sys
 from collections.abc import Sequence
@@ -15,8 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from .atomic import atomic_file, output_error
 from .config import Settings
+from .display import clean_for_terminal, frame_for_csv, frame_for_terminal
 from .errors import ChainopsError
+from .signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, sigterm_interrupts
 
 DEMO_KEY = "sandbox-demo-key"
 #: The sandbox's scenario shapes (toolkit.sandbox.scenarios.SHAPES; named here so that building the parser never
@@ -33,26 +37,36 @@ EXIT_THRESHOLD = 3
 def _print_table(df: pd.DataFrame) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_rows", 500,
                            "display.float_format", "{:,.1f}".format):
-        print(df.to_string(index=False, na_rep="-"))
+        print(frame_for_terminal(df).to_string(index=False, na_rep="-"))
 
 
 def _write_frame(df: pd.DataFrame, fmt: str, out: str | None) -> None:
+    """Print or write a result: a table and CSV as displayed (control characters shown, long values shortened for
+    the table, formulas neutralised for CSV), JSON and Parquet with every value as it is. ``--out`` files appear
+    whole or not at all."""
+    if fmt == "parquet" and not out:
+        raise ChainopsError("--format parquet needs --out PATH")
     if fmt == "table":
-        if out:
-            Path(out).write_text(df.to_string(index=False) + "\n", encoding="utf-8")
-        else:
-            _print_table(df)
-        return
-    if fmt == "parquet":
+        text = frame_for_terminal(df).to_string(index=False) + "\n"
         if not out:
-            raise ChainopsError("--format parquet needs --out PATH")
-        df.to_parquet(out, index=False)
-        return
-    text = df.to_csv(index=False) if fmt == "csv" else df.to_json(orient="records", date_format="iso", indent=1)
-    if out:
-        Path(out).write_text(text, encoding="utf-8")
-    else:
+            _print_table(df)
+            return
+    elif fmt == "csv":
+        text = frame_for_csv(df).to_csv(index=False)
+    elif fmt == "json":
+        text = df.to_json(orient="records", date_format="iso", indent=1)
+    if not out:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(out) as tmp:
+            if fmt == "parquet":
+                df.to_parquet(tmp, index=False)
+            else:
+                tmp.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise output_error(out, exc) from None
 
 
 # ---- commands ---------------------------------------------------------------------------------------------------
@@ -145,10 +159,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ChainopsError(str(exc)) from None
     except OSError as exc:
-        raise ChainopsError(f"Cannot write the report to {args.out}: {exc.strerror or exc}") from None
-    print(f"Report: {args.out}")
+        raise output_error(args.out, exc, "the report") from None
+    print(f"Report: {clean_for_terminal(args.out)}")
     for finding in result.findings:
-        print(f"  {finding}")
+        print(f"  {clean_for_terminal(finding)}")
     breaches = result.breaches
     for threshold in breaches:
         value = result.summary.get(threshold.name)
@@ -189,7 +203,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         written = export_parquet(str(settings.warehouse), args.out)
     except OSError as exc:
-        raise ChainopsError(f"Cannot write the export to {args.out}: {exc.strerror or exc}") from None
+        raise output_error(args.out, exc, "the export") from None
     for name, files in written.items():
         print(f"{name}: {files} file{'s' if files != 1 else ''}")
     print(f"Exported to {args.out}")
@@ -332,20 +346,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code."""
+    """Run the CLI; returns the exit code. Errors are one cleaned line on standard error, never a traceback: 1 for a
+    failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
+    import duckdb
+
     parser = build_parser()
     args = parser.parse_args(argv)
+
+    def fail(message: str, code: int) -> int:
+        print(f"chainops {args.command}: {clean_for_terminal(message)}", file=sys.stderr)
+        return code
+
     try:
-        return int(args.func(args) or 0)
+        with sigterm_interrupts() if args.command != "sandbox" else contextlib.nullcontext():
+            return int(args.func(args) or 0)
     except UsageError as exc:
-        print(f"chainops {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc), 2)
     except ChainopsError as exc:
-        print(f"chainops {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc), 1)
+    except Terminated:
+        return fail("terminated (SIGTERM); what was committed is kept, run the command again to continue",
+                    EXIT_TERMINATED)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return fail("interrupted; what was committed is kept, run the command again to continue", EXIT_INTERRUPTED)
+    except duckdb.Error as exc:  # the warehouse failed somewhere no clearer message was given
+        return fail(f"the warehouse failed: {exc}", 1)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return fail(f"a file could not be read or written{where}: {exc.strerror or exc}", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,15 +12,15 @@ ones: ``UBIGINT``/``HUGEINT``/``UUID``/``JSON``/``ENUM`` as strings, other unsig
 type, nested values as JSON text.
 
 Which tables, and how each is partitioned, is a fixed list (:data:`EXPORTS`); column names come from the
-warehouse's own catalog, never from a user. Each table's directory is written beside the old one and swapped in
-when complete, so a re-run replaces an export instead of mixing two.
+warehouse's own catalog, never from a user. The whole export is written into a staging directory and each table's
+directory swapped in once every table is complete, so a re-run replaces an export instead of mixing two, and a
+failed one leaves the previous export (or nothing) and no partial files.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from .atomic import atomic_dir
 from .warehouse import Warehouse
 
 #: The name of a NULL partition value, as Hive, Spark and Trino write it.
@@ -124,12 +125,13 @@ def export_parquet(
     Arguments: ``warehouse`` (opened read-only when given as a path); ``out`` the directory; ``batch_rows`` rows
     per Arrow batch streamed from DuckDB (memory stays bounded). Returns the number of Parquet files per table.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    # every table is written into one staging directory, then swapped in: a failure leaves the old export (or no
+    # directory) and no partial files
     if isinstance(warehouse, Warehouse):
-        return _export_all(warehouse, out, batch_rows)
-    with Warehouse(warehouse, read_only=True) as wh:
-        return _export_all(wh, out, batch_rows)
+        with atomic_dir(out) as staging:
+            return _export_all(warehouse, staging, batch_rows)
+    with Warehouse(warehouse, read_only=True) as wh, atomic_dir(out) as staging:
+        return _export_all(wh, staging, batch_rows)
 
 
 def _export_all(wh: Warehouse, out: Path, batch_rows: int) -> dict[str, int]:
@@ -151,9 +153,9 @@ def _reader(result: object, batch_rows: int) -> pa.RecordBatchReader:
 
 
 def _export_one(wh: Warehouse, spec: ExportSpec, out: Path, batch_rows: int) -> int:
+    """Write one table as ``out/<name>`` (``out`` is the staging directory of :func:`export_parquet`)."""
     sql, partitions = export_sql(wh, spec)
-    staging = out / f".{spec.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = out / spec.name
     reader = _reader(wh.con.sql(sql), batch_rows)
     schema = reader.schema
     if partitions:
@@ -169,13 +171,6 @@ def _export_one(wh: Warehouse, spec: ExportSpec, out: Path, batch_rows: int) -> 
         keep = pa.schema([f for f in schema if f.name not in partitions])
         pq.write_table(keep.empty_table(), staging / "part-0.parquet")
         files = [staging / "part-0.parquet"]
-    final = out / spec.name
-    old = out / f".{spec.name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        final.rename(old)
-    staging.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
     return len(files)
 
 

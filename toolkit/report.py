@@ -13,6 +13,7 @@ reaches the HTML. Thresholds are parsed by a regular expression, never evaluated
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import math
@@ -29,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
+from .atomic import atomic_dir, atomic_file
+from .display import frame_for_csv, frame_for_terminal, shorten
 from .warehouse import Warehouse
 
 if TYPE_CHECKING:
@@ -138,24 +141,23 @@ class Report:
         out = Path(out)
         if fmt == "html":
             out.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(out, self.to_html().encode("utf-8"))
+            page = self.to_html().encode("utf-8")
+            with atomic_file(out) as tmp:
+                tmp.write_bytes(page)
             return [out]
         if fmt not in FORMATS:
             raise ValueError(f"unknown report format {fmt!r}; choose from {FORMATS}")
-        out.mkdir(parents=True, exist_ok=True)
         frames = {**self.tables, "summary": self.summary_frame()}
-        paths = []
-        for name, df in frames.items():
-            path = out / f"{name}.{fmt}"
-            if fmt == "csv":
-                data = df.to_csv(index=False, date_format="%Y-%m-%dT%H:%M:%S%z").encode("utf-8")
-            else:
-                buffer = io.BytesIO()
-                _portable(df).to_parquet(buffer, index=False)
-                data = buffer.getvalue()
-            _atomic_write(path, data)
-            paths.append(path)
-        return paths
+        # every file is written into a staging directory first: a failure leaves the old files, or no directory
+        with atomic_dir(out) as staging:
+            for name, df in frames.items():
+                path = staging / f"{name}.{fmt}"
+                if fmt == "csv":
+                    # a spreadsheet opens these: a value such as =HYPERLINK(...) must not run as a formula
+                    frame_for_csv(df).to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S%z")
+                else:
+                    _portable(df).to_parquet(path, index=False)
+        return [out / f"{name}.{fmt}" for name in frames]
 
     def summary_frame(self) -> pd.DataFrame:
         """The summary values as a (name, value, meaning) table, with the period."""
@@ -176,12 +178,6 @@ def _portable(df: pd.DataFrame) -> pd.DataFrame:
         if isinstance(df[col].dtype, pd.CategoricalDtype):
             df[col] = df[col].astype(object).where(df[col].notna(), None)
     return df
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 _AGE_RE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
@@ -313,6 +309,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
+def _short(value: Any) -> str:
+    """A value from the service as it reads in a finding (a name of any length stays one line long)."""
+    return shorten(str(value), 80)
+
+
 def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     """Plain-text findings (escaped when rendered): slowest status, worst network, failure-rate change, stuck."""
     s, t = report.summary, report.tables
@@ -320,14 +321,15 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     latency = t["status_latency"].dropna(subset=["p90_s"])
     if len(latency):
         row = latency.loc[latency["p90_s"].idxmax()]
-        out.append(f"Slowest status: {row['status']} on {row['network']}, p90 {_duration(row['p90_s'])} "
-                   f"(p50 {_duration(row['p50_s'])}, {int(row['n']):,} operations left it).")
+        out.append(f"Slowest status: {_short(row['status'])} on {_short(row['network'])}, "
+                   f"p90 {_duration(row['p90_s'])} (p50 {_duration(row['p50_s'])}, "
+                   f"{int(row['n']):,} operations left it).")
     else:
         out.append("Slowest status: no operation left a status in the period.")
     rates = t["failure_rates"].dropna(subset=["failure_rate"])
     if len(rates):
         row = rates.sort_values(["failure_rate", "terminal"], ascending=[False, False], kind="stable").iloc[0]
-        out.append(f"Worst network by failure rate: {row['network']}, {_pct(row['failure_rate'])} of "
+        out.append(f"Worst network by failure rate: {_short(row['network'])}, {_pct(row['failure_rate'])} of "
                    f"{int(row['terminal']):,} finished operations failed (95% interval "
                    f"{_pct(row['failure_rate_low'])} to {_pct(row['failure_rate_high'])}).")
     else:
@@ -346,7 +348,7 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     if len(stuck):
         row = stuck.iloc[0]
         out.append(f"{len(stuck):,} operations stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
-                   f"{row['operation_id']} on {row['network']}, has been {row['status']} for "
+                   f"{_short(row['operation_id'])} on {_short(row['network'])}, has been {_short(row['status'])} for "
                    f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])}).")
     else:
         out.append(f"No stuck operations as of {stuck_at:%Y-%m-%d %H:%M} UTC.")
@@ -410,7 +412,7 @@ def _cell(col: str, value: Any) -> tuple[str, bool]:
         if col.endswith(("rate", "share", "coverage", "_low", "_high")):
             return f"{v:.1%}", False
         return f"{v:,.1f}", False
-    return str(value), True
+    return shorten(str(value)), True
 
 
 def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: int | None = None) -> str:
@@ -454,7 +456,13 @@ def interval_safe(df: pd.DataFrame, rate: str = "coverage") -> pd.DataFrame:
 def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
     from . import plots
 
-    t = report.tables
+    # labels drawn from names of any length: matplotlib lays out every character of a label (a 1 MB channel name
+    # took minutes and a gigabyte), so the figures get copies with every text value shortened and its control
+    # characters written out (no font has glyphs for them)
+    t = {name: frame_for_terminal(df, 60) for name, df in report.tables.items()}
+    report = dataclasses.replace(report, tables=t, durations=frame_for_terminal(report.durations, 60),
+                                 rates_over_time=frame_for_terminal(report.rates_over_time, 60),
+                                 activity=frame_for_terminal(report.activity, 60))
     return {
         "status_latency": (plots.latency_by_status(report.durations), "Seconds in each operation status, per network"),
         "failure_rates": (plots.failure_rate_over_time(report.rates_over_time),

@@ -52,6 +52,7 @@ from .config import Settings, is_loopback_host
 from .errors import BadPageError, ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
+from .warehouse.failures import WRITE_FAILURES, write_failure
 from .warehouse.memory import is_out_of_memory, memory_ceiling
 from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
@@ -729,15 +730,14 @@ def sync(
                 result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
                 result.outcome = "partial" if result.rejected or result.gaps or result.problems else "ok"
             except BaseException as exc:
-                result.outcome = "failed"
-                result.message = str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
+                result.outcome, result.message = _outcome_of(exc)
                 raise
             finally:
                 commit_error: Exception | None = None
                 try:
                     loader.finish()
                 except Exception as exc:  # raised below unless the run's own error is already on its way
-                    if result.outcome != "failed":
+                    if result.outcome not in ("failed", "interrupted"):
                         commit_error = exc
                         result.outcome = "failed"
                         result.message = f"the last commit failed: {type(exc).__name__}: {exc}"
@@ -752,10 +752,12 @@ def sync(
                 try:
                     _write_run(wh, result, client.base_url)
                 except duckdb.Error:
-                    if result.outcome != "failed":
+                    if result.outcome not in ("failed", "interrupted"):
                         raise  # otherwise the run's own error, on its way, says more than the audit row's
                 if commit_error is not None:
                     raise commit_error
+    except WRITE_FAILURES as exc:
+        raise write_failure(path, exc) from exc
     finally:
         if own_client:
             client.close()
@@ -778,6 +780,14 @@ def _build_models(wh: Warehouse, result: SyncResult) -> None:
             f"MiB ({str(exc).splitlines()[0]}); every row is stored and the views are exact, only slower; the next "
             "sync tries again"
         )
+
+
+def _outcome_of(exc: BaseException) -> tuple[str, str]:
+    """The ``sync_runs`` outcome and message of a run that ``exc`` ended: Ctrl-C and SIGTERM (a KeyboardInterrupt,
+    see :mod:`toolkit.signals`) are ``interrupted``, anything else ``failed``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", f"interrupted ({exc or 'Ctrl-C'}); the next run continues from the last commit"
+    return "failed", str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
 
 
 @contextlib.contextmanager

@@ -77,7 +77,9 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
     reference, tmp_path, monkeypatch
 ) -> None:
     """A commit that fails (a full disk, say) loses its transaction whole: no cursor survives without its rows,
-    the run is audited as failed with the error, and the next run ends identical to a clean sync."""
+    the run is audited as failed with the error, the error says the disk is full and to run again, and the next run
+    ends identical to a clean sync."""
+    from toolkit.errors import WarehouseError
     from toolkit.warehouse import Warehouse
 
     path = tmp_path / "w.duckdb"
@@ -93,8 +95,9 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
 
     monkeypatch.setattr(Warehouse, "set_cursors", failing_once)
     with serve() as server, Client(server.base_url, TEST_KEY) as client:
-        with pytest.raises(OSError, match="No space left"):
+        with pytest.raises(WarehouseError, match=r"No space left.*disk is full.*run the sync again") as raised:
             sync(client=client, warehouse=str(path), quiet=True)
+        assert isinstance(raised.value.__cause__, OSError)
         with Warehouse(path, read_only=True) as wh:
             outcome, message = wh.con.execute("SELECT outcome, message FROM sync_runs").fetchall()[0]
             cursors = dict(wh.con.execute("SELECT stream, cursor FROM sync_state").fetchall())

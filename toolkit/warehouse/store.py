@@ -23,6 +23,8 @@ import pyarrow.compute as pc
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
+from .failures import write_failure
+from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
 from .views import view_statements
 
 #: Seconds a reader waits for a running sync to make room before giving up.
@@ -79,7 +81,11 @@ class Warehouse:
                 "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
             )
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise write_failure(self.path, exc) from None
+        self._inspected = False  # a writer checks once, read-only, that the file is a warehouse (see identity)
         self._settings: dict[str, str | int] = {}  # made with configure(), applied again on reopen()
         self.con = self._connect(wait)
         self._column_cache: dict[str, list[str]] = {}
@@ -95,6 +101,9 @@ class Warehouse:
                 con = self._open_file()
                 break
             except duckdb.Error as exc:
+                refused = open_error(self.path, exc)
+                if refused is not None:
+                    raise refused from None
                 busy = "lock" in str(exc).lower()
                 if busy and time.monotonic() < deadline:
                     if self.read_only:
@@ -105,6 +114,8 @@ class Warehouse:
                     hint = "it is already open in this process: close that Warehouse or DuckDB connection first"
                 elif busy:
                     hint = "a sync is writing to it and did not make room in time; try again, or wait for the sync"
+                elif not self.read_only and any(w in str(exc).lower() for w in ("permission", "read-only", "director")):
+                    raise write_failure(self.path, exc) from None
                 else:
                     hint = "check the path and that it is a DuckDB file"
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
@@ -120,8 +131,18 @@ class Warehouse:
         (an option only ATTACH takes), made the default database, and spilling beside the file as a plain
         connection would."""
         if self.read_only:
-            return duckdb.connect(str(self.path), read_only=True)
-        con = duckdb.connect()
+            con = duckdb.connect(str(self.path), read_only=True, config=CONNECTION_CONFIG)
+            try:
+                check_complete(con, self.path)
+                classify(con, self.path)
+            except BaseException:
+                con.close()
+                raise
+            return con
+        if not self._inspected:
+            inspect_file(self.path)  # refuses, without writing to it, a file that is not a warehouse
+            self._inspected = True
+        con = duckdb.connect(config=CONNECTION_CONFIG)
         try:
             quoted = str(self.path).replace("'", "''")
             con.execute(f"ATTACH '{quoted}' AS warehouse (ROW_GROUP_SIZE {WRITE_ROW_GROUP_SIZE})")
@@ -186,6 +207,7 @@ class Warehouse:
         """Create missing tables, drop the primary keys an older warehouse may still hold on the large tables, and
         (re)create the views."""
         self.con.execute(_schema_sql())
+        self.con.execute(MARKER_SQL)
         self._drop_primary_keys()
         for statement in view_statements():
             self.con.execute(statement)
@@ -357,8 +379,12 @@ class Warehouse:
 def sync_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the warehouse's writer lock (``<warehouse>.lock``) for the block, or raise SyncLockedError at once."""
     lock_path = Path(f"{path}.lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+") as handle:
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    with handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

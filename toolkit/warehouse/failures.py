@@ -1,0 +1,58 @@
+"""File-system failures of the warehouse as messages that say what happened and what to do.
+
+DuckDB reports a full disk, a file size limit or a read-only directory as an ``IOException`` (or, when it happens at
+``COMMIT``, a ``TransactionException`` carrying the same text), and Python as an ``OSError``; these turn them into
+:class:`~toolkit.errors.WarehouseError`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import duckdb
+
+from ..errors import WarehouseError
+
+#: The exceptions a write to the warehouse's files raises when the file system refuses it.
+WRITE_FAILURES: tuple[type[BaseException], ...] = (duckdb.IOException, duckdb.TransactionException, OSError)
+
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+_FULL_TEXT = ("no space left", "file too large", "disk quota")
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENOENT)
+_DENIED_TEXT = ("permission denied", "read-only file system", "not a directory", "is a directory",
+                "no such file or directory")
+
+
+def _kind(exc: BaseException) -> str:
+    text = str(exc).lower()
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code in _FULL or any(t in text for t in _FULL_TEXT):
+        return "full"
+    if code in _DENIED or any(t in text for t in _DENIED_TEXT):
+        return "denied"
+    return "other"
+
+
+def write_failure(path: str | os.PathLike[str], exc: BaseException) -> WarehouseError:
+    """The :class:`WarehouseError` for ``exc``, raised while writing the warehouse at ``path``.
+
+    A full disk says so and that the sync can be run again (every committed batch is kept); a refused directory
+    says to check it or choose another ``--warehouse``.
+    """
+    detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip()
+    kind = _kind(exc)
+    if kind == "denied":
+        return WarehouseError(
+            f"Cannot write the warehouse {path}: {detail}. Check that its directory exists and is writable, or "
+            "point --warehouse / CHAINOPS_WAREHOUSE at another file."
+        )
+    cause = "the disk is full or a file size limit was reached" if kind == "full" else \
+        "the disk may be full, or the file system refused the write"
+    return WarehouseError(
+        f"Writing to the warehouse {path} failed ({detail}): {cause}. Free some space and run the sync again: "
+        "everything committed before the failure is kept and the next run continues from there."
+    )
+
+
+__all__ = ["WRITE_FAILURES", "write_failure"]

@@ -1,0 +1,133 @@
+"""Is this file a chainops warehouse? Checked before anything is written to it.
+
+A warehouse carries a marker, the table ``chainops_meta`` (``key``, ``value``) with ``format = chainops-warehouse``
+and the schema version, made with the schema. Warehouses made before the marker existed are recognised by the
+toolkit's own bookkeeping tables (``sync_state`` and ``sync_runs`` with their columns) and get the marker the next
+time a writer opens them. A DuckDB file with other tables, a file that is not DuckDB at all (SQLite, text), and a
+damaged (truncated) DuckDB file are refused with a :class:`~toolkit.errors.WarehouseError`, and nothing is written
+to them: the check opens the file read-only, with DuckDB's extension auto-install and auto-load switched off (for a
+SQLite file DuckDB would otherwise try to download its SQLite extension from the internet).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import duckdb
+
+from ..errors import WarehouseError
+
+#: Settings of every connection the toolkit opens: no extension is ever installed or loaded behind its back.
+CONNECTION_CONFIG: dict[str, str | bool] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+MARKER_TABLE = "chainops_meta"
+FORMAT = "chainops-warehouse"
+#: Version of the warehouse schema written into the marker (raise it when a migration changes the tables).
+SCHEMA_VERSION = "1"
+
+#: The marker's DDL and rows (run by the writer with the schema; idempotent).
+MARKER_SQL = f"""
+CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR);
+INSERT OR IGNORE INTO {MARKER_TABLE} VALUES ('format', '{FORMAT}'), ('schema_version', '{SCHEMA_VERSION}');
+"""
+
+#: Columns by which a warehouse made before the marker is recognised.
+_LEGACY_COLUMNS = {
+    "sync_state": {"stream", "cursor", "updated_at"},
+    "sync_runs": {"run_id", "started_at", "finished_at", "outcome"},
+}
+#: DuckDB stores its header in the first three 4 KiB blocks; the data blocks follow.
+_HEADER_BYTES = 3 * 4096
+
+Kind = Literal["new", "empty", "marked", "legacy"]
+
+
+def _damaged(path: Path, detail: str) -> WarehouseError:
+    return WarehouseError(
+        f"{path} is not a chainops warehouse: {detail}. Nothing was written to it. Point --warehouse / "
+        "CHAINOPS_WAREHOUSE at the right file, or at a new path to start a new warehouse."
+    )
+
+
+def open_error(path: Path, exc: duckdb.Error) -> WarehouseError | None:
+    """The clear error for a file DuckDB could not open because it is not (or no longer) a DuckDB database, or
+    ``None`` when ``exc`` is something else (a lock held by another process, say)."""
+    text = str(exc)
+    lowered = text.lower()
+    if "not a valid duckdb database file" in lowered:
+        return _damaged(path, "it is not a DuckDB database file")
+    if "extension" in lowered and ("sqlite" in lowered or "install" in lowered):
+        return _damaged(path, "it is not a DuckDB database file (DuckDB read it as another database format)")
+    if "could not read enough bytes" in lowered or "corrupt" in lowered or "checksum" in lowered:
+        return _damaged(path, f"the DuckDB file is damaged, probably cut short ({text.strip()})")
+    return None
+
+
+def check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Raise if the file is shorter than the blocks its header says it holds (a truncated copy: DuckDB opens it and
+    fails only when a query reaches a missing block)."""
+    rows = con.execute(
+        "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()"
+    ).fetchall()
+    if not rows:
+        return
+    block_size, total_blocks = (int(v) for v in rows[0])
+    expected = _HEADER_BYTES + block_size * total_blocks
+    actual = path.stat().st_size
+    if actual < expected:
+        raise _damaged(path, f"the DuckDB file is damaged: it holds {actual:,} bytes of the {expected:,} its header "
+                             "counts (probably cut short while copied)")
+
+
+def classify(con: duckdb.DuckDBPyConnection, path: Path) -> Kind:
+    """What the database open on ``con`` is: ``marked`` (a warehouse with the marker), ``legacy`` (a warehouse
+    from before the marker), ``empty`` (no tables or views). Raises :class:`WarehouseError` for anything else."""
+    rows = con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = current_database()"
+    ).fetchall()
+    columns: dict[str, set[str]] = {}
+    for table, column in rows:
+        columns.setdefault(table, set()).add(column)
+    if not columns:
+        return "empty"
+    if MARKER_TABLE in columns:
+        found = dict(con.execute(f"SELECT key, value FROM {MARKER_TABLE}").fetchall()) \
+            if {"key", "value"} <= columns[MARKER_TABLE] else {}
+        if found.get("format") == FORMAT:
+            return "marked"
+    elif all(need <= columns.get(table, set()) for table, need in _LEGACY_COLUMNS.items()):
+        return "legacy"
+    shown = ", ".join(sorted(columns)[:8]) + (", ..." if len(columns) > 8 else "")
+    raise _damaged(path, f"it is a DuckDB database made by another program (its tables: {shown})")
+
+
+def inspect_file(path: str | os.PathLike[str]) -> Kind:
+    """Check, read-only, that ``path`` may be opened as a warehouse for writing; returns what it is (``new`` when
+    there is no file yet). Raises :class:`WarehouseError` for a file that is not a chainops warehouse, and lets a
+    lock error through as DuckDB raised it (another process holds the file)."""
+    target = Path(path)
+    if not target.exists():
+        return "new"
+    try:
+        con = duckdb.connect(str(target), read_only=True, config=CONNECTION_CONFIG)
+    except duckdb.Error as exc:
+        refused = open_error(target, exc)
+        if refused is not None:
+            raise refused from None
+        raise
+    try:
+        check_complete(con, target)
+        return classify(con, target)
+    except duckdb.Error as exc:
+        refused = open_error(target, exc)
+        if refused is not None:
+            raise refused from None
+        raise
+    finally:
+        con.close()
+
+
+__all__ = ["CONNECTION_CONFIG", "FORMAT", "MARKER_SQL", "MARKER_TABLE", "SCHEMA_VERSION", "check_complete",
+           "classify", "inspect_file", "open_error"]
