@@ -53,7 +53,7 @@ from .errors import BadPageError, ChainopsError, NotFoundError
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.failures import WRITE_FAILURES, write_failure
-from .warehouse.memory import is_out_of_memory, memory_ceiling
+from .warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_limit
 from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
@@ -721,7 +721,18 @@ def sync(
             _write_run(wh, result, client.base_url)
             loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers)
             try:
-                loader.run(channels)
+                while True:
+                    try:
+                        loader.run(channels)
+                        break
+                    except duckdb.Error as exc:
+                        if not is_out_of_memory(exc) or not _more_memory(wh):
+                            raise
+                    # out of memory while loading: the open transaction was rolled back; a new loader continues
+                    # from the committed cursors (never from the start, even with --full) under the doubled limit
+                    loader.finish()
+                    loader.close_bars()
+                    loader = Loader(client, wh, result, full=False, quiet=quiet, workers=workers)
                 started = time.perf_counter()
                 _build_models(wh, result)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
@@ -745,6 +756,8 @@ def sync(
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
                 result.finished_at = datetime.now(UTC)
+                result.rejected = list(dict.fromkeys(result.rejected))  # a retried load may name a record again
+                result.problems = list(dict.fromkeys(result.problems))
                 if (result.problems or result.rejected) and not result.message:
                     result.message = "; ".join([*result.problems, *result.rejected][:20])
                 if result.message:  # a service may echo the key anywhere: never store it
@@ -764,17 +777,27 @@ def sync(
     return result
 
 
+def _more_memory(wh: Warehouse) -> bool:
+    """Double the sync connection's memory limit (kept across reopens), up to the ceiling; whether it went up."""
+    if not raise_memory_limit(wh.con):
+        return False
+    wh.configure(memory_limit=wh.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+    return True
+
+
 def _build_models(wh: Warehouse, result: SyncResult) -> None:
     """Refresh the model tables after the load, letting readers in between pieces. Should DuckDB run out of memory
     even at the highest limit a retry may set, the run is ``partial`` (a problem), not failed: everything fetched is
     committed and the views are exact without the models (only slower); the next sync tries again."""
     wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
+    loading_limit = wh.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
     try:
         refresh_models(wh, threads=MODELS_THREADS, between=wh.yield_to_readers)
     except duckdb.Error as exc:
         if not is_out_of_memory(exc):
             raise
+        wh.configure(memory_limit=loading_limit)  # what the rest of the run needs (its audit row, a checkpoint)
         result.problems.append(
             f"the model tables were not refreshed: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} "
             f"MiB ({str(exc).splitlines()[0]}); every row is stored and the views are exact, only slower; the next "

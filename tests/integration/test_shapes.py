@@ -83,3 +83,79 @@ def test_each_shape_syncs_completely_under_a_tight_memory_ceiling(shape, days, p
         stale = con.execute("SELECT count(*) FROM model_stale_operations").fetchall()[0][0]
     assert stale == 0
     assert lifecycle == {o["operation_id"]: o["status"] for o in sandbox.truth(TEST_KEY).operations}
+
+
+def lifecycle_of(path) -> list[tuple]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute("SELECT operation_id, last_status, terminal_status, epoch(created_at) "
+                           "FROM operation_lifecycle ORDER BY operation_id").fetchall()
+
+
+@pytest.fixture(scope="module")
+def busy_transactions():
+    """Operations of 16 transactions each: the largest rows a batch of operations can bring."""
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=4, days=1, operations_per_day=2500, shape="many-transactions",
+                      start=START)
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        yield sandbox, server
+
+
+def test_loading_under_a_ceiling_too_low_for_one_batch_retries_with_more_and_completes(
+    busy_transactions, tmp_path, monkeypatch
+) -> None:
+    sandbox, server = busy_transactions
+    monkeypatch.setattr(sync_module, "SYNC_MEMORY_LIMIT", "8MB")  # an upsert of one batch needs more than this
+    result = run_sync(server.base_url, tmp_path / "w.duckdb")
+    assert result.outcome == "ok", result.summary()
+    assert stored(tmp_path / "w.duckdb") == expected(sandbox)
+
+
+def test_a_crash_in_the_models_build_leaves_a_warehouse_the_next_sync_completes(
+    busy_transactions, tmp_path, monkeypatch
+) -> None:
+    _, server = busy_transactions
+    reference = tmp_path / "reference.duckdb"
+    assert run_sync(server.base_url, reference).outcome == "ok"
+
+    models = importlib.import_module("toolkit.warehouse.models")
+    monkeypatch.setattr(models, "CHUNK_BOUNDS", (200, 200))  # many pieces, so the crash comes mid-way
+    fold = models._fold_in_scope
+    calls = []
+
+    def crash_on_the_third_piece(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed in the models build")
+        return fold(*args, **kwargs)
+
+    monkeypatch.setattr(models, "_fold_in_scope", crash_on_the_third_piece)
+    path = tmp_path / "crashed.duckdb"
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(server.base_url, path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT outcome FROM sync_runs").fetchall() == [("interrupted",)]
+    assert lifecycle_of(path) == lifecycle_of(reference)  # exact before the models are in: computed live
+    monkeypatch.setattr(models, "_fold_in_scope", fold)
+    again = run_sync(server.base_url, path)
+    assert again.outcome == "ok", again.summary()
+    assert lifecycle_of(path) == lifecycle_of(reference)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM model_stale_operations").fetchall() == [(0,)]
+
+
+def test_models_that_cannot_be_built_at_the_ceiling_end_partial_with_every_row_stored(
+    busy_transactions, tmp_path, monkeypatch
+) -> None:
+    sandbox, server = busy_transactions
+    memory = importlib.import_module("toolkit.warehouse.memory")
+    monkeypatch.setattr(sync_module, "MODELS_MEMORY_LIMIT", "2MB")
+    monkeypatch.setattr(memory, "CEILING_BYTES", 2 * 2**20)  # no retry may go higher
+    path = tmp_path / "w.duckdb"
+    result = run_sync(server.base_url, path)
+    assert result.outcome == "partial"
+    assert "model tables were not refreshed" in result.message
+    assert stored(path) == expected(sandbox)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT outcome FROM sync_runs").fetchall() == [("partial",)]
+        lifecycle = dict(con.execute("SELECT operation_id, last_status FROM operation_lifecycle").fetchall())
+    assert lifecycle == {o["operation_id"]: o["status"] for o in sandbox.truth(TEST_KEY).operations}
