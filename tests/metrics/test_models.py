@@ -196,3 +196,33 @@ def test_an_unchanged_record_stored_again_leaves_its_operation_fresh(tmp_path) -
     assert wh.con.execute("SELECT operation_id FROM model_stale_operations").fetchall() == [("op",)]
     assert wh.con.execute("SELECT terminal_status FROM operation_lifecycle").fetchall() == [("failed",)]
     assert refresh_models(wh).operations == 1
+
+
+def test_a_reader_in_another_process_gets_in_between_pieces_and_the_refresh_carries_on(tmp_path, monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "w.duckdb"
+    wh = build(path, events=edge_case_events())
+    before = snapshot(wh)
+    monkeypatch.setattr(models_module, "CHUNK_BOUNDS", (2, 2))  # five pieces of two operations
+    reader = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from toolkit.warehouse import Warehouse\n"
+         "with Warehouse(sys.argv[1], read_only=True, wait=60) as wh: print(wh.count('events'))", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    readers_file = path.parent / f"{path.name}.readers"
+    while not readers_file.exists():  # the reader is waiting for the file
+        assert reader.poll() is None, reader.communicate()
+    stepped_aside = []
+
+    def between() -> bool:
+        stepped_aside.append(wh.yield_to_readers(pause=0.5))
+        return stepped_aside[-1]
+
+    result = refresh_models(wh, between=between)
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
+    assert int(out) == len(edge_case_events())
+    assert stepped_aside[0] and len(stepped_aside) == result.pieces - 1 == 4
+    assert result.operations == 10 and snapshot(wh) == before
+    assert wh.con.execute("SELECT count(*) FROM model_stale_operations").fetchone()[0] == 0
