@@ -12,7 +12,7 @@ Prints, for one scenario served by `chainops sandbox` in its own process (pinned
 - where the CPU went: seconds used by the bound's client, the sync's process and the sandbox, against the 2 x wall
   seconds two cores offer. The sandbox shares the machine, so this shows how far any loader could go here.
 
-Usage: python -m benchmarks.sync_bench [--events 1000000]
+Usage: python -m benchmarks.sync_bench [--events 1000000] [--days 10] [--shape one-channel]
 """
 
 from __future__ import annotations
@@ -71,7 +71,14 @@ def bare_client(base_url: str) -> Iterator[tuple[httpx.Client, list[dict]]]:
     """One keep-alive httpx client and every channel: what the hand-written lower bounds read with."""
     headers = {"Authorization": f"Apikey {KEY}"}
     with httpx.Client(base_url=base_url + "/", headers=headers, timeout=60) as client:
-        yield client, client.get("channels", params={"status": ["active", "archived"], "limit": 50}).json()["data"]
+        channels: list[dict] = []
+        while True:  # every page: a shape may have hundreds of channels
+            page = client.get("channels", params={"status": ["active", "archived"], "limit": 50,
+                                                  "offset": len(channels)}).json()
+            channels += page["data"]
+            if not page["has_more"] or not page["data"]:
+                break
+        yield client, channels
 
 
 def event_pages(client: httpx.Client, channels: list[dict], parse) -> Iterator[tuple[bytes, int]]:
@@ -196,11 +203,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="approximate events in the scenario")
     parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--shape", default="default",
+                        help="the sandbox's scenario shape (one-channel, many-channels, many-transactions, long-lived, "
+                        "query-heavy); --events is then approximate")
     args = parser.parse_args(argv)
     per_day = max(10, int(args.events / EVENTS_PER_OPERATION / args.days))
-    print(f"scenario: {args.days} days x {per_day} operations/day (about {args.events:,} events)", flush=True)
+    print(f"scenario: {args.shape}, {args.days} days x {per_day} operations/day (about {args.events:,} events)",
+          flush=True)
     t0 = time.perf_counter()
-    with sandbox_server("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3") as (url, pid):
+    with sandbox_server("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3",
+                        "--shape", args.shape) as (url, pid):
         print(f"sandbox ready in {time.perf_counter() - t0:.1f}s at {url}", flush=True)
         with cpu_of(pid) as bound_cpu:
             n, secs = fetch_all_events(url, json.loads)
