@@ -235,6 +235,7 @@ class Loader:
             tx_batch, tx_rejected = to_batch("operation_transactions", transaction_records(records))
             rejected += tx_rejected
         self._note_rejected(rejected, page)
+        self._note_invalid(table, batch, page)
         self.write(table, batch, tx_batch=tx_batch, cursor=cursor, done_refetch=done_refetch)
 
     def write(
@@ -361,6 +362,25 @@ class Loader:
             if text not in self._rejected_seen:  # the gap pass re-reads the hole a rejected event leaves
                 self._rejected_seen.add(text)
                 self.result.rejected.append(text)
+
+    def _note_invalid(self, table: str, batch: pa.RecordBatch, page: Page | None) -> None:
+        """Values not of the documented type are kept verbatim under ``extra._invalid`` (a number where text belongs
+        stored as its exact digits, a fraction rounded down, a value no column can hold as NULL): stored changed,
+        so the run is ``partial`` and says which request brought them."""
+        if "extra" not in batch.schema.names:
+            return
+        extra = batch.column("extra")
+        marked = pc.fill_null(pc.match_substring(extra, '"_invalid"'), False)
+        count = pc.sum(marked).as_py() or 0
+        if not count:
+            return
+        first = json.loads(extra.filter(marked)[0].as_py()).get("_invalid", {})
+        fields = ", ".join(sorted(first)) if isinstance(first, dict) else "?"
+        where = f" (from {page.describe()})" if page is not None else ""
+        self.result.problems.append(
+            f"{count} {table} record(s) held values of another type than documented, stored converted and kept "
+            f"verbatim under extra._invalid (first: {fields}){where}"
+        )
 
     def _note_page(self, page: Page) -> None:
         """Record what a page reports: items left out (rejected, with the request) and why a walk stopped early."""
@@ -584,6 +604,7 @@ class Loader:
             batch, rejected = events_batch(page.records, channel_id=channel_id, payload_texts=page.payload_texts,
                                            stream_channel=True)
         self._note_rejected(rejected, page)
+        self._note_invalid("events", batch, page)
         return batch
 
     def check_gaps(self, channel_id: str) -> None:

@@ -97,7 +97,10 @@ def test_has_more_forever_with_the_same_items_never_loops_and_is_reported(kind, 
 def test_a_huge_chain_selector_number_is_stored_exactly_and_noted(tmp_path) -> None:
     path = tmp_path / "wh.duckdb"
     with HostileServer(TEST_KEY, Defects(huge_chain_selector_number=True)) as server:
-        run(server, path)
+        result = run(server, path)
+    assert result.outcome == "partial"
+    assert any("extra._invalid (first: chain_selector)" in p and f"/channels/{ORG.target}/" in p
+               for p in result.problems), result.problems
     op_id = ORG.operations[ORG.target][0]["operation_id"]
     selector, extra = rows(path, "SELECT chain_selector, extra FROM operations WHERE operation_id = ?", op_id)[0]
     assert selector == "18446744073709551616"
@@ -112,8 +115,12 @@ def test_a_huge_chain_selector_number_is_stored_exactly_and_noted(tmp_path) -> N
 def test_fractional_numbers_are_never_truncated_silently(tmp_path) -> None:
     path = tmp_path / "wh.duckdb"
     with HostileServer(TEST_KEY, Defects(fractional_numbers=True)) as server:
-        run(server, path)
+        result = run(server, path)
     target = ORG.target
+    assert result.outcome == "partial"
+    assert any("operations record(s)" in p and "extra._invalid" in p for p in result.problems), result.problems
+    assert any("events record(s)" in p and "extra._invalid" in p and f"/channels/{target}/events" in p
+               for p in result.problems), result.problems
     op = ORG.operations[target][0]
     created, extra = rows(path, "SELECT epoch(created_at), extra FROM operations WHERE operation_id = ?",
                           op["operation_id"])[0]
