@@ -165,9 +165,8 @@ class ResponseFormatError(TransportError):
 class BadPageError(ResponseFormatError):
     """A page of a list that could not be read even after the retries (invalid UTF-8, absurd nesting, a body cut
     short every time, not the documented envelope). ``page`` is an empty page naming the request and the problem,
-    which a loader records as a gap before going on with the other streams."""
-
-    transient = False  # raised once the retries are spent
+    which a loader records as a gap before going on with the other streams. Still ``transient``: the retries are
+    spent, but the same page may be readable on a later run."""
 
     def __init__(self, error: TransportError, page: Any) -> None:
         self.page = page

@@ -112,21 +112,16 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
         return "new"
     try:
         con = duckdb.connect(str(target), read_only=True, config=CONNECTION_CONFIG)
-    except duckdb.Error as exc:
+        try:
+            check_complete(con, target)
+            return classify(con, target)
+        finally:
+            con.close()
+    except duckdb.Error as exc:  # opening or reading it: a file DuckDB cannot read is refused by name
         refused = open_error(target, exc)
         if refused is not None:
             raise refused from None
         raise
-    try:
-        check_complete(con, target)
-        return classify(con, target)
-    except duckdb.Error as exc:
-        refused = open_error(target, exc)
-        if refused is not None:
-            raise refused from None
-        raise
-    finally:
-        con.close()
 
 
 __all__ = ["CONNECTION_CONFIG", "FORMAT", "MARKER_SQL", "MARKER_TABLE", "SCHEMA_VERSION", "check_complete",
