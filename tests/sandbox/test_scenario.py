@@ -6,6 +6,7 @@ import time
 from collections import Counter
 
 import httpx
+import pytest
 
 from tests.sandbox.conftest import NOT_ONBOARDED, SEEDED, START
 from toolkit import spec
@@ -96,3 +97,45 @@ def test_live_mode_follows_wall_time_and_keeps_producing_work() -> None:
         r = httpx.get(f"{server.base_url}/channels", headers={"Authorization": "Apikey sandbox-key"})
         assert r.status_code == 200
     assert len(sb.truth("sandbox-key").operations) > ops_before
+
+
+def _layout(shape: str) -> dict:
+    sb = Sandbox(orgs=("k",), seed=4, days=1, operations_per_day=1500, shape=shape, start=START)
+    truth = sb.truth("k")
+    channels = truth.channels
+    operations = truth.operations
+    per_channel = Counter(c["channel_id"] for c in channels for e in truth.events(c["channel_id"])
+                          if e["headers"]["type"] == "operation.status")
+    return {
+        "channels": len(channels),
+        "channels with operations": len(per_channel),
+        "transactions": Counter(len(o["transactions"]) for o in operations),
+        "operations": len(operations),
+        "queries": len(truth.queries),
+        "drafts in flight": sum(o["status"] == "pending_signature" for o in operations),
+        "watcher channels": len({w["channel_id"] for w in truth.watchers}),
+    }
+
+
+def test_each_shape_lays_the_history_out_as_its_name_says() -> None:
+    default = _layout("default")
+    assert default["channels"] == 5 and default["transactions"].keys() <= {1, 2, 3}
+    one = _layout("one-channel")
+    assert one["channels"] == 1 and one["channels with operations"] == 1 and one["watcher channels"] == 1
+    many = _layout("many-channels")
+    assert many["channels"] == 300 and many["channels with operations"] > 250
+    assert _layout("many-transactions")["transactions"].keys() == {16}
+    long_lived = _layout("long-lived")
+    assert long_lived["drafts in flight"] > 10 * max(default["drafts in flight"], 1)
+    heavy = _layout("query-heavy")
+    assert heavy["queries"] > 8 * heavy["operations"] and default["queries"] < default["operations"]
+
+
+def test_the_cli_knows_every_shape_and_an_unknown_one_is_refused() -> None:
+    from toolkit.cli import SANDBOX_SHAPES, main
+    from toolkit.sandbox.scenarios import SHAPES
+
+    assert tuple(SHAPES) == SANDBOX_SHAPES
+    assert main(["sandbox", "--shape", "no-such-shape", "--port", "0"]) == 2
+    with pytest.raises(ValueError, match="unknown scenario shape"):
+        Sandbox(shape="no-such-shape")
