@@ -20,7 +20,14 @@ from .atomic import atomic_file, output_error
 from .config import Settings
 from .display import clean_for_terminal, frame_for_csv, frame_for_terminal
 from .errors import ChainopsError
-from .signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, sigterm_interrupts
+from .signals import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    Terminated,
+    is_interruption,
+    sigterm_interrupts,
+    sigterm_received,
+)
 
 DEMO_KEY = "sandbox-demo-key"
 #: The sandbox's scenario shapes (toolkit.sandbox.scenarios.SHAPES; named here so that building the parser never
@@ -364,13 +371,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc), 2)
     except ChainopsError as exc:
         return fail(str(exc), 1)
-    except Terminated:
-        return fail("terminated (SIGTERM); what was committed is kept, run the command again to continue",
-                    EXIT_TERMINATED)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError, duckdb.Error) as exc:
+        if not is_interruption(exc):
+            if isinstance(exc, duckdb.Error):  # the warehouse failed somewhere no clearer message was given
+                return fail(f"the warehouse failed: {exc}", 1)
+            raise
+        if isinstance(exc, Terminated) or sigterm_received():
+            return fail("terminated (SIGTERM); what was committed is kept, run the command again to continue",
+                        EXIT_TERMINATED)
         return fail("interrupted; what was committed is kept, run the command again to continue", EXIT_INTERRUPTED)
-    except duckdb.Error as exc:  # the warehouse failed somewhere no clearer message was given
-        return fail(f"the warehouse failed: {exc}", 1)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         return fail(f"a file could not be read or written{where}: {exc.strerror or exc}", 1)

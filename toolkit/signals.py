@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+import duckdb
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived. A :class:`KeyboardInterrupt`, so everything that cleans up after Ctrl-C does after it too."""
@@ -20,6 +22,22 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
         super().__init__(f"{signal.Signals(signum).name} received")
 
+
+def is_interruption(exc: BaseException) -> bool:
+    """Whether ``exc`` ended the work because of Ctrl-C or SIGTERM: a :class:`KeyboardInterrupt` (so
+    :class:`Terminated` too), or the ``Query interrupted`` error DuckDB raises in its place when the signal arrives
+    while one of its statements runs (it interrupts the statement and drops the handler's exception)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    return isinstance(exc, RuntimeError | duckdb.Error) and str(exc).strip().lower().startswith("query interrupted")
+
+
+def sigterm_received() -> bool:
+    """Whether a SIGTERM arrived while :func:`sigterm_interrupts` was in force (in this process)."""
+    return _state["received"]
+
+
+_state = {"received": False}
 
 #: The exit code of a command ended by SIGTERM (128 + 15, as shells report it).
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -35,13 +53,13 @@ def sigterm_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    received = False
+    received = _state["received"] = False
 
     def handler(signum: int, frame: FrameType | None) -> None:
         nonlocal received
         if received:
             return
-        received = True
+        received = _state["received"] = True
         raise Terminated(signum)
 
     previous = signal.signal(signal.SIGTERM, handler)
@@ -51,4 +69,5 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "sigterm_interrupts"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "is_interruption", "sigterm_interrupts",
+           "sigterm_received"]

@@ -50,6 +50,7 @@ from .api.pages import event_offset
 from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
 from .errors import BadPageError, ChainopsError, NotFoundError
+from .signals import is_interruption, sigterm_received
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.failures import WRITE_FAILURES, write_failure
@@ -829,8 +830,9 @@ def _build_models(wh: Warehouse, result: SyncResult) -> None:
 def _outcome_of(exc: BaseException) -> tuple[str, str]:
     """The ``sync_runs`` outcome and message of a run that ``exc`` ended: Ctrl-C and SIGTERM (a KeyboardInterrupt,
     see :mod:`toolkit.signals`) are ``interrupted``, anything else ``failed``."""
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted", f"interrupted ({exc or 'Ctrl-C'}); the next run continues from the last commit"
+    if is_interruption(exc):
+        why = "SIGTERM" if sigterm_received() else "Ctrl-C"
+        return "interrupted", f"interrupted ({why}); the next run continues from the last commit"
     return "failed", str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
 
 

@@ -61,3 +61,5 @@ def test_sigterm_commits_records_interrupted_and_exits_143(slow_enough_server, t
 def test_ctrl_c_is_recorded_as_interrupted_and_other_errors_as_failed() -> None:
     assert _outcome_of(KeyboardInterrupt())[0] == "interrupted"
     assert _outcome_of(RuntimeError("boom")) == ("failed", "RuntimeError: boom")
+    # a signal that arrives while DuckDB runs a statement comes out as DuckDB's own error, not the handler's
+    assert _outcome_of(RuntimeError("Query interrupted"))[0] == "interrupted"
