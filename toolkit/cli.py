@@ -365,7 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
 
     try:
-        with sigterm_interrupts() if args.command != "sandbox" else contextlib.nullcontext():
+        # a sync stops at its next safe point (see toolkit.signals); other commands at once
+        stops = sigterm_interrupts(deferred=args.command in ("sync", "demo"))
+        with stops if args.command != "sandbox" else contextlib.nullcontext():
             return int(args.func(args) or 0)
     except UsageError as exc:
         return fail(str(exc), 2)

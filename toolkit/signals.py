@@ -1,7 +1,15 @@
 """SIGTERM handled like Ctrl-C: the running command winds down (a sync commits what it has and records the run as
 ``interrupted``) instead of dying mid-way with no word.
 
-Used by the command line; in Python (a notebook, a script) the caller's own signal handling stays in charge.
+An exception raised by a signal handler lands wherever the main thread happens to be, possibly inside a library
+holding a lock (httpx's connection pool was caught that way: the sync carried on and its next request waited for
+that lock forever). So a sync asks for *deferred* stops: the first SIGTERM or Ctrl-C only sets a flag, and the work
+stops at its next safe point (before a request, between pages, between two pieces of the models' build), within a
+moment; the waits a sync does (retry backoff, a 429 pause) end as soon as the flag is set. A second signal stops at
+once. Other commands stop at once on the first.
+
+Used by the command line; in Python (a notebook, a script) the caller's own signal handling stays in charge, and
+:func:`check_stop` never raises there.
 """
 
 from __future__ import annotations
@@ -32,42 +40,78 @@ def is_interruption(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError | duckdb.Error) and str(exc).strip().lower().startswith("query interrupted")
 
 
+class _State:
+    """The signal this process received while :func:`sigterm_interrupts` was in force, and the flag of a deferred
+    stop (an Event, so that waits end the moment it is set)."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.stop = threading.Event()
+
+
+_STATE = _State()
+
+
 def sigterm_received() -> bool:
     """Whether a SIGTERM arrived while :func:`sigterm_interrupts` was in force (in this process)."""
-    return _state["received"]
+    return _STATE.received == signal.SIGTERM
 
 
-_state = {"received": False}
+def check_stop() -> None:
+    """At a safe point: raise :class:`Terminated` (SIGTERM) or :class:`KeyboardInterrupt` (Ctrl-C) if a deferred
+    stop was asked for; otherwise return at once."""
+    if _STATE.stop.is_set():
+        if _STATE.received == signal.SIGTERM:
+            raise Terminated(signal.SIGTERM)
+        raise KeyboardInterrupt("Ctrl-C")
+
+
+def pause(seconds: float) -> None:
+    """Sleep ``seconds``, or less if a deferred stop is asked for meanwhile (then raise it, see :func:`check_stop`)."""
+    if seconds > 0:
+        _STATE.stop.wait(seconds)
+    check_stop()
+
+
+@contextlib.contextmanager
+def sigterm_interrupts(*, deferred: bool = False) -> Iterator[None]:
+    """While the block runs, SIGTERM ends the work like Ctrl-C. With ``deferred``, the first SIGTERM or Ctrl-C only
+    asks for a stop (see :func:`check_stop`) and a second one raises at once; without, the first SIGTERM raises
+    :class:`Terminated` at once. After the first raise, further SIGTERMs are ignored so the clean-up it started (a
+    sync's last commit) is not cut short. Outside the main thread this does nothing (Python delivers signals to
+    the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _STATE.received, raised = None, False
+    _STATE.stop.clear()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal raised
+        if raised:
+            return
+        if _STATE.received is None:
+            _STATE.received = signum
+        if deferred and not _STATE.stop.is_set():
+            _STATE.stop.set()
+            return
+        raised = True
+        raise Terminated(signum) if signum == signal.SIGTERM else KeyboardInterrupt("Ctrl-C")
+
+    caught = (signal.SIGTERM, signal.SIGINT) if deferred else (signal.SIGTERM,)
+    previous = {signum: signal.signal(signum, handler) for signum in caught}
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before)
+        _STATE.stop.clear()
+
 
 #: The exit code of a command ended by SIGTERM (128 + 15, as shells report it).
 EXIT_TERMINATED = 128 + signal.SIGTERM
 #: The exit code of a command ended by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While the block runs, the first SIGTERM raises :class:`Terminated` in the main thread; later ones are
-    ignored so that the clean-up it started (a sync's last commit) is not cut short. Outside the main thread this
-    does nothing (Python delivers signals to the main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = _state["received"] = False
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        nonlocal received
-        if received:
-            return
-        received = _state["received"] = True
-        raise Terminated(signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "is_interruption", "sigterm_interrupts",
-           "sigterm_received"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "check_stop", "is_interruption", "pause",
+           "sigterm_interrupts", "sigterm_received"]

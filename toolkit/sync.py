@@ -50,7 +50,7 @@ from .api.pages import event_offset
 from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
 from .errors import BadPageError, ChainopsError, NotFoundError
-from .signals import is_interruption, sigterm_received
+from .signals import check_stop, is_interruption, sigterm_received
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.failures import WRITE_FAILURES, write_failure
@@ -249,6 +249,7 @@ class Loader:
         done_refetch: tuple[str, Sequence[str]] | None = None,
     ) -> None:
         """Queue an upsert of converted rows, with their cursor and refetch bookkeeping, for the writer thread."""
+        check_stop()  # between two batches: a stop asked for by SIGTERM or Ctrl-C is taken here, cleanly
 
         def work() -> int:
             new, updated = self._append_events(batch) if table == "events" else self.wh.upsert(table, batch)
@@ -707,6 +708,7 @@ class Loader:
         if incremental:
             phases.append(("non-terminal", self.sync_non_terminal))
         for name, phase in phases:
+            check_stop()
             started = time.perf_counter()
             phase(channel_ids)
             self.settle()
@@ -815,7 +817,7 @@ def _build_models(wh: Warehouse, result: SyncResult) -> None:
     loading_limit = wh.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
     try:
-        refresh_models(wh, threads=MODELS_THREADS, between=wh.yield_to_readers)
+        refresh_models(wh, threads=MODELS_THREADS, between=lambda: check_stop() or wh.yield_to_readers())
     except duckdb.Error as exc:
         if not is_out_of_memory(exc):
             raise

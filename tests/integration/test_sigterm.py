@@ -63,3 +63,26 @@ def test_ctrl_c_is_recorded_as_interrupted_and_other_errors_as_failed() -> None:
     assert _outcome_of(RuntimeError("boom")) == ("failed", "RuntimeError: boom")
     # a signal that arrives while DuckDB runs a statement comes out as DuckDB's own error, not the handler's
     assert _outcome_of(RuntimeError("Query interrupted"))[0] == "interrupted"
+
+
+def test_a_deferred_stop_waits_for_a_safe_point_and_a_second_signal_stops_at_once() -> None:
+    import os
+
+    from toolkit.signals import Terminated, check_stop, pause, sigterm_interrupts
+
+    with sigterm_interrupts(deferred=True):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler has run: nothing was raised in the middle of this
+        with pytest.raises(Terminated):
+            check_stop()
+        began = time.monotonic()
+        with pytest.raises(Terminated):
+            pause(30)  # a backoff wait ends at once once a stop is asked for
+        assert time.monotonic() - began < 5
+        with pytest.raises(Terminated):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    check_stop()  # outside the block nothing is pending
+    with sigterm_interrupts(), pytest.raises(Terminated):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)

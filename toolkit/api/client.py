@@ -31,6 +31,7 @@ from ..errors import (
     TransportError,
     api_error_class,
 )
+from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
 from .models import (
@@ -133,7 +134,7 @@ class Client:
         """
         path = path.lstrip("/")
         attempt = 0
-        for attempt_ctl in retrying(self.retry):
+        for attempt_ctl in retrying(self.retry, sleep=pause):  # a wait a stop request cuts short
             with attempt_ctl:
                 attempt += 1
                 if attempt > 1:
@@ -156,6 +157,7 @@ class Client:
         json_body: Any,
         parse: Callable[[bytes], Any],
     ) -> Any:
+        check_stop()  # a safe point: no lock of ours or httpx's is held between two requests
         self._wait_if_paused()
         with self._lock:
             self.requests += 1
@@ -187,7 +189,7 @@ class Client:
     def _wait_if_paused(self) -> None:
         delay = self._paused_until - time.monotonic()
         if delay > 0:
-            time.sleep(delay)
+            pause(delay)
 
     # ---- paging helpers -------------------------------------------------------------------------------------
 
