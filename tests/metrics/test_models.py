@@ -4,7 +4,7 @@ incremental and idempotent, and late, duplicated or out-of-order events are fold
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -226,3 +226,28 @@ def test_a_reader_in_another_process_gets_in_between_pieces_and_the_refresh_carr
     assert stepped_aside[0] and len(stepped_aside) == result.pieces - 1 == 4
     assert result.operations == 10 and snapshot(wh) == before
     assert wh.con.execute("SELECT count(*) FROM model_stale_operations").fetchone()[0] == 0
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(created=st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=5),
+                                  st.integers(min_value=0, max_value=10**7)), min_size=1, max_size=40),
+       size=st.integers(min_value=1, max_value=12))
+def test_the_pieces_cover_every_stale_operation_exactly_once(tmp_path_factory, created, size) -> None:
+    """Operations with a record (some in a burst of the same few seconds, some years apart) and operations known
+    from events only: every stale one lands in exactly one piece, and the pieces go oldest first."""
+    path = tmp_path_factory.mktemp("plan") / "w.duckdb"
+    records = [op_record(f"op{i}", "accepted", created=c) for i, c in enumerate(created) if c is not None]
+    events = [op_event(f"op{i}", "accepted", T0 + (c or 0)) for i, c in enumerate(created)]
+    wh = build(path, operations=records, events=events)
+    models_module._stage_stale(wh)
+    pieces = models_module._plan(wh, size)
+    landed = Counter()
+    starts = []
+    for piece in pieces:
+        ids = [r[0] for r in wh.con.execute(f"SELECT operation_id FROM _model_stale WHERE {piece.predicate()}")
+               .fetchall()]
+        landed.update(ids)
+        starts.append(piece.lo)
+    assert landed == Counter(f"op{i}" for i in range(len(created)))
+    assert starts == sorted(starts)
+    wh.close()

@@ -127,20 +127,29 @@ def _plan(wh: Warehouse, size: int) -> list[_Piece]:
     (a delete's bookkeeping grows with the vectors it touches). The stale operations are counted per time bucket
     and consecutive buckets grouped; a bucket busier than ``size`` is split by id hash."""
     con = wh.con
-    lo, hi = con.execute("SELECT min(created_s), max(created_s) FROM _model_stale").fetchone()
-    if lo is None:
-        return []
-    width = max(1, -(-(int(hi) - int(lo) + 1) // PLAN_BUCKETS))
+    lo, hi = con.execute(f"SELECT min(created_s), max(created_s) FROM _model_stale WHERE created_s < {_NO_TIME}"
+                         ).fetchone()
+    lo, hi = (int(lo), int(hi)) if lo is not None else (0, 0)
+    width = max(1, -(-(hi - lo + 1) // PLAN_BUCKETS))
+    # operations without a record (known from events only) go last, in a bucket of their own
     counts = con.execute(
-        "SELECT (created_s - ?) // ? AS b, count(*) FROM _model_stale GROUP BY b ORDER BY b", [lo, width]
+        f"SELECT CASE WHEN created_s >= {_NO_TIME} THEN {PLAN_BUCKETS} ELSE (created_s - ?) // ? END AS b, count(*) "
+        "FROM _model_stale GROUP BY b ORDER BY b", [lo, width],
     ).fetchall()
+    if not counts:
+        return []
+
+    def edge(bucket: int) -> int:
+        """Where a bucket starts, in unix seconds (the last bucket, of operations without a record, at _NO_TIME)."""
+        return lo + bucket * width if bucket < PLAN_BUCKETS else _NO_TIME + bucket - PLAN_BUCKETS
+
     pieces: list[_Piece] = []
     start, held = None, 0
 
     def close(end_bucket: int) -> None:
         nonlocal start, held
         if start is not None:
-            pieces.append(_Piece(lo + start * width, lo + end_bucket * width, 1, 0, held))
+            pieces.append(_Piece(edge(start), edge(end_bucket), 1, 0, held))
         start, held = None, 0
 
     for bucket, count in counts:
@@ -148,8 +157,7 @@ def _plan(wh: Warehouse, size: int) -> list[_Piece]:
         if count >= size:
             close(bucket)
             parts = -(-count // size)
-            pieces += [_Piece(lo + bucket * width, lo + (bucket + 1) * width, parts, p, count // parts)
-                       for p in range(parts)]
+            pieces += [_Piece(edge(bucket), edge(bucket + 1), parts, p, count // parts) for p in range(parts)]
             continue
         if start is not None and held + count > size:
             close(bucket)
