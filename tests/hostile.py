@@ -53,6 +53,8 @@ class Defects:
     invalid_utf8_page: bool = False
     deep_nesting_page: bool = False
     truncated_page: bool = False
+    #: The same page announced whole (its full Content-Length) and the connection closed half-way through the body.
+    cut_connection_page: bool = False
     #: ``events`` (the page at offset 200) or ``operations`` (the page at offset 100).
     bad_page_kind: str = "events"
     #: Every request answers 401 with an ApplicationError whose message quotes the key it was sent.
@@ -259,7 +261,13 @@ class HostileServer:
             body = body.replace(json.dumps(_MARK).encode(), b"[" * 10_000 + b"]" * 10_000)
         if bad and d.truncated_page:
             body = body[: len(body) // 2]
+        if bad and d.cut_connection_page:
+            body = CutBody(body)
         return 200, "application/json", body
+
+
+class CutBody(bytes):
+    """A body whose full length is announced but of which only half is sent before the connection is closed."""
 
 
 def _dumps(value: Any) -> bytes:
@@ -278,6 +286,11 @@ def _handler(server: HostileServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if isinstance(body, CutBody):
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
             self.wfile.write(body)
 
         def log_message(self, format: str, *args: Any) -> None:

@@ -394,12 +394,7 @@ class Loader:
         """A channel's event walk stopped early at ``page``: record the offsets it did not read (from the page asked
         for to the channel's newest event) as a gap; the cursor stays at that page, so the next run asks again."""
         start = int(page.params.get("offset") or 0)
-        try:
-            newest = [o for o in map(event_offset, self.client.poll_events(channel_id, limit=1).records)
-                      if o is not None]
-        except ChainopsError:
-            newest = []
-        end = max(newest) if newest else None
+        end = self._head_offset(channel_id)
         if end is None and page.unreadable:
             end = start + int(page.params.get("limit") or EVENT_PAGE_LIMIT) - 1  # at least the page asked for
         left = f"; offsets {start}-{end} not read, the cursor stays at {start}" if end is not None and end >= start \
@@ -540,8 +535,7 @@ class Loader:
         for cid in channel_ids:
             saved = self.wh.get_cursor(f"events:{cid}") or {}
             start = int(saved.get("next_offset", 0))
-            streams[cid] = lambda c=cid, s=start: _tolerant(
-                self.client.event_wire_pages(c, start=s, limit=EVENT_PAGE_LIMIT))
+            streams[cid] = lambda c=cid, s=start: self._event_stream(c, s)
         # per channel: pages decoded in the documented shape (converted together when flushed) or converted batches
         pending: dict[str, list[DecodedEvents | pa.RecordBatch]] = defaultdict(list)
         pending_rows: Counter[str] = Counter()
@@ -585,6 +579,37 @@ class Loader:
         started = time.perf_counter()
         apply_new_events(self.wh.con)
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
+
+    def _event_stream(self, channel_id: str, start: int) -> Iterator[WireEventPage]:
+        """A channel's event pages from message offset ``start``. A page that cannot be read even after the retries
+        is skipped when the channel has events past it (the newest-first poll says how far it goes): the walk goes
+        on after it, the problem is noted, and its offsets stay a hole that the gap pass re-reads (this run, and
+        every run until it reads). A bad last page, or any other problem page, ends the walk as before."""
+        while True:
+            for page in _tolerant(self.client.event_wire_pages(channel_id, start=start, limit=EVENT_PAGE_LIMIT)):
+                if page.unreadable:
+                    asked = int(page.params.get("offset") or 0)
+                    after = asked + int(page.params.get("limit") or EVENT_PAGE_LIMIT)
+                    head = self._head_offset(channel_id)
+                    if head is not None and after <= head:
+                        self.result.problems.append(
+                            f"{page.describe()}: {page.problem}; offsets {asked}-{after - 1} skipped and the rest of "
+                            "the channel read (the gap pass asks for them again)"
+                        )
+                        start = after
+                        break
+                yield page
+            else:
+                return
+
+    def _head_offset(self, channel_id: str) -> int | None:
+        """The channel's newest message offset (one newest-first poll), or ``None`` when it cannot be told."""
+        try:
+            offsets = [o for o in map(event_offset, self.client.poll_events(channel_id, limit=1).records)
+                       if o is not None]
+        except ChainopsError:
+            return None
+        return max(offsets) if offsets else None
 
     def convert_events(self, parts: Sequence[DecodedEvents | pa.RecordBatch], channel_id: str) -> list[pa.RecordBatch]:
         """A channel's pending event pages as record batches: each run of decoded pages converted at once."""

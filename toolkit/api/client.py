@@ -166,6 +166,11 @@ class Client:
             response = self._http.request(method, path, params=_clean_params(params), json=json_body)
         except httpx.TimeoutException as exc:
             raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
+        except httpx.RemoteProtocolError as exc:
+            if _cut_short(exc):  # the answer began and stopped part-way: a bad page, not a service that is down
+                raise ResponseFormatError(self.redact(f"the answer was cut short ({exc})"), method=method,
+                                          path=shown) from None
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
         except httpx.HTTPError as exc:
             # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
@@ -474,6 +479,13 @@ def _bad_page(empty: Page) -> Iterator[None]:
         tries = f" (after {exc.attempts} attempts)" if exc.attempts > 1 else ""
         page = replace(empty, problem=f"the page cannot be read: {exc.reason}{tries}", unreadable=True)
         raise BadPageError(exc, page) from None
+
+
+def _cut_short(exc: httpx.RemoteProtocolError) -> bool:
+    """Whether the connection closed part-way through the body (h11: "peer closed connection without sending
+    complete message body"), as opposed to before any answer."""
+    text = str(exc).lower()
+    return "complete message body" in text or "incomplete" in text
 
 
 def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
