@@ -25,6 +25,9 @@ OPERATION_STEPS = ("accepted", "sending", "sent", "broadcasting")
 #: Where a bad page is served: the target channel's events page asked at this offset, or its operations page.
 BAD_EVENT_OFFSET = 200
 BAD_OPERATIONS_OFFSET = 100
+#: The target's operation whose single GET cannot be read (with ``bad_record``): past the bad operations page, so it
+#: is one the sync fetches one by one.
+BAD_RECORD_INDEX = 105
 _MARK = "@@HOSTILE@@"
 
 
@@ -55,8 +58,10 @@ class Defects:
     truncated_page: bool = False
     #: The same page announced whole (its full Content-Length) and the connection closed half-way through the body.
     cut_connection_page: bool = False
-    #: ``events`` (the page at offset 200) or ``operations`` (the page at offset 100).
+    #: ``events`` (the page at offset 200), ``operations`` (the page at offset 100) or ``channels`` (the first page).
     bad_page_kind: str = "events"
+    #: GET of the target's operation #BAD_RECORD_INDEX answers a body nested 10,000 deep, always.
+    bad_record: bool = False
     #: Every request answers 401 with an ApplicationError whose message quotes the key it was sent.
     echo_key_401: bool = False
     #: Every request answers 500 with an HTML page quoting the Authorization header.
@@ -185,6 +190,8 @@ class HostileServer:
             items = self._altered(parts[2], cid, items)
             if len(parts) == 4:
                 found = [x for x in items if isinstance(x, dict) and parts[3] in x.values()]
+                if found and d.bad_record and cid == org.target and found[0] is items[BAD_RECORD_INDEX]:
+                    return 200, "application/json", b'{"operation_id": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
                 if found:
                     return 200, "application/json", _dumps(found[0])
                 return 404, "application/json", _dumps({"type": "NOT_FOUND", "message": "no such record"})
@@ -248,8 +255,8 @@ class HostileServer:
 
     def _body(self, kind: str, cid: str, offset: int, envelope: dict[str, Any]) -> tuple[int, str, bytes]:
         d = self.defects
-        bad_at = BAD_EVENT_OFFSET if d.bad_page_kind == "events" else BAD_OPERATIONS_OFFSET
-        bad = cid == self.org.target and kind == d.bad_page_kind and offset == bad_at
+        bad_at = {"events": BAD_EVENT_OFFSET, "operations": BAD_OPERATIONS_OFFSET}.get(d.bad_page_kind, 0)
+        bad = cid == (self.org.target if kind != "channels" else "") and kind == d.bad_page_kind and offset == bad_at
         items = envelope.get("data", envelope.get("events"))
         if bad and items and (d.invalid_utf8_page or d.deep_nesting_page):
             first = items[0] = json.loads(json.dumps(items[0]))

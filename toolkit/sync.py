@@ -49,7 +49,7 @@ from .api.concurrency import prefetch
 from .api.pages import event_offset
 from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
-from .errors import BadPageError, ChainopsError, NotFoundError
+from .errors import BadPageError, ChainopsError, NotFoundError, ResponseFormatError
 from .signals import check_stop, is_interruption, sigterm_received
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
@@ -411,10 +411,16 @@ class Loader:
             self._note_page(page)
             self.store("networks", page.records, page=page)
         channel_ids: list[str] = []
+        listed_whole = True
         for page in _tolerant(self.client.channel_pages()):
             self._note_page(page)
+            listed_whole = listed_whole and page.problem is None
             self.store("channels", page.records, page=page)
             channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
+        if not listed_whole:  # the channels past a bad page are not lost for this run: those already known are synced
+            self.settle()
+            channel_ids += [c for (c,) in self.wh.con.execute("SELECT channel_id FROM channels ORDER BY created_at")
+                            .fetchall() if c is not None]
         for page in _tolerant(self.client.wallet_pages()):
             self._note_page(page)
             self.store("wallets", page.records, page=page)
@@ -437,20 +443,25 @@ class Loader:
         details = self._fetch_each([(cid, w["watcher_id"]) for cid, w in changed], self.client.get_watcher)
         by_channel: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for (cid, summary), detail in zip(changed, details, strict=True):
-            by_channel[cid].append(detail if detail is not None else summary)
+            by_channel[cid].append(detail if isinstance(detail, dict) else summary)
         for cid, records in by_channel.items():
             self.store("watchers", records, defaults={"channel_id": cid})
 
     def _fetch_each(
         self, keys: Sequence[tuple[str, str]], get: Callable[[str, str], dict[str, Any]]
-    ) -> list[dict[str, Any] | None]:
-        """GET each ``(channel_id, id)`` concurrently; a 404 gives ``None`` (the record vanished)."""
+    ) -> list[dict[str, Any] | _Unreadable | None]:
+        """GET each ``(channel_id, id)`` concurrently; a 404 gives ``None`` (the record vanished), an answer that
+        cannot be read even after the retries gives :data:`UNREADABLE` and a problem naming the request (the run is
+        ``partial``; the caller asks again next run)."""
 
-        def one(key: tuple[str, str]) -> dict[str, Any] | None:
+        def one(key: tuple[str, str]) -> dict[str, Any] | _Unreadable | None:
             try:
                 return get(*key)
             except NotFoundError:
                 return None
+            except ResponseFormatError as exc:
+                self.result.problems.append(f"{exc} (asked again next run)")
+                return UNREADABLE
 
         if not keys:
             return []
@@ -684,10 +695,11 @@ class Loader:
                 for (cid, rid), record in zip(keys, records, strict=True):
                     if record is None:
                         self.result.rejected.append(f"{kind} {rid} is named by events but answers 404")
-                    else:
+                    elif isinstance(record, dict):
                         by_channel[cid].append(record)
+                unread = {key for key, record in zip(keys, records, strict=True) if record is UNREADABLE}
                 for cid in {c for c, _ in keys}:
-                    ids = [rid for c, rid in keys if c == cid]
+                    ids = [rid for c, rid in keys if c == cid and (c, rid) not in unread]  # the rest stay queued
                     self.store(table, by_channel.get(cid, []), defaults={"channel_id": cid},
                                done_refetch=(kind, ids))
 
@@ -872,6 +884,14 @@ def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(before)
+
+
+class _Unreadable:
+    """The type of :data:`UNREADABLE`."""
+
+
+#: What :meth:`Loader._fetch_each` gives for a record whose answer cannot be read.
+UNREADABLE = _Unreadable()
 
 
 def _tolerant(pages: Iterator[PageT]) -> Iterator[PageT]:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, Defects, HostileServer, Org
+from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, BAD_RECORD_INDEX, Defects, HostileServer, Org
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings
@@ -189,4 +189,36 @@ def test_a_bad_operations_page_stops_that_stream_only(defect, tmp_path) -> None:
     assert server.counts["operations"] > ORG.channels * 2 + OPERATIONS - BAD_OPERATIONS_OFFSET - 1
     assert per_channel(path, "operations") == {c: len(o) for c, o in ORG.operations.items()}
     assert cursor(path, f"operations:{target}") == {"offset": BAD_OPERATIONS_OFFSET, "complete": False}
+    assert per_channel(path, "events") == {c: len(e) for c, e in ORG.events.items()}
+
+
+def test_a_record_that_cannot_be_read_is_reported_kept_queued_and_asked_again(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    target = ORG.target
+    bad = ORG.operations[target][BAD_RECORD_INDEX]["operation_id"]
+    defects = Defects(deep_nesting_page=True, bad_page_kind="operations", bad_record=True)
+    with HostileServer(TEST_KEY, defects) as server:
+        result = run(server, path)
+        again = run(server, path)
+        asked = server.asked[("operations", target, "")]
+    assert result.outcome == again.outcome == "partial"
+    assert any(f"GET /channels/{target}/operations/{bad}" in p and "not valid JSON" in p for p in result.problems)
+    want = {c: len(o) for c, o in ORG.operations.items()}
+    assert per_channel(path, "operations") == {**want, target: want[target] - 1}  # every other one is in
+    assert rows(path, "SELECT id FROM sync_refetch") == [(bad,)]  # still queued, so the next run asks again
+    assert asked >= 2
+
+
+def test_channels_past_a_bad_channels_page_are_still_synced_when_already_known(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    with HostileServer(TEST_KEY) as server:
+        assert run(server, path).outcome == "ok"
+        server.defects = Defects(deep_nesting_page=True, bad_page_kind="channels")
+        before = {c: server.asked[("events", c, str(len(e)))] for c, e in ORG.events.items()}
+        result = run(server, path)
+        after = {c: server.asked[("events", c, str(len(e)))] for c, e in ORG.events.items()}
+    assert result.outcome == "partial"
+    assert any("GET /channels?" in p and "cannot be read" in p for p in result.problems), result.problems
+    # every channel the warehouse knew had its event log read past its cursor, though the list could not be read
+    assert all(after[c] == before[c] + 1 for c in ORG.events), (before, after)
     assert per_channel(path, "events") == {c: len(e) for c, e in ORG.events.items()}
