@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .atomic import atomic_file, output_error
-from .config import Settings
+from .config import Settings, redact
 from .display import clean_for_terminal, frame_for_csv, frame_for_terminal
 from .errors import ChainopsError
 from .signals import (
@@ -59,7 +59,8 @@ def _write_frame(df: pd.DataFrame, fmt: str, out: str | None) -> None:
             _print_table(df)
             return
     elif fmt == "csv":
-        text = frame_for_csv(df).to_csv(index=False)
+        # printed: control characters shown visibly too (a file keeps them; only formulas are defused there)
+        text = frame_for_csv(df, terminal=not out).to_csv(index=False)
     elif fmt == "json":
         text = df.to_json(orient="records", date_format="iso", indent=1)
     if not out:
@@ -118,7 +119,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
     result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet, workers=args.workers)
-    print(result.summary())
+    # the summary quotes what the service sent (ids, a rejected item): shown safely, the key never in it
+    print(clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True))
     return 0
 
 

@@ -56,16 +56,18 @@ class Secret:
 def check_api_key(value: str | Secret) -> Secret:
     """The key as it will be sent: surrounding whitespace (a copy-paste, a Windows ``.env``) stripped.
 
-    A key holding a control character or a character an HTTP header cannot carry is refused with a
-    :class:`ConfigError` that does not repeat it.
+    A key holding a control character (C0, DEL or C1) or any character outside printable ASCII is refused with a
+    :class:`ConfigError` that does not repeat it: an HTTP header carries other characters in an encoding of its
+    own, so a service echoing such a key would quote it in a form that redaction could not recognise.
     """
     raw = value.reveal() if isinstance(value, Secret) else value
     key = raw.strip()
-    bad = next((c for c in key if ord(c) < 0x20 or ord(c) == 0x7F or ord(c) > 0xFF), None)
+    bad = next((c for c in key if not 0x20 <= ord(c) <= 0x7E), None)
     if bad is not None:
-        kind = "a control character" if ord(bad) < 0x20 or ord(bad) == 0x7F else "a character outside Latin-1"
+        control = ord(bad) < 0x20 or 0x7F <= ord(bad) <= 0x9F
+        kind = "a control character" if control else "a character outside printable ASCII"
         raise ConfigError(
-            f"{ENV_API_KEY} contains {kind} (U+{ord(bad):04X}), which an HTTP header cannot carry; "
+            f"{ENV_API_KEY} contains {kind} (U+{ord(bad):04X}), which an API key never holds; "
             f"set it to the key alone, as the service issued it."
         )
     if not key:
@@ -116,6 +118,9 @@ class Settings:
     base_url: str | None = None
     api_key: Secret | None = field(default=None, repr=True)
     warehouse: Path = DEFAULT_WAREHOUSE
+    #: Why ``CREC_API_KEY`` was refused (raised only by :meth:`require_service`: commands that never use the key,
+    #: such as ``metrics`` or ``sql``, still run).
+    key_problem: str | None = field(default=None, repr=False)
 
     @classmethod
     def load(
@@ -129,13 +134,20 @@ class Settings:
         """Build settings from arguments, falling back to the environment, then to defaults."""
         env = os.environ if environ is None else environ
         raw = api_key if api_key is not None else env.get(ENV_API_KEY) or None
-        key = check_api_key(raw) if raw is not None else None
+        key, problem = None, None
+        try:
+            key = check_api_key(raw) if raw is not None else None
+        except ConfigError as exc:
+            problem = str(exc)
         url = base_url or env.get(ENV_BASE_URL) or None
         path = warehouse or env.get(ENV_WAREHOUSE) or DEFAULT_WAREHOUSE
-        return cls(base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path))
+        return cls(base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path),
+                   key_problem=problem)
 
     def require_service(self) -> tuple[str, Secret]:
         """The base URL and key, or a :class:`ConfigError` that says how to set them."""
+        if self.key_problem is not None:
+            raise ConfigError(self.key_problem)
         missing = [name for name, v in ((ENV_BASE_URL, self.base_url), (ENV_API_KEY, self.api_key)) if not v]
         if missing:
             raise ConfigError(

@@ -84,8 +84,11 @@ def frame_for_terminal(df: pd.DataFrame, limit: int = DISPLAY_LIMIT) -> pd.DataF
     return _map_text(df, lambda v: for_terminal(v, limit))
 
 
-def frame_for_csv(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` whose string cells (and column names) cannot run as spreadsheet formulas."""
+def frame_for_csv(df: pd.DataFrame, *, terminal: bool = False) -> pd.DataFrame:
+    """A copy of ``df`` whose string cells (and column names) cannot run as spreadsheet formulas; with ``terminal``
+    (CSV printed rather than written to a file) their control characters are shown visibly too."""
+    if terminal:
+        return _map_text(df, lambda v: clean_for_terminal(csv_safe(v)) if isinstance(v, str) else v)
     return _map_text(df, csv_safe)
 
 

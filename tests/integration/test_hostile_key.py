@@ -32,11 +32,16 @@ def test_a_key_with_surrounding_whitespace_is_stripped_and_works(tail, tmp_path)
     assert result.outcome == "ok"
 
 
-@pytest.mark.parametrize("bad", ["\r", "\n", "\x00", "\x1b", "\x7f", "\u20ac"])
-def test_a_key_with_a_control_character_is_refused_without_repeating_it(bad) -> None:
+@pytest.mark.parametrize("bad", ["\r", "\n", "\x00", "\x1b", "\x7f", "\x85", "\xe9", "\u20ac"])
+def test_a_key_with_a_control_character_is_refused_without_repeating_it(bad, tmp_path) -> None:
     key = TEST_KEY[:10] + bad + TEST_KEY[10:]
-    for attempt in (lambda: Settings.load(api_key=key, environ={}),
-                    lambda: Settings.load(environ={ENV_API_KEY: key}),
+    # refused where the key is used; commands that never use it (metrics, sql) still load their settings
+    assert Settings.load(environ={ENV_API_KEY: key}).api_key is None
+    for attempt in (lambda: Settings.load(api_key=key, environ={}).require_service(),
+                    lambda: Settings.load(environ={ENV_API_KEY: key, ENV_BASE_URL: "http://127.0.0.1:9/v1"})
+                    .require_service(),
+                    lambda: sync(Settings.load(environ={ENV_API_KEY: key, ENV_BASE_URL: "http://127.0.0.1:9/v1"}),
+                                 warehouse=str(tmp_path / "w.duckdb"), quiet=True),
                     lambda: Client("http://127.0.0.1:9/v1", key)):
         with pytest.raises(errors.ConfigError) as info:
             attempt()

@@ -77,6 +77,12 @@ def test_csv_outputs_neutralise_formulas(hostile, capsys, tmp_path) -> None:
         assert "'=HYPERLINK(" in text
         assert "\n=HYPERLINK(" not in text and ",=HYPERLINK(" not in text and '"=HYPERLINK(' not in text
     assert HUGE in by_channel  # CSV is data: the whole value, only formulas neutralised
+    # CSV printed on the terminal shows control characters visibly; written to a file it keeps them
+    for text in (metrics_csv, sql_csv):
+        assert "\x1b" not in text and "\\x1b[31mred alert" in text
+    run(capsys, "sql", "select name from channels", "--warehouse", wh, "--format", "csv", "--out",
+        str(tmp_path / "names.csv"))
+    assert ANSI in (tmp_path / "names.csv").read_text()
 
 
 def test_json_keeps_values_as_they_are(hostile, capsys) -> None:
