@@ -490,8 +490,8 @@ class Loader:
         buffered = 0
         for key, page in prefetch({k: _tolerating(make) for k, make in streams.items()}, workers=self.workers):
             self._note_page(page)
-            if page.unreadable:  # this stream stops here for this run; its cursor stays at its last good page
-                continue
+            if page.problem is not None:  # unreadable, or repeating: the stream stops; its cursor stays at its last
+                continue                  # good page (a repeated page's rows must not move the offset past the end)
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
@@ -734,16 +734,16 @@ class Loader:
                     self.wh.set_cursor(f"operations:{cid}", {"offset": 0, "complete": False})
                     self.wh.set_cursor(f"queries:{cid}", {"offset": 0, "complete": False})
                     self.wh.set_cursor(f"events:{cid}", {"next_offset": 0})
-        incremental = all(
-            (self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries")
-            for c in channel_ids
-        )
+        # channels whose operations and queries were listed whole before this run: only their in-flight rows are
+        # re-listed (one channel whose list stopped at a bad page does not turn that off for the others)
+        listed = [c for c in channel_ids
+                  if all((self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries"))]
         phases: list[tuple[str, Callable[[Sequence[str]], None]]] = [
             ("watchers", self.sync_watchers), ("full lists", self.sync_full_lists), ("events", self.sync_events),
             ("refetch", self.refetch),
         ]
-        if incremental:
-            phases.append(("non-terminal", self.sync_non_terminal))
+        if listed:
+            phases.append(("non-terminal", lambda _: self.sync_non_terminal(listed)))
         for name, phase in phases:
             check_stop()
             started = time.perf_counter()

@@ -133,3 +133,17 @@ def test_wire_pages_retry_a_malformed_body_then_report_it_with_the_request() -> 
         list(client.event_wire_pages("c1", start=7))
     assert len(calls) == 3
     assert "GET /channels/c1/events" in str(info.value)
+
+
+def test_an_offset_walk_that_cycles_through_more_pages_than_it_remembers_still_stops() -> None:
+    from toolkit.api.pages import RECENT_PAGES, OffsetPaginator, Page
+
+    cycle = RECENT_PAGES + 15  # longer than the window of recent pages
+    pages = [[{"id": f"{p}-{i}"} for i in range(10)] for p in range(cycle)]
+    pager = OffsetPaginator("things", limit=10, key="id")
+    asked = 0
+    while not pager.done:
+        assert asked < 3 * cycle, "the walk never stopped"
+        pager.update(Page(pages[asked % cycle], True, "things", pager.next_request()))
+        asked += 1
+    assert asked == cycle + 1 and pager.problem is not None and "earlier page" in pager.problem

@@ -92,6 +92,8 @@ def test_has_more_forever_with_the_same_items_never_loops_and_is_reported(kind, 
     # nothing was missing: the server only repeated itself past the end
     assert per_channel(path, "events") == {c: len(e) for c, e in ORG.events.items()}
     assert per_channel(path, "operations") == {c: len(o) for c, o in ORG.operations.items()}
+    if kind == "operations":  # the repeated page's rows never move the saved offset past the list's end
+        assert {cursor(path, f"operations:{c}")["offset"] for c in ORG.operations} == {OPERATIONS}
 
 
 def test_a_huge_chain_selector_number_is_stored_exactly_and_noted(tmp_path) -> None:

@@ -124,8 +124,10 @@ class OffsetPaginator(_Paginator):
     """``limit``/``offset`` row-skip paging: ask, read ``has_more``, move ``offset`` by the rows received.
 
     With ``key`` (the id field of the list's records) a page whose ids all came on the last :data:`RECENT_PAGES`
-    pages of the walk, yet says ``has_more``, ends the walk with a :attr:`problem`: a service that repeats itself
-    forever must not hold a loop. Lists can shift while they are read, so a few repeated ids are normal.
+    pages of the walk, or that repeats any earlier page of the walk exactly, yet says ``has_more``, ends the walk
+    with a :attr:`problem`: a service that repeats itself forever, in a cycle of any length, must not hold a loop.
+    Lists can shift while they are read, so a few repeated ids are normal. (A fingerprint per page, not every id, is
+    kept for the whole walk: memory stays small on a list of millions.)
     """
 
     def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0,
@@ -135,6 +137,7 @@ class OffsetPaginator(_Paginator):
         self.problem: str | None = None
         self._recent: deque[list[str]] = deque()
         self._seen: Counter[str] = Counter()
+        self._pages: set[int] = set()
 
     def update(self, page: Page) -> None:
         """Advance past ``page``; the walk ends when ``has_more`` is false, or with a :attr:`problem` when the page
@@ -146,11 +149,13 @@ class OffsetPaginator(_Paginator):
             self.problem = "has_more is true but the page is empty; the walk stops here (rows past it may be missing)"
         elif self.key is not None and page.has_more:
             ids = [str(r.get(self.key)) for r in page.records]
-            if all(i in self._seen for i in ids):
+            fingerprint = hash(tuple(ids))
+            if fingerprint in self._pages or all(i in self._seen for i in ids):
                 self.done = True
                 self.problem = (f"has_more is true but all {len(ids)} items were on an earlier page of this walk; "
                                 f"the walk stops here (rows past offset {asked} may be missing)")
             self._remember(ids)
+            self._pages.add(fingerprint)
 
     def _remember(self, ids: list[str]) -> None:
         self._recent.append(ids)
