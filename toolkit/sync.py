@@ -588,7 +588,17 @@ class Loader:
             self.check_gaps(cid)
         self.result.phases["events: gaps"] = round(time.perf_counter() - started, 3)
         started = time.perf_counter()
-        apply_new_events(self.wh.con)
+        try:
+            apply_new_events(self.wh.con)
+        except duckdb.Error as exc:
+            if not is_out_of_memory(exc):
+                raise
+            # rolled back whole, its watermark unmoved: the next run applies these events again
+            self.result.problems.append(
+                f"the events were stored but not yet applied to the operations and queries: DuckDB ran out of "
+                f"memory even at {memory_ceiling() / 2**20:.0f} MiB ({str(exc).splitlines()[0]}); the next sync "
+                "applies them"
+            )
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
 
     def _event_stream(self, channel_id: str, start: int) -> Iterator[WireEventPage]:

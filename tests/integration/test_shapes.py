@@ -159,3 +159,27 @@ def test_models_that_cannot_be_built_at_the_ceiling_end_partial_with_every_row_s
         assert con.execute("SELECT outcome FROM sync_runs").fetchall() == [("partial",)]
         lifecycle = dict(con.execute("SELECT operation_id, last_status FROM operation_lifecycle").fetchall())
     assert lifecycle == {o["operation_id"]: o["status"] for o in sandbox.truth(TEST_KEY).operations}
+
+
+def test_a_patch_that_cannot_fit_is_a_problem_and_the_next_sync_applies_it(busy_transactions, tmp_path, monkeypatch):
+    sandbox, server = busy_transactions
+    applied = sync_module.apply_new_events
+
+    def out_of_memory(con):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of size 256.0 KiB")
+
+    monkeypatch.setattr(sync_module, "apply_new_events", out_of_memory)
+    path = tmp_path / "w.duckdb"
+    first = run_sync(server.base_url, path)
+    assert first.outcome == "partial" and "not yet applied" in first.message
+
+    def patched() -> list:
+        with duckdb.connect(str(path), read_only=True) as con:
+            return con.execute("SELECT stream FROM sync_state WHERE stream = 'patch'").fetchall()
+
+    assert patched() == []  # nothing applied, nothing marked as applied
+    monkeypatch.setattr(sync_module, "apply_new_events", applied)
+    again = run_sync(server.base_url, path)
+    assert again.outcome == "ok", again.summary()
+    assert patched() == [("patch",)]
+    assert stored(path) == expected(sandbox)
