@@ -54,7 +54,7 @@ from .signals import check_stop, is_interruption, sigterm_received
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.failures import WRITE_FAILURES, write_failure
-from .warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_limit
+from .warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_limit, with_more_memory
 from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
@@ -808,7 +808,7 @@ def sync(
                 _build_models(wh, result)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
                 started = time.perf_counter()
-                wh.con.execute("CHECKPOINT")
+                with_more_memory(lambda: wh.con, lambda: wh.con.execute("CHECKPOINT"))
                 result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
                 result.outcome = "partial" if result.rejected or result.gaps or result.problems else "ok"
             except BaseException as exc:

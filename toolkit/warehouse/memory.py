@@ -13,11 +13,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 import duckdb
 
 _UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
           "TIB": 2**40}
+T = TypeVar("T")
+
 #: The highest limit a retry raises to, as a share of the machine's memory, and never more than this many bytes.
 CEILING_SHARE = 0.25
 CEILING_BYTES = 4 * 2**30
@@ -62,6 +66,23 @@ def raise_memory_limit(con: duckdb.DuckDBPyConnection) -> bool:
     new = min(current * 2, ceiling)
     con.execute(f"SET memory_limit = '{int(new // 2**20)}MiB'")
     return True
+
+
+def with_more_memory(con_of: Callable[[], duckdb.DuckDBPyConnection], work: Callable[[], T]) -> T:
+    """Run ``work``; when it runs out of memory, run it again on one thread, then under doubled limits (up to the
+    ceiling), and raise the last error when no step is left. ``work`` must be safe to repeat (a statement that
+    failed changed nothing). ``con_of`` gives the connection (it may be reopened meanwhile)."""
+    while True:
+        try:
+            return work()
+        except duckdb.Error as exc:
+            if not is_out_of_memory(exc):
+                raise
+            con = con_of()
+            if int(con.execute("SELECT current_setting('threads')").fetchone()[0]) > 1:
+                con.execute("SET threads = 1")
+            elif not raise_memory_limit(con):
+                raise
 
 
 def rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from .memory import is_out_of_memory, memory_limit, raise_memory_limit
+from .memory import is_out_of_memory, memory_limit, raise_memory_limit, with_more_memory
 from .store import Warehouse
 from .views import (
     LIFECYCLE_MODEL_COLUMNS,
@@ -176,8 +176,11 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
     every piece is in), so an out-of-memory error costs one piece, which is retried on one thread, then split, then
     with a higher limit. ``between`` runs between two pieces; when it returns True the connection was reopened
     (a reader was let in) and the stale set is staged again (it has not changed: the watermark has not moved)."""
-    _stage_stale(wh)
-    queue = _plan(wh, _chunk_operations(wh))
+    def stage_and_plan() -> list[_Piece]:
+        _stage_stale(wh)
+        return _plan(wh, _chunk_operations(wh))
+
+    queue = with_more_memory(lambda: wh.con, stage_and_plan)
     n_pieces = len(queue)
     n_ops = n_rows = retries = 0
     while queue:
@@ -203,7 +206,7 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
             if between():  # a new connection: this refresh's settings again, and its temp table
                 for name, value in settings.items():
                     wh.con.execute(f"SET {name} = ?", [value])
-                _stage_stale(wh)
+                with_more_memory(lambda: wh.con, lambda: _stage_stale(wh))
     for table in ("_model_scope", "_model_stale", "_model_same"):
         wh.con.execute(f"DROP TABLE IF EXISTS {table}")
     return n_ops, n_rows, n_pieces, retries
@@ -306,8 +309,8 @@ def refresh_models(
     with _lean_settings(wh, threads):
         rebuilt = _needs_rebuild(wh, full)
         if rebuilt:
-            _rebuild(wh)
-        events_wm, ops_wm = _watermarks(wh)
+            with_more_memory(lambda: wh.con, lambda: _rebuild(wh))
+        events_wm, ops_wm = with_more_memory(lambda: wh.con, lambda: _watermarks(wh))
         n_ops, n_rows, pieces, retries = _fold_in(wh, rebuilt, between)
         used = wh.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
         with wh.transaction():
