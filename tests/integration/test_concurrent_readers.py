@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import subprocess
 import time
 from pathlib import Path
 
@@ -35,14 +36,19 @@ def lock_is_held(path: Path) -> bool:
         return False
 
 
-def test_a_reader_gets_in_while_a_sync_runs(busy_server, tmp_path) -> None:
-    path = tmp_path / "shared.duckdb"
-    proc = start_sync(busy_server.base_url, path)
-    deadline = time.monotonic() + 60
+def wait_until_syncing(proc: subprocess.Popen, path: Path, timeout: float = 60) -> None:
+    """Return once the sync process holds the warehouse's writer lock (it has started writing)."""
+    deadline = time.monotonic() + timeout
     while not (path.exists() and lock_is_held(path)):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the sync never started"
         time.sleep(0.02)
+
+
+def test_a_reader_gets_in_while_a_sync_runs(busy_server, tmp_path) -> None:
+    path = tmp_path / "shared.duckdb"
+    proc = start_sync(busy_server.base_url, path)
+    wait_until_syncing(proc, path)
     time.sleep(0.5)  # well into the sync
     with Warehouse(path, read_only=True, wait=60) as wh:
         running_when_read = proc.poll() is None

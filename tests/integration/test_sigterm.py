@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_concurrent_readers import lock_is_held
+from tests.integration.test_concurrent_readers import wait_until_syncing
 from tests.integration.test_incremental import TABLES, snapshot
 from tests.integration.test_kill_resume import start_sync
 from toolkit.config import Settings
@@ -29,11 +29,7 @@ def slow_enough_server():
 def test_sigterm_commits_records_interrupted_and_exits_143(slow_enough_server, tmp_path) -> None:
     path = tmp_path / "termed.duckdb"
     proc = start_sync(slow_enough_server.base_url, path)
-    deadline = time.monotonic() + 60
-    while not (path.exists() and lock_is_held(path)):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the sync never started"
-        time.sleep(0.02)
+    wait_until_syncing(proc, path)
     time.sleep(0.5)  # into the sync
     assert proc.poll() is None, "the sync ended before the signal: make the scenario larger"
     proc.send_signal(signal.SIGTERM)
