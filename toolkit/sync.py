@@ -69,6 +69,10 @@ COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
 TRANSACTION_ROWS = 50_000
 #: Parsed records waiting across all streams before the largest buffer is written early (memory ceiling).
 MAX_BUFFERED_ROWS = 6000
+#: Payload bytes of one channel's pending events that are written together even before COMMIT_ROWS events: events
+#: can be large (an operation of 16 transactions reports them all in each of its statuses), and memory must not grow
+#: with their size.
+COMMIT_EVENT_BYTES = 8 * 2**20
 #: DuckDB settings while a sync writes. A low checkpoint threshold: a commit larger than it (a full transaction of
 #: rows) is checkpointed straight into the file, compressed, instead of being written to the WAL first and copied
 #: again later (DuckDB skips the WAL for such commits); measured at 1M events, commits cost a third less than with
@@ -170,6 +174,8 @@ class _Buffer:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     last: Page | None = None
+    #: The records' weight: one per record, plus one per transaction an operation carries (see :func:`_weight`).
+    weight: int = 0
 
 
 class Loader:
@@ -495,14 +501,16 @@ class Loader:
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
-            buffered += len(page.records)
+            weight = _weight(page.records)
+            buf.weight += weight
+            buffered += weight
             self.bar(key[0]).update(len(page.records))
-            if len(buf.records) >= COMMIT_ROWS[key[0]] or not page.has_more:
-                buffered -= len(buf.records)
+            if buf.weight >= COMMIT_ROWS[key[0]] or not page.has_more:
+                buffered -= buf.weight
                 flush(key)
             elif buffered > MAX_BUFFERED_ROWS:  # parsed records are bulky: keep few of them alive at once
-                largest = max(buffers, key=lambda k: len(buffers[k].records))
-                buffered -= len(buffers[largest].records)
+                largest = max(buffers, key=lambda k: buffers[k].weight)
+                buffered -= buffers[largest].weight
                 flush(largest)
         for key in list(buffers):
             flush(key)
@@ -550,11 +558,13 @@ class Loader:
         # per channel: pages decoded in the documented shape (converted together when flushed) or converted batches
         pending: dict[str, list[DecodedEvents | pa.RecordBatch]] = defaultdict(list)
         pending_rows: Counter[str] = Counter()
+        pending_bytes: Counter[str] = Counter()
         bar = self.bar("events")
 
         def flush(cid: str, next_offset: int | None) -> None:
             batches = self.convert_events(pending.pop(cid, []), cid)
             pending_rows.pop(cid, None)
+            pending_bytes.pop(cid, None)
             if batches:
                 self.write("events", _distinct_events(batches), cursor=(f"events:{cid}", {"next_offset": next_offset}))
 
@@ -570,14 +580,17 @@ class Loader:
             if decoded is not None and all(e.event_id.strip() for e in decoded.events):
                 pending[cid].append(decoded)  # converted on flush, with the channel's other pages
                 rows = len(decoded)
+                pending_bytes[cid] += sum(len(e.payload) for e in decoded.events)
             else:  # the careful path, or a page with an event to reject (reported with this page's request)
                 batch = self.event_batch(page, cid)
                 pending[cid].append(batch)
                 rows = batch.num_rows
+                pending_bytes[cid] += batch.nbytes
             pending_rows[cid] += rows
             next_offsets[cid] = page.next_offset
             bar.update(rows)
-            if pending_rows[cid] >= COMMIT_ROWS["events"] or not page.has_more:
+            if pending_rows[cid] >= COMMIT_ROWS["events"] or pending_bytes[cid] >= COMMIT_EVENT_BYTES \
+                    or not page.has_more:
                 flush(cid, page.next_offset)
         for cid in list(pending):  # defensive: every stream's last page flushes it
             flush(cid, next_offsets[cid])
@@ -894,6 +907,12 @@ def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(before)
+
+
+def _weight(records: Sequence[dict[str, Any]]) -> int:
+    """What buffered records cost, in rows: one each, plus one per transaction an operation carries (an operation
+    of 16 transactions holds 17 rows' worth of parsed objects, and becomes 17 rows)."""
+    return sum(1 + (len(tx) if isinstance(tx := r.get("transactions"), list) else 0) for r in records)
 
 
 class _Unreadable:
