@@ -148,8 +148,7 @@ class SyncResult:
             f"rows new/updated: {rows}",
         ]
         if self.problems:
-            lines.append(f"{len(self.problems)} pages answered wrongly (see sync_runs.message); first: "
-                         f"{self.problems[0]}")
+            lines.append(f"{len(self.problems)} problems (see sync_runs.message); first: {self.problems[0]}")
         if self.rejected:
             lines.append(f"{len(self.rejected)} records rejected (see sync_runs.message); first: {self.rejected[0]}")
         if self.gaps:
@@ -570,12 +569,11 @@ class Loader:
 
         next_offsets: dict[str, int | None] = {}
         for cid, page in prefetch(streams, workers=self.workers):
+            self._note_rejected(page.rejected, page)
             if page.problem is not None:  # the walk stopped early: nothing of this page is stored, the gap recorded
-                self._note_rejected(page.rejected, page)
                 self._note_stopped_events(cid, page)
                 flush(cid, page.next_offset)
                 continue
-            self._note_rejected(page.rejected, page)
             decoded = page.decoded
             if decoded is not None and all(e.event_id.strip() for e in decoded.events):
                 pending[cid].append(decoded)  # converted on flush, with the channel's other pages
@@ -607,11 +605,9 @@ class Loader:
             if not is_out_of_memory(exc):
                 raise
             # rolled back whole, its watermark unmoved: the next run applies these events again
-            self.result.problems.append(
-                f"the events were stored but not yet applied to the operations and queries: DuckDB ran out of "
-                f"memory even at {memory_ceiling() / 2**20:.0f} MiB ({str(exc).splitlines()[0]}); the next sync "
-                "applies them"
-            )
+            self.result.problems.append(_out_of_memory(
+                "the events were stored but not yet applied to the operations and queries", exc,
+                "the next sync applies them"))
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
 
     def _event_stream(self, channel_id: str, start: int) -> Iterator[WireEventPage]:
@@ -882,11 +878,15 @@ def _build_models(wh: Warehouse, result: SyncResult) -> None:
         if not is_out_of_memory(exc):
             raise
         wh.configure(memory_limit=loading_limit)  # what the rest of the run needs (its audit row, a checkpoint)
-        result.problems.append(
-            f"the model tables were not refreshed: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} "
-            f"MiB ({str(exc).splitlines()[0]}); every row is stored and the views are exact, only slower; the next "
-            "sync tries again"
-        )
+        result.problems.append(_out_of_memory(
+            "the model tables were not refreshed", exc,
+            "every row is stored and the views are exact, only slower; the next sync tries again"))
+
+
+def _out_of_memory(what: str, exc: BaseException, then: str) -> str:
+    """The problem to record when work ran out of memory even at the highest limit a retry may set."""
+    return (f"{what}: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} MiB "
+            f"({str(exc).splitlines()[0]}); {then}")
 
 
 def _outcome_of(exc: BaseException) -> tuple[str, str]:
@@ -933,6 +933,7 @@ def _tolerant(pages: Iterator[PageT]) -> Iterator[PageT]:
 
 
 def _tolerating(make: Callable[[], Iterator[PageT]]) -> Callable[[], Iterator[PageT]]:
+    """A stream factory whose streams are :func:`_tolerant`."""
     return lambda: _tolerant(make())
 
 

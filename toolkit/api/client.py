@@ -514,11 +514,9 @@ def _error_from_response(
     if isinstance(body, dict):
         error_type = redact(body["type"]) if isinstance(body.get("type"), str) else None
         code = redact(body["code"]) if isinstance(body.get("code"), str) else None
-        message = body.get("message") if isinstance(body.get("message"), str) else None
+        message = redact(body["message"]) if isinstance(body.get("message"), str) else None
     elif response.content:
-        message = redact(response.text)[:200]
-    if message is not None:
-        message = redact(message)
+        message = redact(response.text)[:200]  # redacted before it is cut: a cut could split the key
     cls = api_error_class(response.status_code, error_type)
     err = cls(status=response.status_code, method=method, path=path, type=error_type, code=code, message=message)
     err.retry_after = parse_retry_after(response.headers.get("Retry-After"))  # type: ignore[attr-defined]
