@@ -32,6 +32,7 @@ def cpu_seconds(pid: int) -> float:
 @contextmanager
 def sandbox_server(*args: str, core: int | None = 1, timeout: float = 600) -> Iterator[tuple[str, int]]:
     """Like :func:`sandbox_process`, yielding ``(base URL, process id)`` so a benchmark can read its CPU time."""
+
     def pin() -> None:
         if core is not None and hasattr(os, "sched_setaffinity") and core < os.cpu_count():
             os.sched_setaffinity(0, {core})

@@ -56,21 +56,32 @@ _NETWORK_TIMING: dict[str, tuple[int, tuple[int, int], tuple[int, int] | None, t
     "Base Sepolia": (6, (2, 6), None, None, 0.045),
 }
 PRE_BROADCAST_FAILURES = (
-    "nonce too low", "intrinsic gas too low", "insufficient funds for gas * price + value",
-    "replacement transaction underpriced", "max fee per gas less than block base fee",
+    "nonce too low",
+    "intrinsic gas too low",
+    "insufficient funds for gas * price + value",
+    "replacement transaction underpriced",
+    "max fee per gas less than block base fee",
     "chain unavailable: RPC endpoint timeout",
 )
 ON_CHAIN_FAILURES = (
-    "execution reverted: ERC20: transfer amount exceeds balance", "execution reverted: ERC20: insufficient allowance",
-    "execution reverted: SafeERC20: low-level call failed", "execution reverted: Ownable: caller is not the owner",
-    "out of gas", "execution reverted",
+    "execution reverted: ERC20: transfer amount exceeds balance",
+    "execution reverted: ERC20: insufficient allowance",
+    "execution reverted: SafeERC20: low-level call failed",
+    "execution reverted: Ownable: caller is not the owner",
+    "out of gas",
+    "execution reverted",
 )
 STAGE_REASONS = {
-    "pending_signature": "draft created; awaiting signature", "accepted": "operation accepted for relay",
-    "sending": "relayer picked up the operation", "sent": "transaction submitted to the mempool",
-    "broadcasting": "awaiting block inclusion", "confirmed_latest": "included in block",
-    "confirmed_safe": "block reached safe confidence", "confirmed": "block finalized",
-    "cancelled": "draft cancelled", "expired": "deadline elapsed",
+    "pending_signature": "draft created; awaiting signature",
+    "accepted": "operation accepted for relay",
+    "sending": "relayer picked up the operation",
+    "sent": "transaction submitted to the mempool",
+    "broadcasting": "awaiting block inclusion",
+    "confirmed_latest": "included in block",
+    "confirmed_safe": "block reached safe confidence",
+    "confirmed": "block finalized",
+    "cancelled": "draft cancelled",
+    "expired": "deadline elapsed",
 }
 EVENTS_PER_OP = 6.18
 GENERATOR_MEMORY = "6GB"  # measured average of the mix below (drafts, failures, test networks, duplicates)
@@ -79,8 +90,10 @@ GENERATOR_MEMORY = "6GB"  # measured average of the mix below (drafts, failures,
 def _uuid_sql(expr: str) -> str:
     """SQL for a UUID-shaped text made from the md5 of ``expr`` (deterministic ids)."""
     m = f"md5({expr})"
-    return (f"substr({m}, 1, 8) || '-' || substr({m}, 9, 4) || '-4' || substr({m}, 14, 3) || '-8' || "
-            f"substr({m}, 18, 3) || '-' || substr({m}, 21, 12)")
+    return (
+        f"substr({m}, 1, 8) || '-' || substr({m}, 9, 4) || '-4' || substr({m}, 14, 3) || '-8' || "
+        f"substr({m}, 18, 3) || '-' || substr({m}, 21, 12)"
+    )
 
 
 def _u(k: int, key: str = "i") -> str:
@@ -92,20 +105,35 @@ def _network_table(con: duckdb.DuckDBPyConnection) -> None:
     rows = []
     for idx, known in enumerate(spec.KNOWN_NETWORKS):
         weight, inc, safe, final, fail = _NETWORK_TIMING[known.name]
-        rows.append((idx, known.chain_selector, known.name, known.type, weight, *inc,
-                     *(safe or (None, None)), *(final or (None, None)), fail))
+        rows.append(
+            (
+                idx,
+                known.chain_selector,
+                known.name,
+                known.type,
+                weight,
+                *inc,
+                *(safe or (None, None)),
+                *(final or (None, None)),
+                fail,
+            )
+        )
     con.execute("""CREATE OR REPLACE TEMP TABLE g_net (net INTEGER, chain_selector VARCHAR, name VARCHAR,
         net_type VARCHAR, weight INTEGER, inc_lo DOUBLE, inc_hi DOUBLE, safe_lo DOUBLE, safe_hi DOUBLE,
         fin_lo DOUBLE, fin_hi DOUBLE, fail DOUBLE)""")
     con.executemany("INSERT INTO g_net VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     picks = [r[0] for r in rows for _ in range(r[4])]
-    con.execute("CREATE OR REPLACE TEMP TABLE g_pick AS SELECT unnest(?::INTEGER[]) AS net, "
-                "generate_subscripts(?::INTEGER[], 1) - 1 AS slot", [picks, picks])
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE g_pick AS SELECT unnest(?::INTEGER[]) AS net, "
+        "generate_subscripts(?::INTEGER[], 1) - 1 AS slot",
+        [picks, picks],
+    )
 
 
 def _operations_plan(con: duckdb.DuckDBPyConnection, n_ops: int, span: int, seed: int) -> None:
     """One row per operation with the (fractional) time of every status it will reach, NULL when it will not."""
-    con.execute(f"""
+    con.execute(
+        f"""
 CREATE OR REPLACE TEMP TABLE g_ops AS
 WITH base AS (
     SELECT i, $t0 + i * ($span / $n_ops) + {_u(1)} * 30 AS c,
@@ -149,7 +177,9 @@ SELECT i, c, kind, selector, testnet, channel, wallet, reason_idx, u_stuck,
     CASE WHEN NOT failing AND NOT testnet THEN t_bc + inclusion + greatest(safe, final) END AS t_final,
     failing AND pre_broadcast AS pre_fail
 FROM ladder
-""", {"t0": T0, "span": span, "n_ops": n_ops, "seed": seed})
+""",
+        {"t0": T0, "span": span, "n_ops": n_ops, "seed": seed},
+    )
 
 
 def _operation_events(con: duckdb.DuckDBPyConnection, t_end: int, seed: int) -> None:
@@ -157,7 +187,8 @@ def _operation_events(con: duckdb.DuckDBPyConnection, t_end: int, seed: int) -> 
     reasons_pre = "[" + ", ".join(f"'{r}'" for r in PRE_BROADCAST_FAILURES) + "]"
     reasons_chain = "[" + ", ".join(f"'{r}'" for r in ON_CHAIN_FAILURES) + "]"
     stage_reason = "CASE s " + " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in STAGE_REASONS.items()) + " END"
-    con.execute(f"""
+    con.execute(
+        f"""
 CREATE OR REPLACE TEMP TABLE g_op_events AS
 WITH moves AS (
     SELECT i, selector, channel, wallet, reason_idx, pre_fail, u_stuck,
@@ -182,13 +213,18 @@ kept AS (
 SELECT i, selector, channel, wallet, status, rank, ts,
     CASE WHEN status = 'failed' AND pre_fail THEN {reasons_pre}[reason_idx + 1]
          WHEN status = 'failed' THEN {reasons_chain}[reason_idx + 1]
-         ELSE {stage_reason.replace('CASE s', 'CASE status')} END AS status_reason,
+         ELSE {stage_reason.replace("CASE s", "CASE status")} END AS status_reason,
     0 AS dup
 FROM kept
-""", {"t_end": t_end})
+""",
+        {"t_end": t_end},
+    )
     # 1% of moves are delivered twice under another event id
-    con.execute(f"INSERT INTO g_op_events SELECT i, selector, channel, wallet, status, rank, ts, status_reason, 1 "
-                f"FROM g_op_events WHERE {_u(20, 'i * 16 + rank')} < 0.01", {"seed": seed})
+    con.execute(
+        f"INSERT INTO g_op_events SELECT i, selector, channel, wallet, status, rank, ts, status_reason, 1 "
+        f"FROM g_op_events WHERE {_u(20, 'i * 16 + rank')} < 0.01",
+        {"seed": seed},
+    )
 
 
 def _insert_operation_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
@@ -196,32 +232,38 @@ def _insert_operation_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
     ev_id = _uuid_sql("'ev-' || i || '-' || rank || '-' || dup")
     channel_id = _uuid_sql("'channel-' || channel")
     address = "'0x' || md5('wallet-' || wallet) || substr(md5('w2-' || wallet), 1, 8)"
-    payload = (f"'{{\"operation_id\":\"' || {op_id} || '\",\"status\":\"' || status || '\",\"status_reason\":\"' || "
-               f"status_reason || '\",\"wallet_operation_id\":\"' || i || '\",\"address\":\"' || {address} || "
-               f"'\",\"chain_selector\":\"' || selector || '\",\"timestamp\":' || ts || '}}'")
+    payload = (
+        f'\'{{"operation_id":"\' || {op_id} || \'","status":"\' || status || \'","status_reason":"\' || '
+        f'status_reason || \'","wallet_operation_id":"\' || i || \'","address":"\' || {address} || '
+        f'\'","chain_selector":"\' || selector || \'","timestamp":\' || ts || \'}}\''
+    )
     proof = "status IN ('confirmed_latest', 'confirmed_safe', 'confirmed')"
-    con.execute(f"""
+    con.execute(
+        f"""
 INSERT INTO events BY NAME
 SELECT {ev_id} AS event_id, {channel_id} AS channel_id, 'operation.status' AS type, to_timestamp(ts) AS ts,
     status, status_reason, {op_id} AS subject_id, {op_id} AS operation_id, selector AS chain_selector,
     {address} AS address,
     CASE WHEN {proof} THEN md5('hash-' || i || status) END AS event_hash,
-    CASE WHEN {proof} AND {_u(21, 'i * 16 + rank')} >= 0.003 THEN 1 ELSE 0 END AS proof_count,
-    CASE WHEN {proof} AND {_u(21, 'i * 16 + rank')} >= 0.003
-         THEN CASE WHEN {_u(22, 'i * 16 + rank')} < 0.002 THEN 3 ELSE 4 + CAST(floor({_u(23, 'i * 16 + rank')} * 4)
+    CASE WHEN {proof} AND {_u(21, "i * 16 + rank")} >= 0.003 THEN 1 ELSE 0 END AS proof_count,
+    CASE WHEN {proof} AND {_u(21, "i * 16 + rank")} >= 0.003
+         THEN CASE WHEN {_u(22, "i * 16 + rank")} < 0.002 THEN 3 ELSE 4 + CAST(floor({_u(23, "i * 16 + rank")} * 4)
               AS INTEGER) END END AS signature_count,
     {payload} AS payload,
     -- hourly syncs; 2% of events are synced a few hours late (stored out of order)
     date_trunc('hour', to_timestamp(ts)) + INTERVAL 1 HOUR
-        + CASE WHEN dup = 1 OR {_u(24, 'i * 16 + rank')} < 0.02 THEN INTERVAL 3 HOUR ELSE INTERVAL 0 HOUR END
+        + CASE WHEN dup = 1 OR {_u(24, "i * 16 + rank")} < 0.02 THEN INTERVAL 3 HOUR ELSE INTERVAL 0 HOUR END
         AS synced_at
 FROM g_op_events
 ORDER BY synced_at, channel_id, ts
-""", {"seed": seed})
+""",
+        {"seed": seed},
+    )
 
 
 def _insert_operations(con: duckdb.DuckDBPyConnection, t_end: int) -> None:
-    con.execute(f"""
+    con.execute(
+        f"""
 INSERT INTO operations BY NAME
 WITH last AS (
     SELECT i, arg_max(status, (ts, rank)) AS status, max(ts) AS updated FROM g_op_events GROUP BY i
@@ -234,11 +276,14 @@ SELECT {_uuid_sql("'op-' || o.i")} AS operation_id, {_uuid_sql("'channel-' || o.
     to_timestamp(CAST(floor(o.c) AS BIGINT)) AS created_at, to_timestamp(l.updated) AS updated_at,
     least(to_timestamp(l.updated) + INTERVAL 1 HOUR, to_timestamp($t_end)) AS synced_at
 FROM g_ops o JOIN last l USING (i)
-""", {"t_end": t_end})
+""",
+        {"t_end": t_end},
+    )
 
 
 def _insert_queries(con: duckdb.DuckDBPyConnection, n_queries: int, span: int, t_end: int, seed: int) -> None:
-    con.execute(f"""
+    con.execute(
+        f"""
 CREATE OR REPLACE TEMP TABLE g_q AS
 WITH b AS (
     SELECT i, $t0 + i * ($span / $n) AS c, p.net, CAST(floor({_u(31)} * 20) AS INTEGER) AS channel,
@@ -251,7 +296,9 @@ SELECT i, channel, n.chain_selector, c AS t_accepted, c + 0.2 + u3 * 1.8 AS t_se
     CASE WHEN roll >= 0.02 AND roll < 0.06 THEN c + 3.7 + u3 * 1.8 + u4 * 2.5 + u5 * 37 END AS t_failed,
     CASE WHEN roll < 0.02 THEN c + 300 END AS t_expired
 FROM b JOIN g_net n USING (net)
-""", {"t0": T0, "span": span, "n": n_queries, "seed": seed})
+""",
+        {"t0": T0, "span": span, "n": n_queries, "seed": seed},
+    )
     for s in ("completed", "failed", "expired"):
         con.execute(f"UPDATE g_q SET t_{s} = NULL WHERE t_{s} > ?", [t_end])
     qid = _uuid_sql("'q-' || i")
@@ -261,13 +308,14 @@ FROM b JOIN g_net n USING (net)
     con.execute(f"""
 INSERT INTO queries BY NAME
 SELECT {qid} AS query_id, {ch} AS channel_id, {status} AS status, 'evm_call' AS query_kind, chain_selector,
-    {ts['accepted']} AS created_at, {', '.join(f"{v} AS {s}_at" for s, v in ts.items())},
+    {ts["accepted"]} AS created_at, {", ".join(f"{v} AS {s}_at" for s, v in ts.items())},
     to_timestamp(CAST(floor(t_accepted) AS BIGINT) + 300) AS expires_at,
     to_timestamp(CAST(floor(t_accepted) AS BIGINT) + 400) AS synced_at
 FROM g_q
 """)
     moves = ", ".join(f"{{'s': '{s}', 't': t_{s}}}" for s in spec.QUERY_STATUSES)
-    con.execute(f"""
+    con.execute(
+        f"""
 INSERT INTO events BY NAME
 WITH m AS (SELECT i, channel, chain_selector, unnest([{moves}]) AS m FROM g_q)
 SELECT {_uuid_sql("'qev-' || i || m.s")} AS event_id, {ch} AS channel_id, 'query.status' AS type,
@@ -277,18 +325,23 @@ SELECT {_uuid_sql("'qev-' || i || m.s")} AS event_id, {ch} AS channel_id, 'query
     CASE WHEN m.s IN ('completed', 'failed') THEN 4 + CAST(floor({_u(36)} * 3) AS INTEGER) END AS signature_count,
     date_trunc('hour', to_timestamp(CAST(floor(m.t) AS BIGINT))) + INTERVAL 1 HOUR AS synced_at
 FROM m WHERE m.t IS NOT NULL
-""", {"seed": seed})
+""",
+        {"seed": seed},
+    )
 
 
 def _insert_watchers(con: duckdb.DuckDBPyConnection, n_watcher_events: int, span: int, seed: int) -> None:
-    con.execute(f"""
+    con.execute(
+        f"""
 CREATE OR REPLACE TEMP TABLE g_w AS
 SELECT i, {_uuid_sql("'watcher-' || i")} AS watcher_id, {_uuid_sql("'channel-' || (i % 20)")} AS channel_id,
     n.chain_selector, 'watcher-' || i AS name,
     CASE WHEN i % 29 = 3 THEN 'failed' WHEN i % 13 = 5 THEN 'archived' ELSE 'active' END AS final_status,
     $t0 + i * 600 AS t_created
 FROM range(40) r(i) JOIN g_net n ON n.net = i % 10
-""", {"t0": T0})
+""",
+        {"t0": T0},
+    )
     con.execute("""INSERT INTO watchers BY NAME SELECT watcher_id, channel_id, name, final_status AS status,
         chain_selector, '0x' || md5(name) || '00000000' AS address, 'erc20' AS service,
         to_timestamp(t_created) AS created_at FROM g_w""")
@@ -296,20 +349,24 @@ FROM range(40) r(i) JOIN g_net n ON n.net = i % 10
         ELSE 'active' END, 't': t_created + 30}]
         || CASE WHEN final_status = 'archived' THEN [{'s': 'archiving', 't': t_created + $span // 2},
            {'s': 'archived', 't': t_created + $span // 2 + 40}] ELSE [] END"""
-    con.execute(f"""
+    con.execute(
+        f"""
 INSERT INTO events BY NAME
 WITH h AS (SELECT watcher_id, channel_id, chain_selector, unnest({history}) AS m FROM g_w)
 SELECT {_uuid_sql("'wst-' || watcher_id || m.s")} AS event_id, channel_id, 'watcher.status' AS type,
     to_timestamp(m.t) AS ts, m.s AS status, watcher_id AS subject_id, watcher_id, chain_selector, 0 AS proof_count,
     to_timestamp(m.t) + INTERVAL 1 HOUR AS synced_at
 FROM h
-""", {"span": span})
-    con.execute(f"""
+""",
+        {"span": span},
+    )
+    con.execute(
+        f"""
 INSERT INTO events BY NAME
 WITH e AS (
     SELECT r.i, w.watcher_id, w.channel_id, w.chain_selector,
-        $t0 + 60 + CAST(floor({_u(40, 'r.i')} * ($span - 120)) AS BIGINT) AS t
-    FROM range($n) r(i) JOIN g_w w ON w.i = CAST(floor({_u(41, 'r.i')} * 40) AS INTEGER)
+        $t0 + 60 + CAST(floor({_u(40, "r.i")} * ($span - 120)) AS BIGINT) AS t
+    FROM range($n) r(i) JOIN g_w w ON w.i = CAST(floor({_u(41, "r.i")} * 40) AS INTEGER)
     WHERE w.final_status <> 'failed'
 )
 SELECT {_uuid_sql("'wev-' || i")} AS event_id, channel_id, 'watcher.event' AS type, to_timestamp(t) AS ts,
@@ -318,15 +375,19 @@ SELECT {_uuid_sql("'wev-' || i")} AS event_id, channel_id, 'watcher.event' AS ty
     CASE WHEN {_u(42)} >= 0.001 THEN 4 + CAST(floor({_u(43)} * 4) AS INTEGER) END AS signature_count,
     date_trunc('hour', to_timestamp(t)) + INTERVAL 1 HOUR AS synced_at
 FROM e ORDER BY t
-""", {"t0": T0, "span": span, "n": n_watcher_events, "seed": seed})
+""",
+        {"t0": T0, "span": span, "n": n_watcher_events, "seed": seed},
+    )
 
 
 def _insert_reference(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""INSERT INTO networks BY NAME SELECT chain_selector, name, 'evm' AS chain_family,
         net_type AS network_type, to_timestamp(1700000000) AS created_at FROM g_net""")
-    con.execute(f"""INSERT INTO channels BY NAME SELECT {_uuid_sql("'channel-' || i")} AS channel_id,
+    con.execute(
+        f"""INSERT INTO channels BY NAME SELECT {_uuid_sql("'channel-' || i")} AS channel_id,
         'channel ' || i AS name, 'active' AS status, to_timestamp($t0) AS created_at FROM range(20) r(i)""",
-                {"t0": T0})
+        {"t0": T0},
+    )
 
 
 def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: int = 30, seed: int = 7) -> dict:
@@ -365,7 +426,8 @@ def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> tup
     with Warehouse(path) as wh:
         con = wh.con
         con.execute("SET enable_progress_bar = false")
-        con.execute(f"""
+        con.execute(
+            f"""
             INSERT INTO events BY NAME
             SELECT {_uuid_sql("'again-' || event_id || $salt")} AS event_id, channel_id, type, ts, status,
                 status_reason, subject_id, operation_id, chain_selector, address, event_hash, proof_count,
@@ -373,12 +435,16 @@ def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> tup
             FROM events
             WHERE operation_id IN (SELECT operation_id FROM operations ORDER BY created_at DESC LIMIT $n)
               AND synced_at < now() - INTERVAL 1 DAY  -- the generated history, not earlier copies
-        """, {"salt": str(time.time_ns()), "n": operations})
+        """,
+            {"salt": str(time.time_ns()), "n": operations},
+        )
         added = con.execute("SELECT count(*) FROM events WHERE synced_at = (SELECT max(synced_at) FROM events)")
         n_events = int(added.fetchone()[0])
         with wh.transaction():
-            con.execute("CREATE OR REPLACE TEMP TABLE _relist AS SELECT * FROM operations "
-                        "WHERE NOT list_contains(?, status)", [terminal])
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE _relist AS SELECT * FROM operations WHERE NOT list_contains(?, status)",
+                [terminal],
+            )
             con.execute("DELETE FROM operations WHERE operation_id IN (SELECT operation_id FROM _relist)")
             con.execute("INSERT INTO operations SELECT * REPLACE (now() AS synced_at) FROM _relist")
         n_records = int(con.execute("SELECT count(*) FROM _relist").fetchone()[0])
@@ -447,8 +513,13 @@ def child(path: str, label: str, repeats: int = 3) -> dict:
 
 def run_child(path: str, label: str) -> dict:
     """Run one case in a fresh Python process; returns what :func:`child` measured."""
-    out = subprocess.run([sys.executable, "-m", "benchmarks.metrics_bench", "--child", label, "--path", path],
-                         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.metrics_bench", "--child", label, "--path", path],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -467,7 +538,8 @@ def _of_type(ev: pd.DataFrame, event_type: str) -> pd.DataFrame:
 def _pd_transitions(ev: pd.DataFrame, ops: pd.DataFrame | None = None) -> pd.DataFrame:
     """Transitions from raw ``operation.status`` rows: first time per (operation, status), then the next status."""
     g = ev.groupby(["operation_id", "status"], sort=False, as_index=False).agg(
-        entered_at=("ts", "min"), chain_selector=("chain_selector", "first"))
+        entered_at=("ts", "min"), chain_selector=("chain_selector", "first")
+    )
     g["rank"] = g["status"].map(spec.OPERATION_STAGE_ORDER).fillna(1000)
     g = g.sort_values(["operation_id", "entered_at", "rank"], kind="stable")
     nxt = g.groupby("operation_id", sort=False)["entered_at"].shift(-1)
@@ -529,11 +601,15 @@ def _pd_outcomes(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
     last = tr.drop_duplicates("operation_id", keep="last").set_index("operation_id")
     reached = tr.groupby("chain_selector")["status"].agg(set)
     mainnets = set(nets.loc[nets["network_type"] == "mainnet", "chain_selector"])
-    latest_only = {c for c, s in reached.items() if "confirmed_latest" in s and not s & {"confirmed_safe", "confirmed"}
-                   and c not in mainnets}
+    latest_only = {
+        c
+        for c, s in reached.items()
+        if "confirmed_latest" in s and not s & {"confirmed_safe", "confirmed"} and c not in mainnets
+    }
     outcome = last["status"].where(last["status"].isin(list(spec.OPERATION_TERMINAL)))
-    outcome = outcome.mask((last["status"] == "confirmed_latest") & last["chain_selector"].isin(latest_only),
-                           "confirmed")
+    outcome = outcome.mask(
+        (last["status"] == "confirmed_latest") & last["chain_selector"].isin(latest_only), "confirmed"
+    )
     per_op = pd.DataFrame({"chain_selector": last["chain_selector"], "outcome": outcome})
     per_op["network"] = per_op["chain_selector"].map(dict(zip(nets["chain_selector"], nets["name"], strict=True)))
     per_op["network"] = per_op["network"].fillna(per_op["chain_selector"])
@@ -573,8 +649,9 @@ def pd_failure_reasons(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, fl
     from toolkit.metrics import classify_failure
 
     counts = failed.groupby(["status", "status_reason"]).size().rename("operations").reset_index()
-    counts["category"] = [classify_failure(r, s) for r, s in zip(counts["status_reason"], counts["status"],
-                                                                  strict=True)]
+    counts["category"] = [
+        classify_failure(r, s) for r, s in zip(counts["status_reason"], counts["status"], strict=True)
+    ]
     return counts.sort_values("operations", ascending=False).head(10), load
 
 
@@ -586,15 +663,32 @@ def pd_finality(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
     load = time.perf_counter() - t0
     ev = _of_type(ev, "operation.status")
     first = _first_seen(ev, "operation_id", names)
-    relay = [c for c in ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe",
-                         "confirmed", "failed") if c in first]
+    relay = [
+        c
+        for c in (
+            "accepted",
+            "sending",
+            "sent",
+            "broadcasting",
+            "confirmed_latest",
+            "confirmed_safe",
+            "confirmed",
+            "failed",
+        )
+        if c in first
+    ]
     first = first[first[relay].notna().any(axis=1)]
     latest = first[["confirmed_latest", "confirmed_safe", "confirmed"]].notna().any(axis=1)
     safe = first[["confirmed_safe", "confirmed"]].notna().any(axis=1)
     rows = first.assign(latest=latest, safe=safe, final=first["confirmed"].notna())
-    spans = {"to_latest": ("confirmed_latest", "accepted"), "to_safe": ("confirmed_safe", "accepted"),
-             "to_final": ("confirmed", "accepted"), "l2s": ("confirmed_safe", "confirmed_latest"),
-             "s2f": ("confirmed", "confirmed_safe"), "l2f": ("confirmed", "confirmed_latest")}
+    spans = {
+        "to_latest": ("confirmed_latest", "accepted"),
+        "to_safe": ("confirmed_safe", "accepted"),
+        "to_final": ("confirmed", "accepted"),
+        "l2s": ("confirmed_safe", "confirmed_latest"),
+        "s2f": ("confirmed", "confirmed_safe"),
+        "l2f": ("confirmed", "confirmed_latest"),
+    }
     for name, (end, start) in spans.items():
         rows[name] = (rows[end] - rows[start]).dt.total_seconds()
     grouped = rows.groupby("network")
@@ -617,8 +711,12 @@ def pd_query_latency(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, floa
     terminal = first[["completed", "failed", "expired"]]
     first["outcome"] = terminal.notna().idxmax(axis=1).where(terminal.notna().any(axis=1), "in_flight")
     first["terminal_at"] = terminal.min(axis=1)
-    spans = {"a2s": ("sending", "accepted"), "s2s": ("sent", "sending"), "s2t": ("terminal_at", "sent"),
-             "a2t": ("terminal_at", "accepted")}
+    spans = {
+        "a2s": ("sending", "accepted"),
+        "s2s": ("sent", "sending"),
+        "s2t": ("terminal_at", "sent"),
+        "a2t": ("terminal_at", "accepted"),
+    }
     for name, (end, start) in spans.items():
         first[name] = (first[end] - first[start]).dt.total_seconds()
     grouped = first.groupby(["network", "outcome"])
@@ -646,8 +744,11 @@ def pd_stuck(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, float]:
     current = tr[tr["exited_at"].isna() & ~tr["status"].isin(list(spec.OPERATION_TERMINAL))]
     reached = tr.groupby("chain_selector")["status"].agg(set)
     mainnets = set(nets.loc[nets["network_type"] == "mainnet", "chain_selector"])
-    latest_only = {c for c, s in reached.items() if "confirmed_latest" in s and not s & {"confirmed_safe", "confirmed"}
-                   and c not in mainnets}
+    latest_only = {
+        c
+        for c, s in reached.items()
+        if "confirmed_latest" in s and not s & {"confirmed_safe", "confirmed"} and c not in mainnets
+    }
     current = current[~((current["status"] == "confirmed_latest") & current["chain_selector"].isin(latest_only))]
     current = current.join(p90, on=["chain_selector", "status"])
     current["threshold"] = np.maximum(3 * current["p90"], 60).where(current["p90"].notna())
@@ -660,18 +761,31 @@ def pd_proof_coverage(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, flo
     t0 = time.perf_counter()
     ev = _raw(con, "events", "type, status, proof_count, signature_count")
     load = time.perf_counter() - t0
-    must = ev["type"].eq("watcher.event") | (ev["type"].eq("operation.status") & ev["status"].isin(
-        list(spec.OPERATION_PROOF_STATUSES))) | (ev["type"].eq("query.status") & ev["status"].isin(
-        list(spec.QUERY_PROOF_STATUSES)))
+    must = (
+        ev["type"].eq("watcher.event")
+        | (ev["type"].eq("operation.status") & ev["status"].isin(list(spec.OPERATION_PROOF_STATUSES)))
+        | (ev["type"].eq("query.status") & ev["status"].isin(list(spec.QUERY_PROOF_STATUSES)))
+    )
     proof = ev["proof_count"].fillna(0) > 0
     enough = ev["signature_count"] >= spec.PROOF_MIN_SIGNATURES
-    frame = pd.DataFrame({"type": ev["type"], "must": must, "with": must & proof, "enough": must & proof & enough,
-                          "unexpected": ~must & proof, "sigs": ev["signature_count"].where(must & proof)})
+    frame = pd.DataFrame(
+        {
+            "type": ev["type"],
+            "must": must,
+            "with": must & proof,
+            "enough": must & proof & enough,
+            "unexpected": ~must & proof,
+            "sigs": ev["signature_count"].where(must & proof),
+        }
+    )
     grouped = frame.groupby("type")
     out = grouped[["must", "with", "enough", "unexpected"]].sum()
     out["events"] = grouped.size()
-    out["sig_min"], out["sig_p50"], out["sig_max"] = (grouped["sigs"].min(), grouped["sigs"].median(),
-                                                      grouped["sigs"].max())
+    out["sig_min"], out["sig_p50"], out["sig_max"] = (
+        grouped["sigs"].min(),
+        grouped["sigs"].median(),
+        grouped["sigs"].max(),
+    )
     return out.reset_index(), load
 
 
@@ -684,8 +798,9 @@ def pd_watcher_activity(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, f
     counts = obs.groupby(["watcher_id", "hour"]).size().rename("events").reset_index()
     history = ev[ev["type"] == "watcher.status"].sort_values("ts")[["watcher_id", "ts", "status"]]
     counts["end"] = counts["hour"] + pd.Timedelta(hours=1)
-    merged = pd.merge_asof(counts.sort_values("end"), history, left_on="end", right_on="ts", by="watcher_id",
-                           allow_exact_matches=False)
+    merged = pd.merge_asof(
+        counts.sort_values("end"), history, left_on="end", right_on="ts", by="watcher_id", allow_exact_matches=False
+    )
     return merged, load
 
 
@@ -755,23 +870,30 @@ def _prepare(path: str, args: argparse.Namespace) -> None:
     print(f"refresh_models, nothing new: {seconds:.2f} s, {result}", flush=True)
     added, relisted = new_sync_batch(path)
     seconds, result = time_refresh(path)
-    print(f"refresh_models after a sync batch of {added:,} events and {relisted:,} unchanged in-flight records: "
-          f"{seconds:.2f} s, {result}", flush=True)
+    print(
+        f"refresh_models after a sync batch of {added:,} events and {relisted:,} unchanged in-flight records: "
+        f"{seconds:.2f} s, {result}",
+        flush=True,
+    )
     with Warehouse(path, read_only=True) as wh:
         n = wh.con.execute("SELECT count(*) FROM events WHERE type = 'operation.status'").fetchone()[0]
     print(f"operation events in the warehouse: {n:,}; {os.cpu_count()} cores\n", flush=True)
 
 
 def _compare(path: str, *, skip_pandas: bool) -> None:
-    header = (f"{'metric':32} {'first s':>8} {'warm s':>8} {'peak RSS':>9} {'+call':>8} {'rows':>7} "
-              f"{'pandas s':>9} {'(load':>7} {'+compute)':>9} {'ratio':>7} {'vs compute':>10}")
+    header = (
+        f"{'metric':32} {'first s':>8} {'warm s':>8} {'peak RSS':>9} {'+call':>8} {'rows':>7} "
+        f"{'pandas s':>9} {'(load':>7} {'+compute)':>9} {'ratio':>7} {'vs compute':>10}"
+    )
     print(header)
     print("-" * len(header))
     summary = []
     for label, _, _ in CASES:
         m = run_child(path, label)
-        line = (f"{label:32} {m['first']:8.2f} {m['warm']:8.2f} {_gb(m['peak']):>9} "
-                f"{_gb(m['peak'] - m['rss_before']):>8} {m['rows']:7,}")
+        line = (
+            f"{label:32} {m['first']:8.2f} {m['warm']:8.2f} {_gb(m['peak']):>9} "
+            f"{_gb(m['peak'] - m['rss_before']):>8} {m['rows']:7,}"
+        )
         ratio = compute_ratio = math.nan
         if not skip_pandas:
             load, compute, _ = run_baseline(path, label)

@@ -101,8 +101,7 @@ def event_sizes(base_url: str, plan: Plan, pages: int = 60) -> tuple[float, floa
     return sum(sizes) / len(sizes), sum(proven) / max(len(proven), 1), len(proven) / len(sizes)
 
 
-def _fetch_loop(base_url: str, plan: Plan, query: str, seed: int, start_at: float, stop_at: float,
-                out: list) -> None:
+def _fetch_loop(base_url: str, plan: Plan, query: str, seed: int, start_at: float, stop_at: float, out: list) -> None:
     conn, root = _connect(base_url)
     rng = random.Random(seed)
     pages = events = received = 0
@@ -120,15 +119,24 @@ def _fetch_loop(base_url: str, plan: Plan, query: str, seed: int, start_at: floa
     out.append((pages, events, received))
 
 
-def _generate(base_url: str, plan: Plan, query: str, connections: int, start_at: float, stop_at: float,
-              results: multiprocessing.Queue) -> None:
+def _generate(
+    base_url: str,
+    plan: Plan,
+    query: str,
+    connections: int,
+    start_at: float,
+    stop_at: float,
+    results: multiprocessing.Queue,
+) -> None:
     """The load generator (its own process, pinned to ``LOAD_CORE``): ``connections`` threads, one connection each,
     counting what they fetch between ``start_at`` and ``stop_at`` (``time.perf_counter``, system-wide monotonic)."""
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > LOAD_CORE:
         os.sched_setaffinity(0, {LOAD_CORE})
     out: list[tuple[int, int, int]] = []
-    threads = [threading.Thread(target=_fetch_loop, args=(base_url, plan, query, i, start_at, stop_at, out))
-               for i in range(connections)]
+    threads = [
+        threading.Thread(target=_fetch_loop, args=(base_url, plan, query, i, start_at, stop_at, out))
+        for i in range(connections)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -164,8 +172,9 @@ def _server_pid() -> int | None:
     return None
 
 
-def measure(base_url: str, plan: Plan, query: str, connections: int, warmup: float,
-            seconds: float) -> tuple[int, int, int, float | None, float | None]:
+def measure(
+    base_url: str, plan: Plan, query: str, connections: int, warmup: float, seconds: float
+) -> tuple[int, int, int, float | None, float | None]:
     """Run the load generator in another process. Answers (pages, events, bytes) fetched in the measured window,
     and the share of it the server and the load generator spent on a CPU (None where /proc is unavailable)."""
     ctx = multiprocessing.get_context("spawn")
@@ -198,39 +207,61 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before measuring")
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--type", action="append", default=[], metavar="EVENT_TYPE",
-                        help="also measure search pages filtered by this event type (repeatable)")
+    parser.add_argument(
+        "--type",
+        action="append",
+        default=[],
+        metavar="EVENT_TYPE",
+        help="also measure search pages filtered by this event type (repeatable)",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.connections <= 64 or not 0 < args.seconds <= 120:
         parser.error("connections must be 1-64 and seconds at most 120")
     per_day = max(10, round(args.events / EVENTS_PER_OPERATION / args.days))
-    print(f"scenario: {args.days} days x {per_day} operations/day (about {args.events:,} events), seed {args.seed}",
-          flush=True)
+    print(
+        f"scenario: {args.days} days x {per_day} operations/day (about {args.events:,} events), seed {args.seed}",
+        flush=True,
+    )
     t0 = time.perf_counter()
-    with sandbox_process("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", str(args.seed),
-                         core=SERVER_CORE) as url:
-        print(f"sandbox ready in {time.perf_counter() - t0:.1f}s at {url} (server pinned to core {SERVER_CORE}, "
-              f"load generator to core {LOAD_CORE})", flush=True)
+    with sandbox_process(
+        "--days", str(args.days), "--operations-per-day", str(per_day), "--seed", str(args.seed), core=SERVER_CORE
+    ) as url:
+        print(
+            f"sandbox ready in {time.perf_counter() - t0:.1f}s at {url} (server pinned to core {SERVER_CORE}, "
+            f"load generator to core {LOAD_CORE})",
+            flush=True,
+        )
         sizes = channel_sizes(url)
         plan = Plan(sizes)
         total = sum(sizes.values())
         print(f"history: {total:,} events in {len(sizes)} channels", flush=True)
         average, with_proof, share = event_sizes(url, plan)
-        print(f"event size (parsed sample): {average:,.0f} B on average; {with_proof:,.0f} B with a proof "
-              f"({share:.0%} of events carry one)", flush=True)
+        print(
+            f"event size (parsed sample): {average:,.0f} B on average; {with_proof:,.0f} B with a proof "
+            f"({share:.0%} of events carry one)",
+            flush=True,
+        )
         runs = [("", "unfiltered")] + [(f"&type={t}", f"type={t}") for t in args.type]
         for query, label in runs:
-            pages, events, received, server_busy, load_busy = measure(url, plan, query, args.connections,
-                                                                      args.warmup, args.seconds)
+            pages, events, received, server_busy, load_busy = measure(
+                url, plan, query, args.connections, args.warmup, args.seconds
+            )
             rate = pages / args.seconds
-            print(f"search pages of {PAGE} at random offsets ({label}), {args.connections} keep-alive connections, "
-                  f"{args.seconds:.0f}s: {pages:,} pages, {events:,} events")
-            print(f"  {rate:,.0f} pages/s = {events / args.seconds:,.0f} events/s = "
-                  f"{received / args.seconds / 1e6:,.1f} MB/s ({received / max(events, 1):,.0f} B per event on the "
-                  f"wire)", flush=True)
+            print(
+                f"search pages of {PAGE} at random offsets ({label}), {args.connections} keep-alive connections, "
+                f"{args.seconds:.0f}s: {pages:,} pages, {events:,} events"
+            )
+            print(
+                f"  {rate:,.0f} pages/s = {events / args.seconds:,.0f} events/s = "
+                f"{received / args.seconds / 1e6:,.1f} MB/s ({received / max(events, 1):,.0f} B per event on the "
+                f"wire)",
+                flush=True,
+            )
             if server_busy is not None and load_busy is not None:
-                print(f"  CPU busy in the window: server {server_busy:.0%} of its core, "
-                      f"load generator {load_busy:.0%}", flush=True)
+                print(
+                    f"  CPU busy in the window: server {server_busy:.0%} of its core, load generator {load_busy:.0%}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

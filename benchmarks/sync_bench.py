@@ -48,7 +48,9 @@ def peak_rss_mb():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 """
 
-SYNC_AND_REPORT = PEAK_RSS_MB + """
+SYNC_AND_REPORT = (
+    PEAK_RSS_MB
+    + """
 import json, sys
 from toolkit.config import Settings
 from toolkit.sync import sync
@@ -56,14 +58,18 @@ r = sync(Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.
 print(json.dumps({"seconds": r.seconds, "requests": r.requests, "rows": dict(r.rows), "phases": r.phases,
                   "peak_mb": peak_rss_mb()}))
 """
+)
 
-READ_JSON_AND_REPORT = PEAK_RSS_MB + """
+READ_JSON_AND_REPORT = (
+    PEAK_RSS_MB
+    + """
 import json, sys
 from pathlib import Path
 from benchmarks.sync_bench import read_json_loader
 n, seconds = read_json_loader(sys.argv[1], Path(sys.argv[2]))
 print(json.dumps({"events": n, "seconds": seconds, "peak_mb": peak_rss_mb()}))
 """
+)
 
 
 @contextmanager
@@ -73,8 +79,9 @@ def bare_client(base_url: str) -> Iterator[tuple[httpx.Client, list[dict]]]:
     with httpx.Client(base_url=base_url + "/", headers=headers, timeout=60) as client:
         channels: list[dict] = []
         while True:  # every page: a shape may have hundreds of channels
-            page = client.get("channels", params={"status": ["active", "archived"], "limit": 50,
-                                                  "offset": len(channels)}).json()
+            page = client.get(
+                "channels", params={"status": ["active", "archived"], "limit": 50, "offset": len(channels)}
+            ).json()
             channels += page["data"]
             if not page["has_more"] or not page["data"]:
                 break
@@ -87,8 +94,9 @@ def event_pages(client: httpx.Client, channels: list[dict], parse) -> Iterator[t
     for channel in channels:
         offset = 0
         while True:
-            body = client.get(f"channels/{channel['channel_id']}/events",
-                              params={"limit": 200, "offset": offset}).content
+            body = client.get(
+                f"channels/{channel['channel_id']}/events", params={"limit": 200, "offset": offset}
+            ).content
             if parse is None:
                 n = body.count(b'"event_id"')
                 more = b'"has_more":true' in body[-40:].replace(b" ", b"")
@@ -143,8 +151,11 @@ def fetch_all_lists(base_url: str) -> tuple[int, float]:
             for resource in ("operations", "queries"):
                 offset = 0
                 while True:
-                    page = json.loads(client.get(f"channels/{channel['channel_id']}/{resource}",
-                                                 params={"limit": 100, "offset": offset}).content)
+                    page = json.loads(
+                        client.get(
+                            f"channels/{channel['channel_id']}/{resource}", params={"limit": 100, "offset": offset}
+                        ).content
+                    )
                     total += len(page["data"])
                     offset += len(page["data"])
                     if not page["has_more"] or not page["data"]:
@@ -156,8 +167,9 @@ def run_sync(base_url: str, warehouse: Path) -> dict:
     """Sync in a fresh process; its report, plus ``cpu``: the CPU seconds that process used."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)],
-                         env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)], env=env, capture_output=True, text=True
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         raise SystemExit(f"the sync failed:\n{out.stderr[-3000:]}")
@@ -188,12 +200,17 @@ def change_operations(base_url: str, share: float) -> int:
         n = max(1, int(existing * share))
         for i in range(n):
             wallet = wallets[i % len(wallets)]
-            client.create_operation(channels[i % len(channels)]["channel_id"], {
-                "chain_selector": wallet["chain_selector"], "address": wallet["address"],
-                "wallet_operation_id": str(10**12 + i), "deadline": 0,
-                "transactions": [{"to": "0x" + "12" * 20, "value": "1", "data": "0x"}],
-                "signature": "0x" + "ab" * 65,
-            })
+            client.create_operation(
+                channels[i % len(channels)]["channel_id"],
+                {
+                    "chain_selector": wallet["chain_selector"],
+                    "address": wallet["address"],
+                    "wallet_operation_id": str(10**12 + i),
+                    "deadline": 0,
+                    "transactions": [{"to": "0x" + "12" * 20, "value": "1", "data": "0x"}],
+                    "signature": "0x" + "ab" * 65,
+                },
+            )
         client._http.post(base_url.rsplit("/v1", 1)[0] + "/sandbox/clock/advance", json={"seconds": 3600})
         return n
 
@@ -203,16 +220,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="approximate events in the scenario")
     parser.add_argument("--days", type=int, default=10)
-    parser.add_argument("--shape", default="default",
-                        help="the sandbox's scenario shape (one-channel, many-channels, many-transactions, long-lived, "
-                        "query-heavy); --events is then approximate")
+    parser.add_argument(
+        "--shape",
+        default="default",
+        help="the sandbox's scenario shape (one-channel, many-channels, many-transactions, long-lived, "
+        "query-heavy); --events is then approximate",
+    )
     args = parser.parse_args(argv)
     per_day = max(10, int(args.events / EVENTS_PER_OPERATION / args.days))
-    print(f"scenario: {args.shape}, {args.days} days x {per_day} operations/day (about {args.events:,} events)",
-          flush=True)
+    print(
+        f"scenario: {args.shape}, {args.days} days x {per_day} operations/day (about {args.events:,} events)",
+        flush=True,
+    )
     t0 = time.perf_counter()
-    with sandbox_server("--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3",
-                        "--shape", args.shape) as (url, pid):
+    with sandbox_server(
+        "--days", str(args.days), "--operations-per-day", str(per_day), "--seed", "3", "--shape", args.shape
+    ) as (url, pid):
         print(f"sandbox ready in {time.perf_counter() - t0:.1f}s at {url}", flush=True)
         with cpu_of(pid) as bound_cpu:
             n, secs = fetch_all_events(url, json.loads)
@@ -225,47 +248,67 @@ def main(argv: list[str] | None = None) -> None:
         with cpu_of(pid) as lists_cpu:
             n4, secs4 = fetch_all_lists(url)
         every_page = secs + secs4
-        print(f"every page a full sync reads (events, then {n4:,} operations and queries), same way: "
-              f"{every_page:.2f}s")
+        print(f"every page a full sync reads (events, then {n4:,} operations and queries), same way: {every_page:.2f}s")
         with tempfile.TemporaryDirectory() as tmp:
-            out = subprocess.run([sys.executable, "-c", READ_JSON_AND_REPORT, url, tmp], capture_output=True,
-                                 text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+            out = subprocess.run(
+                [sys.executable, "-c", READ_JSON_AND_REPORT, url, tmp],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
             simple = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"  for scale, fetch every event page to a file, then DuckDB read_json: "
-              f"{simple['events'] / simple['seconds']:,.0f} events/s, peak RSS {simple['peak_mb']:,.0f} MB")
+        print(
+            f"  for scale, fetch every event page to a file, then DuckDB read_json: "
+            f"{simple['events'] / simple['seconds']:,.0f} events/s, peak RSS {simple['peak_mb']:,.0f} MB"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             wh = Path(tmp) / "bench.duckdb"
             with cpu_of(pid) as sync_cpu:
                 full = run_sync(url, wh)
             n_after, secs_after = fetch_all_events(url, json.loads)
             bound_after = n_after / secs_after
-            print(f"lower bound again, right after the sync: {bound_after:,.0f} events/s; "
-                  f"the ratios below use the mean, {(bound + bound_after) / 2:,.0f} events/s")
+            print(
+                f"lower bound again, right after the sync: {bound_after:,.0f} events/s; "
+                f"the ratios below use the mean, {(bound + bound_after) / 2:,.0f} events/s"
+            )
             bound = (bound + bound_after) / 2
             events = full["rows"].get("events", 0)
             rate = events / full["seconds"]
-            print(f"full sync: {events:,} events ({sum(full['rows'].values()):,} rows) in {full['seconds']:.2f}s "
-                  f"= {rate:,.0f} events/s = {rate / bound:.0%} of the lower bound; "
-                  f"{full['requests']:,} requests; peak RSS {full['peak_mb']:.0f} MB")
+            print(
+                f"full sync: {events:,} events ({sum(full['rows'].values()):,} rows) in {full['seconds']:.2f}s "
+                f"= {rate:,.0f} events/s = {rate / bound:.0%} of the lower bound; "
+                f"{full['requests']:,} requests; peak RSS {full['peak_mb']:.0f} MB"
+            )
             print(f"  phases (s): {full['phases']}")
-            print(f"  events phase alone: {events / full['phases']['events']:,.0f} events/s = "
-                  f"{events / full['phases']['events'] / bound:.0%} of the lower bound")
-            print(f"  the whole sync against fetching and parsing every page it reads: {every_page:.2f}s / "
-                  f"{full['seconds']:.2f}s = {every_page / full['seconds']:.0%}")
+            print(
+                f"  events phase alone: {events / full['phases']['events']:,.0f} events/s = "
+                f"{events / full['phases']['events'] / bound:.0%} of the lower bound"
+            )
+            print(
+                f"  the whole sync against fetching and parsing every page it reads: {every_page:.2f}s / "
+                f"{full['seconds']:.2f}s = {every_page / full['seconds']:.0%}"
+            )
             cores = os.cpu_count() or 1
             print(f"CPU seconds (this machine has {cores} cores):")
-            print(f"  lower bound, events: client {bound_cpu['client']:.1f} + sandbox {bound_cpu['server']:.1f} "
-                  f"in {secs:.1f}s of wall; operations and queries: client {lists_cpu['client']:.1f} + sandbox "
-                  f"{lists_cpu['server']:.1f} in {secs4:.1f}s")
+            print(
+                f"  lower bound, events: client {bound_cpu['client']:.1f} + sandbox {bound_cpu['server']:.1f} "
+                f"in {secs:.1f}s of wall; operations and queries: client {lists_cpu['client']:.1f} + sandbox "
+                f"{lists_cpu['server']:.1f} in {secs4:.1f}s"
+            )
             used = full["cpu"] + sync_cpu["server"]
-            print(f"  full sync: its process {full['cpu']:.1f} + sandbox {sync_cpu['server']:.1f} = {used:.1f} in "
-                  f"{full['seconds']:.1f}s of wall = {used / full['seconds']:.2f} of {cores} cores busy; at "
-                  f"{cores} cores fully busy that much work would take {used / cores:.1f}s")
+            print(
+                f"  full sync: its process {full['cpu']:.1f} + sandbox {sync_cpu['server']:.1f} = {used:.1f} in "
+                f"{full['seconds']:.1f}s of wall = {used / full['seconds']:.2f} of {cores} cores busy; at "
+                f"{cores} cores fully busy that much work would take {used / cores:.1f}s"
+            )
             changed = change_operations(url, 0.01)
             inc = run_sync(url, wh)
-            print(f"incremental after {changed:,} new operations (1%) ran to completion: {inc['requests']:,} requests "
-                  f"= {inc['requests'] / full['requests']:.1%} of the full sync's; {inc['seconds']:.2f}s; "
-                  f"rows {inc['rows']}")
+            print(
+                f"incremental after {changed:,} new operations (1%) ran to completion: {inc['requests']:,} requests "
+                f"= {inc['requests'] / full['requests']:.1%} of the full sync's; {inc['seconds']:.2f}s; "
+                f"rows {inc['rows']}"
+            )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ def sandbox():
     """A seeded sandbox (frozen clock) with one organisation holding ``TEST_KEY``."""
     from toolkit.sandbox import Sandbox
 
-    return Sandbox(orgs=(TEST_KEY, "other-org-key"), not_onboarded=("not-onboarded-key",), seed=11, days=2,
-                   operations_per_day=300)
+    return Sandbox(
+        orgs=(TEST_KEY, "other-org-key"), not_onboarded=("not-onboarded-key",), seed=11, days=2, operations_per_day=300
+    )
 
 
 @pytest.fixture(scope="module")

@@ -85,41 +85,86 @@ class Org:
 
     def __post_init__(self) -> None:
         self.networks = [
-            {"id": _id("net", n), "name": name, "chain_selector": sel, "chain_id": cid, "chain_family": "evm",
-             "type": "mainnet", "created_at": T0, "updated_at": T0}
+            {
+                "id": _id("net", n),
+                "name": name,
+                "chain_selector": sel,
+                "chain_id": cid,
+                "chain_family": "evm",
+                "type": "mainnet",
+                "created_at": T0,
+                "updated_at": T0,
+            }
             for n, (name, sel, cid) in enumerate([("Ethereum Mainnet", ETHEREUM, "1"), ("Base", BASE, "8453")])
         ]
         wallet_address = "0x" + "ab" * 20
-        self.wallets = [{"wallet_id": _id("wallet"), "name": "main", "address": wallet_address,
-                         "wallet_owner_address": "0x" + "cd" * 20, "chain_selector": ETHEREUM,
-                         "wallet_type": "ecdsa", "status": "deployed", "configuration": {},
-                         "allowed_rsa_signers": [], "allowed_ecdsa_signers": [], "created_at": T0}]
+        self.wallets = [
+            {
+                "wallet_id": _id("wallet"),
+                "name": "main",
+                "address": wallet_address,
+                "wallet_owner_address": "0x" + "cd" * 20,
+                "chain_selector": ETHEREUM,
+                "wallet_type": "ecdsa",
+                "status": "deployed",
+                "configuration": {},
+                "allowed_rsa_signers": [],
+                "allowed_ecdsa_signers": [],
+                "created_at": T0,
+            }
+        ]
         for c in range(self.channels):
             cid = _id("channel", c)
-            self.channel_list.append({"channel_id": cid, "name": f"hostile-{c}", "status": "active",
-                                      "created_at": T0 + c})
+            self.channel_list.append(
+                {"channel_id": cid, "name": f"hostile-{c}", "status": "active", "created_at": T0 + c}
+            )
             ops, events = [], []
             for i in range(self.operations_per_channel):
                 created = T0 + 100 + i * 10
-                op = {"operation_id": _id("op", c, i), "status": OPERATION_STEPS[-1], "chain_selector": ETHEREUM,
-                      "address": wallet_address, "wallet_operation_id": str(1000 + i), "deadline": 0,
-                      "transactions": [{"to": "0x" + "11" * 20, "value": "0", "data": "0x"}], "signature": None,
-                      "created_at": created, "updated_at": created + len(OPERATION_STEPS) - 1}
+                op = {
+                    "operation_id": _id("op", c, i),
+                    "status": OPERATION_STEPS[-1],
+                    "chain_selector": ETHEREUM,
+                    "address": wallet_address,
+                    "wallet_operation_id": str(1000 + i),
+                    "deadline": 0,
+                    "transactions": [{"to": "0x" + "11" * 20, "value": "0", "data": "0x"}],
+                    "signature": None,
+                    "created_at": created,
+                    "updated_at": created + len(OPERATION_STEPS) - 1,
+                }
                 ops.append(op)
                 for step, status in enumerate(OPERATION_STEPS):
-                    events.append({
-                        "event_id": _id("event", c, i, status),
-                        "headers": {"type": "operation.status", "offset": len(events), "proofs": []},
-                        "payload": {"status": status, "status_reason": "", "operation_id": op["operation_id"],
-                                    "wallet_operation_id": op["wallet_operation_id"], "address": wallet_address,
-                                    "chain_selector": ETHEREUM, "timestamp": created + step},
-                    })
+                    events.append(
+                        {
+                            "event_id": _id("event", c, i, status),
+                            "headers": {"type": "operation.status", "offset": len(events), "proofs": []},
+                            "payload": {
+                                "status": status,
+                                "status_reason": "",
+                                "operation_id": op["operation_id"],
+                                "wallet_operation_id": op["wallet_operation_id"],
+                                "address": wallet_address,
+                                "chain_selector": ETHEREUM,
+                                "timestamp": created + step,
+                            },
+                        }
+                    )
             self.operations[cid] = ops
             self.events[cid] = events
             self.queries[cid] = [
-                {"query_id": _id("query", c, q), "channel_id": cid, "status": "completed", "query_kind": "evm_call",
-                 "chain_selector": BASE, "target": "0x" + "22" * 20, "created_at": T0 + 50 + q,
-                 "updated_at": T0 + 60 + q, "accepted_at": T0 + 50 + q, "completed_at": T0 + 60 + q}
+                {
+                    "query_id": _id("query", c, q),
+                    "channel_id": cid,
+                    "status": "completed",
+                    "query_kind": "evm_call",
+                    "chain_selector": BASE,
+                    "target": "0x" + "22" * 20,
+                    "created_at": T0 + 50 + q,
+                    "updated_at": T0 + 60 + q,
+                    "accepted_at": T0 + 50 + q,
+                    "completed_at": T0 + 60 + q,
+                }
                 for q in range(self.queries_per_channel)
             ]
 
@@ -220,11 +265,12 @@ class HostileServer:
             items[7]["headers"]["offset"] = 7.5
         return items
 
-    def _list(self, kind: str, cid: str, items: list[Any], params: dict[str, str], *, limit: int) -> tuple[
-            int, str, bytes]:
+    def _list(
+        self, kind: str, cid: str, items: list[Any], params: dict[str, str], *, limit: int
+    ) -> tuple[int, str, bytes]:
         limit = int(params.get("limit", limit))
         offset = int(params.get("offset", 0))
-        page = items[offset:offset + limit]
+        page = items[offset : offset + limit]
         has_more = offset + limit < len(items)
         if kind in self.defects.has_more_forever:
             has_more = True
@@ -240,7 +286,7 @@ class HostileServer:
         if "offset" not in params:  # newest first
             return 200, "application/json", _dumps({"events": events[::-1][:limit], "has_more": len(events) > limit})
         offset = int(params["offset"])
-        page = events[offset:offset + limit]
+        page = events[offset : offset + limit]
         has_more = offset + limit < len(events)
         d = self.defects
         if "events" in d.has_more_forever:
@@ -287,8 +333,9 @@ def _handler(server: HostileServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             url = urlsplit(self.path)
-            status, content_type, body = server.answer(url.path, parse_qs(url.query),
-                                                       self.headers.get("Authorization", ""))
+            status, content_type, body = server.answer(
+                url.path, parse_qs(url.query), self.headers.get("Authorization", "")
+            )
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))

@@ -39,7 +39,9 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     shown = "\n".join(
         str(out.get("data", {}).get("text/html", "")) + str(out.get("data", {}).get("text/plain", ""))
-        for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
     )
     assert MAIN_TABLE[path.name] in shown
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]

@@ -21,8 +21,10 @@ from .errors import ChainopsError
 def output_error(path: str | os.PathLike[str], exc: OSError, what: str = "the output") -> ChainopsError:
     """A clear error for an output that could not be written: names the path, the reason and what to do."""
     reason = exc.strerror or str(exc)
-    return ChainopsError(f"Cannot write {what} to {path}: {reason}. Check that the directory exists, is writable "
-                         "and has free space, or choose another --out.")
+    return ChainopsError(
+        f"Cannot write {what} to {path}: {reason}. Check that the directory exists, is writable "
+        "and has free space, or choose another --out."
+    )
 
 
 def _temp_name(path: Path, suffix: str) -> Path:

@@ -37,13 +37,23 @@ SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions"
 
 class UsageError(ChainopsError):
     """A command line that parses but does not make sense (exit 2)."""
+
+
 #: Exit code of `chainops report` when a --fail-on threshold is breached.
 EXIT_THRESHOLD = 3
 
 
 def _print_table(df: pd.DataFrame) -> None:
-    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_rows", 500,
-                           "display.float_format", "{:,.1f}".format):
+    with pd.option_context(
+        "display.width",
+        200,
+        "display.max_columns",
+        30,
+        "display.max_rows",
+        500,
+        "display.float_format",
+        "{:,.1f}".format,
+    ):
         print(frame_for_terminal(df).to_string(index=False, na_rep="-"))
 
 
@@ -131,8 +141,16 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     settings = Settings.load(warehouse=args.warehouse)
     func = metrics.METRICS[args.name]
     accepts = inspect.signature(func).parameters
-    given = {"since": args.since, "until": args.until, "channel": args.channel, "network": args.network,
-             "status": args.status, "bucket": args.bucket, "top": args.top, "now": args.now}
+    given = {
+        "since": args.since,
+        "until": args.until,
+        "channel": args.channel,
+        "network": args.network,
+        "status": args.status,
+        "bucket": args.bucket,
+        "top": args.top,
+        "now": args.now,
+    }
     refused = [f"--{k}" for k, v in given.items() if v and k not in accepts]
     if refused:
         raise UsageError(f"{args.name} does not take {', '.join(refused)}")
@@ -163,8 +181,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     settings = Settings.load(warehouse=args.warehouse)
     try:
-        result = report.write_report(str(settings.warehouse), args.out, fmt=args.format, since=args.since,
-                                     until=args.until, title=args.title, thresholds=args.fail_on or ())
+        result = report.write_report(
+            str(settings.warehouse),
+            args.out,
+            fmt=args.format,
+            since=args.since,
+            until=args.until,
+            title=args.title,
+            thresholds=args.fail_on or (),
+        )
     except ValueError as exc:
         raise ChainopsError(str(exc)) from None
     except OSError as exc:
@@ -197,8 +222,9 @@ def cmd_sql(args: argparse.Namespace) -> int:
             message = str(exc).strip()
             lowered = message.lower()
             if any(w in lowered for w in ("read-only", "read only", "disabled by configuration", "has been locked")):
-                raise ChainopsError(f"chainops sql is read-only: only queries of the warehouse are allowed "
-                                    f"({message})") from None
+                raise ChainopsError(
+                    f"chainops sql is read-only: only queries of the warehouse are allowed ({message})"
+                ) from None
             raise ChainopsError(f"The query failed: {message}") from None
     _write_frame(df, args.format, args.out)
     return 0
@@ -226,12 +252,24 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     if args.shape not in SANDBOX_SHAPES:
         raise UsageError(f"unknown --shape {args.shape!r}; choose one of {', '.join(SANDBOX_SHAPES)}")
     run_server(
-        host=args.host, port=args.port, orgs=tuple(args.org or ["sandbox-key"]),
-        not_onboarded=tuple(args.not_onboarded or ()), seed=args.seed, days=args.days, empty=args.empty,
-        speed=args.speed, fail_rate=args.fail_rate, rate_limit=args.rate_limit,
-        operations_per_day=args.operations_per_day, start=args.start, slow_rate=args.slow_rate,
-        slow_seconds=args.slow_seconds, truncate_rate=args.truncate_rate, drop_rate=args.drop_rate,
-        malformed_rate=args.malformed_rate, shape=args.shape,
+        host=args.host,
+        port=args.port,
+        orgs=tuple(args.org or ["sandbox-key"]),
+        not_onboarded=tuple(args.not_onboarded or ()),
+        seed=args.seed,
+        days=args.days,
+        empty=args.empty,
+        speed=args.speed,
+        fail_rate=args.fail_rate,
+        rate_limit=args.rate_limit,
+        operations_per_day=args.operations_per_day,
+        start=args.start,
+        slow_rate=args.slow_rate,
+        slow_seconds=args.slow_seconds,
+        truncate_rate=args.truncate_rate,
+        drop_rate=args.drop_rate,
+        malformed_rate=args.malformed_rate,
+        shape=args.shape,
     )
     return 0
 
@@ -249,12 +287,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def warehouse_opt(p: argparse.ArgumentParser, default: str | None = None) -> None:
-        p.add_argument("--warehouse", default=default, metavar="PATH",
-                       help="DuckDB warehouse file (default: $CHAINOPS_WAREHOUSE or data/chainops.duckdb)")
+        p.add_argument(
+            "--warehouse",
+            default=default,
+            metavar="PATH",
+            help="DuckDB warehouse file (default: $CHAINOPS_WAREHOUSE or data/chainops.duckdb)",
+        )
 
     p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
-    p.add_argument("--warehouse", default="data/demo.duckdb", metavar="PATH",
-                   help="warehouse file for the demo (recreated each run; default data/demo.duckdb)")
+    p.add_argument(
+        "--warehouse",
+        default="data/demo.duckdb",
+        metavar="PATH",
+        help="warehouse file for the demo (recreated each run; default data/demo.duckdb)",
+    )
     p.add_argument("--out", default="data/reports", metavar="DIR", help="where the report goes (default data/reports)")
     p.add_argument("--seed", type=int, default=7, help="sandbox seed (default 7)")
     p.add_argument("--days", type=int, default=3, help="days of seeded history (default 3)")
@@ -267,8 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", action="append", metavar="ID", help="sync only this channel (repeatable)")
     p.add_argument("--full", action="store_true", help="ignore saved cursors and read everything again")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--workers", type=_at_least_one, metavar="N",
-                   help="requests in flight at once (default: 4, or 1 when the service is on this machine)")
+    p.add_argument(
+        "--workers",
+        type=_at_least_one,
+        metavar="N",
+        help="requests in flight at once (default: 4, or 1 when the service is on this machine)",
+    )
     p.set_defaults(func=cmd_sync)
 
     from .metrics import METRICS
@@ -280,36 +330,61 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="T", help="start of the period: ISO time or an age such as 7d, 12h")
     p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age")
     p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
-    p.add_argument("--network", action="append", metavar="NAME",
-                   help="only this network, by name or chain selector (repeatable)")
-    p.add_argument("--status", action="append", metavar="STATUS",
-                   help="only this status (repeatable; metrics that group by status)")
+    p.add_argument(
+        "--network", action="append", metavar="NAME", help="only this network, by name or chain selector (repeatable)"
+    )
+    p.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help="only this status (repeatable; metrics that group by status)",
+    )
     p.add_argument("--bucket", metavar="SIZE", help="time buckets, e.g. 1h, 6h, 1d (metrics over time)")
     p.add_argument("--top", type=int, metavar="N", help="how many failure reasons (failure-reasons)")
-    p.add_argument("--now", metavar="T", help="the time ages are measured to (stuck-operations; default: the "
-                   "newest event in the warehouse)")
-    p.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table",
-                   help="output format (default table; parquet needs --out)")
+    p.add_argument(
+        "--now",
+        metavar="T",
+        help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
+    )
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json", "parquet"],
+        default="table",
+        help="output format (default table; parquet needs --out)",
+    )
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("report", help="write the report: one HTML file, or the metric tables as CSV/Parquet")
     warehouse_opt(p)
-    p.add_argument("--since", default="7d", metavar="T",
-                   help="start of the period: ISO time or an age before --until such as 7d, 12h (default 7d)")
+    p.add_argument(
+        "--since",
+        default="7d",
+        metavar="T",
+        help="start of the period: ISO time or an age before --until such as 7d, 12h (default 7d)",
+    )
     p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age (default now)")
-    p.add_argument("--out", required=True, metavar="PATH",
-                   help="the HTML file to write, or the directory of the CSV/Parquet tables")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="PATH",
+        help="the HTML file to write, or the directory of the CSV/Parquet tables",
+    )
     p.add_argument("--format", choices=["html", "csv", "parquet"], default="html", help="output format (default html)")
     p.add_argument("--title", default="Chain operations", help="the report's title")
-    p.add_argument("--fail-on", action="append", type=_threshold, metavar="EXPR",
-                   help="exit 3 when this holds, e.g. 'failure_rate>0.05' or 'stuck>0' (repeatable; values: "
-                   "operations, terminal, failure_rate, expiry_rate, cancel_rate, failure_rate_change, "
-                   "worst_failure_rate, stuck, query_failure_rate, proof_coverage, slowest_p90_s, sync_age_h, ...)")
+    p.add_argument(
+        "--fail-on",
+        action="append",
+        type=_threshold,
+        metavar="EXPR",
+        help="exit 3 when this holds, e.g. 'failure_rate>0.05' or 'stuck>0' (repeatable; values: "
+        "operations, terminal, failure_rate, expiry_rate, cancel_rate, failure_rate_change, "
+        "worst_failure_rate, stuck, query_failure_rate, proof_coverage, slowest_p90_s, sync_age_h, ...)",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("sql", help="run a read-only SQL query against the warehouse")
-    p.add_argument("query", help="SQL text, e.g. \"select * from operation_lifecycle limit 5\"")
+    p.add_argument("query", help='SQL text, e.g. "select * from operation_lifecycle limit 5"')
     warehouse_opt(p)
     p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format (default table)")
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
@@ -323,33 +398,77 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sandbox", help="serve the local emulator of the service on loopback")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
-    p.add_argument("--org", action="append", metavar="KEY",
-                   help="an onboarded organisation's API key (repeatable; the first holds the seeded history)")
-    p.add_argument("--not-onboarded", action="append", metavar="KEY",
-                   help="a known key whose organisation is not onboarded (answers ORGANIZATION_NOT_FOUND)")
+    p.add_argument(
+        "--org",
+        action="append",
+        metavar="KEY",
+        help="an onboarded organisation's API key (repeatable; the first holds the seeded history)",
+    )
+    p.add_argument(
+        "--not-onboarded",
+        action="append",
+        metavar="KEY",
+        help="a known key whose organisation is not onboarded (answers ORGANIZATION_NOT_FOUND)",
+    )
     p.add_argument("--seed", type=int, default=7, help="scenario seed (default 7)")
     p.add_argument("--days", type=int, default=3, help="days of backfilled history (default 3)")
     p.add_argument("--empty", action="store_true", help="seed nothing")
-    p.add_argument("--speed", type=float, default=1.0,
-                   help="simulated seconds per wall second (default 1; 0 freezes the clock)")
-    p.add_argument("--fail-rate", type=float, default=0.0, metavar="P",
-                   help="share of requests answered 500 INTERNAL_ERROR (fault injection)")
-    p.add_argument("--rate-limit", type=float, default=None, metavar="RPS",
-                   help="requests per second before answering 429 with Retry-After (fault injection)")
-    p.add_argument("--operations-per-day", type=float, default=400, metavar="N",
-                   help="scenario size: operations per day of history (default 400; events are about 8x that)")
-    p.add_argument("--shape", default="default", metavar="NAME",
-                   help=f"how the seeded history is laid out: {', '.join(SANDBOX_SHAPES)} (default: five channels)")
-    p.add_argument("--start", type=int, default=None, metavar="UNIX",
-                   help="simulated 'now' at start, unix seconds (default: the current minute)")
+    p.add_argument(
+        "--speed", type=float, default=1.0, help="simulated seconds per wall second (default 1; 0 freezes the clock)"
+    )
+    p.add_argument(
+        "--fail-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of requests answered 500 INTERNAL_ERROR (fault injection)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        metavar="RPS",
+        help="requests per second before answering 429 with Retry-After (fault injection)",
+    )
+    p.add_argument(
+        "--operations-per-day",
+        type=float,
+        default=400,
+        metavar="N",
+        help="scenario size: operations per day of history (default 400; events are about 8x that)",
+    )
+    p.add_argument(
+        "--shape",
+        default="default",
+        metavar="NAME",
+        help=f"how the seeded history is laid out: {', '.join(SANDBOX_SHAPES)} (default: five channels)",
+    )
+    p.add_argument(
+        "--start",
+        type=int,
+        default=None,
+        metavar="UNIX",
+        help="simulated 'now' at start, unix seconds (default: the current minute)",
+    )
     p.add_argument("--slow-rate", type=float, default=0.0, metavar="P", help="share of answers delayed (fault)")
     p.add_argument("--slow-seconds", type=float, default=5.0, metavar="S", help="delay of a slow answer (default 5)")
-    p.add_argument("--truncate-rate", type=float, default=0.0, metavar="P",
-                   help="share of answers cut short after the headers (fault)")
-    p.add_argument("--drop-rate", type=float, default=0.0, metavar="P",
-                   help="share of connections closed before answering (fault)")
-    p.add_argument("--malformed-rate", type=float, default=0.0, metavar="P",
-                   help="share of answers that are 200 with invalid JSON (fault)")
+    p.add_argument(
+        "--truncate-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of answers cut short after the headers (fault)",
+    )
+    p.add_argument(
+        "--drop-rate", type=float, default=0.0, metavar="P", help="share of connections closed before answering (fault)"
+    )
+    p.add_argument(
+        "--malformed-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of answers that are 200 with invalid JSON (fault)",
+    )
     p.set_defaults(func=cmd_sandbox)
     return parser
 
@@ -381,8 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return fail(f"the warehouse failed: {exc}", 1)
             raise
         if isinstance(exc, Terminated) or sigterm_received():
-            return fail("terminated (SIGTERM); what was committed is kept, run the command again to continue",
-                        EXIT_TERMINATED)
+            return fail(
+                "terminated (SIGTERM); what was committed is kept, run the command again to continue", EXIT_TERMINATED
+            )
         return fail("interrupted; what was committed is kept, run the command again to continue", EXIT_INTERRUPTED)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""

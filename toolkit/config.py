@@ -141,8 +141,9 @@ class Settings:
             problem = str(exc)
         url = base_url or env.get(ENV_BASE_URL) or None
         path = warehouse or env.get(ENV_WAREHOUSE) or DEFAULT_WAREHOUSE
-        return cls(base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path),
-                   key_problem=problem)
+        return cls(
+            base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path), key_problem=problem
+        )
 
     def require_service(self) -> tuple[str, Secret]:
         """The base URL and key, or a :class:`ConfigError` that says how to set them."""

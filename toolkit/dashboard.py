@@ -35,10 +35,30 @@ VIEWS: dict[str, str] = {
 }
 _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "latency": ("network", "status", "entered", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
-    "failure": ("network", "operations", "terminal", "failed", "expired", "cancelled", "failure_rate",
-                "failure_rate_low", "failure_rate_high"),
-    "finality": ("network", "operations", "reached_latest", "reached_safe", "reached_finalized", "latest_share",
-                 "safe_share", "finalized_share", "latest_only", "to_latest_p50_s", "to_finalized_p50_s"),
+    "failure": (
+        "network",
+        "operations",
+        "terminal",
+        "failed",
+        "expired",
+        "cancelled",
+        "failure_rate",
+        "failure_rate_low",
+        "failure_rate_high",
+    ),
+    "finality": (
+        "network",
+        "operations",
+        "reached_latest",
+        "reached_safe",
+        "reached_finalized",
+        "latest_share",
+        "safe_share",
+        "finalized_share",
+        "latest_only",
+        "to_latest_p50_s",
+        "to_finalized_p50_s",
+    ),
     "stuck": ("operation_id", "channel_id", "network", "status", "entered_at", "age_s", "threshold_s"),
 }
 
@@ -78,7 +98,8 @@ class Dashboard:
             networks = wh.query(
                 "SELECT DISTINCT coalesce(n.name, o.chain_selector) AS name FROM operations o "
                 "LEFT JOIN networks n ON n.chain_selector = o.chain_selector WHERE o.chain_selector IS NOT NULL "
-                "ORDER BY name")
+                "ORDER BY name"
+            )
             span = wh.query("SELECT min(created_at) AS first, max(created_at) AS last FROM operations")
             latest = metrics.latest_event_time(wh)
         first, last = span["first"].iloc[0], span["last"].iloc[0]
@@ -90,15 +111,26 @@ class Dashboard:
         times = list(pd.date_range(start, end, freq=step))
         self.bucket = bucket or ("6h" if end - start <= pd.Timedelta(days=3) else "1d")
         layout = w.Layout(width="auto")
-        self.channel = w.SelectMultiple(options=[(f"{n} ({c})" if n != c else c, c) for c, n in
-                                                 zip(channels["channel_id"], channels["name"], strict=True)],
-                                        description="Channel", rows=4, layout=layout)
+        self.channel = w.SelectMultiple(
+            options=[
+                (f"{n} ({c})" if n != c else c, c)
+                for c, n in zip(channels["channel_id"], channels["name"], strict=True)
+            ],
+            description="Channel",
+            rows=4,
+            layout=layout,
+        )
         self.network = w.SelectMultiple(options=list(networks["name"]), description="Network", rows=4, layout=layout)
-        self.status = w.SelectMultiple(options=list(spec.OPERATION_STATUSES), description="Status", rows=4,
-                                       layout=layout)
+        self.status = w.SelectMultiple(
+            options=list(spec.OPERATION_STATUSES), description="Status", rows=4, layout=layout
+        )
         self.period = w.SelectionRangeSlider(
-            options=[(t.strftime("%Y-%m-%d %H:%M"), t) for t in times], index=(0, len(times) - 1),
-            description="UTC time", continuous_update=False, layout=w.Layout(width="95%"))
+            options=[(t.strftime("%Y-%m-%d %H:%M"), t) for t in times],
+            index=(0, len(times) - 1),
+            description="UTC time",
+            continuous_update=False,
+            layout=w.Layout(width="95%"),
+        )
         self.summary = w.HTML()
         self.images = {key: w.Image(format="png", layout=w.Layout(max_width="100%")) for key in VIEWS}
         self.html = {key: w.HTML() for key in VIEWS}
@@ -123,8 +155,12 @@ class Dashboard:
     def filters(self) -> dict[str, Any]:
         """The current filters as metric arguments: channel, network, since, until (None for "all")."""
         since, until = self.period.value
-        return {"channel": list(self.channel.value) or None, "network": list(self.network.value) or None,
-                "since": since, "until": until}
+        return {
+            "channel": list(self.channel.value) or None,
+            "network": list(self.network.value) or None,
+            "since": since,
+            "until": until,
+        }
 
     def redraw(self) -> None:
         """Recompute the four views from the warehouse with the current filters, and redraw them."""
@@ -138,8 +174,9 @@ class Dashboard:
                     "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
                     "failure": metrics.failure_rates(wh, by=["network"], **f),
                     "finality": metrics.finality_breakdown(wh, by=["network"], **f),
-                    "stuck": metrics.stuck_operations(wh, channel=f["channel"], network=f["network"],
-                                                      status=statuses, now=now),
+                    "stuck": metrics.stuck_operations(
+                        wh, channel=f["channel"], network=f["network"], status=statuses, now=now
+                    ),
                 }
                 durations = metrics.status_durations(wh, status=statuses, **f)
                 over_time = metrics.failure_rates(wh, by=["network"], bucket=self.bucket, **f)
@@ -167,13 +204,14 @@ class Dashboard:
         import html
 
         rates = tables["failure"]
-        ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal",
-                                                                                       "failed"))
+        ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
         rate = f"{failed / terminal:.1%}" if terminal else "no finished operations"
         since, until = self.period.value
-        return (f"<b>{ops:,}</b> operations created {html.escape(f'{since:%Y-%m-%d %H:%M}')} to "
-                f"{html.escape(f'{until:%Y-%m-%d %H:%M}')} UTC; failure rate <b>{html.escape(rate)}</b>; "
-                f"<b>{len(tables['stuck']):,}</b> stuck now.")
+        return (
+            f"<b>{ops:,}</b> operations created {html.escape(f'{since:%Y-%m-%d %H:%M}')} to "
+            f"{html.escape(f'{until:%Y-%m-%d %H:%M}')} UTC; failure rate <b>{html.escape(rate)}</b>; "
+            f"<b>{len(tables['stuck']):,}</b> stuck now."
+        )
 
 
 def dashboard(warehouse: metrics.WarehouseLike = None, *, bucket: str | None = None) -> Dashboard:

@@ -66,8 +66,13 @@ def csv_safe(value: Any) -> Any:
 
 
 def _text_columns(df: pd.DataFrame) -> list[Any]:
-    return [c for c in df.columns if pd.api.types.is_object_dtype(df[c]) or pd.api.types.is_string_dtype(df[c])
-            or isinstance(df[c].dtype, pd.CategoricalDtype)]
+    return [
+        c
+        for c in df.columns
+        if pd.api.types.is_object_dtype(df[c])
+        or pd.api.types.is_string_dtype(df[c])
+        or isinstance(df[c].dtype, pd.CategoricalDtype)
+    ]
 
 
 def _map_text(df: pd.DataFrame, func: Any) -> pd.DataFrame:
@@ -92,5 +97,12 @@ def frame_for_csv(df: pd.DataFrame, *, terminal: bool = False) -> pd.DataFrame:
     return _map_text(df, csv_safe)
 
 
-__all__ = ["DISPLAY_LIMIT", "clean_for_terminal", "csv_safe", "for_terminal", "frame_for_csv", "frame_for_terminal",
-           "shorten"]
+__all__ = [
+    "DISPLAY_LIMIT",
+    "clean_for_terminal",
+    "csv_safe",
+    "for_terminal",
+    "frame_for_csv",
+    "frame_for_terminal",
+    "shorten",
+]

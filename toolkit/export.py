@@ -35,11 +35,14 @@ from .warehouse import Warehouse
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 PARTITION_COLUMNS = ("network", "day")
 
-_NETWORK_OF_SELECTOR = "coalesce((SELECT n.name FROM networks n WHERE n.chain_selector = t.chain_selector), " \
-    "t.chain_selector)"
-_NETWORK_OF_OPERATION = ("(SELECT coalesce(n.name, o.chain_selector) FROM operations o "
-                         "LEFT JOIN networks n ON n.chain_selector = o.chain_selector "
-                         "WHERE o.operation_id = t.operation_id)")
+_NETWORK_OF_SELECTOR = (
+    "coalesce((SELECT n.name FROM networks n WHERE n.chain_selector = t.chain_selector), t.chain_selector)"
+)
+_NETWORK_OF_OPERATION = (
+    "(SELECT coalesce(n.name, o.chain_selector) FROM operations o "
+    "LEFT JOIN networks n ON n.chain_selector = o.chain_selector "
+    "WHERE o.operation_id = t.operation_id)"
+)
 _CREATED_OF_OPERATION = "(SELECT o.created_at FROM operations o WHERE o.operation_id = t.operation_id)"
 
 
@@ -162,9 +165,16 @@ def _export_one(wh: Warehouse, spec: ExportSpec, out: Path, batch_rows: int) -> 
         partitioning = ds.partitioning(pa.schema([schema.field(p) for p in partitions]), flavor="hive")
     else:
         partitioning = None
-    ds.write_dataset(reader, staging, format="parquet", partitioning=partitioning, basename_template="part-{i}.parquet",
-                     existing_data_behavior="overwrite_or_ignore", max_rows_per_file=1_000_000,
-                     max_rows_per_group=min(batch_rows * 10, 1_000_000))
+    ds.write_dataset(
+        reader,
+        staging,
+        format="parquet",
+        partitioning=partitioning,
+        basename_template="part-{i}.parquet",
+        existing_data_behavior="overwrite_or_ignore",
+        max_rows_per_file=1_000_000,
+        max_rows_per_group=min(batch_rows * 10, 1_000_000),
+    )
     files = sorted(staging.rglob("*.parquet")) if staging.exists() else []
     if not files:  # an empty table: one empty file keeps its schema readable
         staging.mkdir(parents=True, exist_ok=True)
@@ -174,5 +184,12 @@ def _export_one(wh: Warehouse, spec: ExportSpec, out: Path, batch_rows: int) -> 
     return len(files)
 
 
-__all__ = ["EXPORTS", "NULL_PARTITION", "PARTITION_COLUMNS", "ExportSpec", "export_parquet", "export_sql",
-           "portable_column"]
+__all__ = [
+    "EXPORTS",
+    "NULL_PARTITION",
+    "PARTITION_COLUMNS",
+    "ExportSpec",
+    "export_parquet",
+    "export_sql",
+    "portable_column",
+]

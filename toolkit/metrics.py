@@ -195,7 +195,13 @@ class _Sql:
 
 
 def _common(
-    channel: Values, network: Values, since: TimeLike, until: TimeLike, time_column: str, *, alias: str = "",
+    channel: Values,
+    network: Values,
+    since: TimeLike,
+    until: TimeLike,
+    time_column: str,
+    *,
+    alias: str = "",
 ) -> _Sql:
     """Channel, network (name or selector) and period filters on the columns of the relation ``alias``."""
     a = f"{alias}." if alias else ""
@@ -211,8 +217,10 @@ def _event_filters(channel: Values, network: Values, since: TimeLike, until: Tim
     names = _values(network)
     if names is not None:
         ref = q.bind(names)
-        q.clauses.append(f"(list_contains({ref}, e.chain_selector) OR e.chain_selector IN "
-                         f"(SELECT chain_selector FROM networks WHERE list_contains({ref}, name)))")
+        q.clauses.append(
+            f"(list_contains({ref}, e.chain_selector) OR e.chain_selector IN "
+            f"(SELECT chain_selector FROM networks WHERE list_contains({ref}, name)))"
+        )
     return q.period("e.ts", since, until)
 
 
@@ -354,8 +362,15 @@ def status_latency(
     keys = [*cols, *(["bucket"] if bucket_sql else [])]
     outer = [*out_in, "max_s", *out_created]
     df = _run(warehouse, _with_quantiles(inner, [*keys, *_LATENCY_COUNTS], outer), q.params)
-    df = df.rename(columns={"in_p50_s": "p50_s", "in_p90_s": "p90_s", "in_p99_s": "p99_s",
-                            "created_p50_s": "since_created_p50_s", "created_p90_s": "since_created_p90_s"})
+    df = df.rename(
+        columns={
+            "in_p50_s": "p50_s",
+            "in_p90_s": "p90_s",
+            "in_p99_s": "p99_s",
+            "created_p50_s": "since_created_p50_s",
+            "created_p90_s": "since_created_p90_s",
+        }
+    )
     if "status" in df.columns:
         df["status"] = status_categorical(df["status"])
     return _sort(_bucket_to_time(df), keys)
@@ -484,8 +499,9 @@ def _reason_table(df: pd.DataFrame, cols: list[str], top: int | None) -> pd.Data
         df = df[df["rank"] <= top].copy()
     df["category"] = pd.Categorical(df["category"], categories=FAILURE_CATEGORIES, ordered=True)
     df["status"] = status_categorical(df["status"])
-    out = df[[*cols, "category", "reason", "status", "operations", "share", "category_operations",
-              "category_share", "rank"]]
+    out = df[
+        [*cols, "category", "reason", "status", "operations", "share", "category_operations", "category_share", "rank"]
+    ]
     return out.reset_index(drop=True)
 
 
@@ -500,8 +516,10 @@ FINALITY_TIMES: dict[str, tuple[str, str]] = {
     "safe_to_finalized": ("confirmed_at", "confirmed_safe_at"),
     "latest_to_finalized": ("confirmed_at", "confirmed_latest_at"),
 }
-_RELAYED = ("coalesce(accepted_at, sending_at, sent_at, broadcasting_at, confirmed_latest_at, confirmed_safe_at, "
-            "confirmed_at, failed_at) IS NOT NULL")
+_RELAYED = (
+    "coalesce(accepted_at, sending_at, sent_at, broadcasting_at, confirmed_latest_at, confirmed_safe_at, "
+    "confirmed_at, failed_at) IS NOT NULL"
+)
 _FINALITY_COUNTS = ("operations", "reached_latest", "reached_safe", "reached_finalized", "failed", "latest_only")
 
 
@@ -651,8 +669,18 @@ def _query_rates(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 # ---- stuck operations --------------------------------------------------------------------------------------------
 
-STUCK_COLUMNS = ("operation_id", "channel_id", "chain_selector", "network", "address", "status", "entered_at",
-                 "age_s", "threshold_s", "network_p90_s")
+STUCK_COLUMNS = (
+    "operation_id",
+    "channel_id",
+    "chain_selector",
+    "network",
+    "address",
+    "status",
+    "entered_at",
+    "age_s",
+    "threshold_s",
+    "network_p90_s",
+)
 
 
 def latest_event_time(warehouse: WarehouseLike = None) -> pd.Timestamp | None:
@@ -695,9 +723,17 @@ def stuck_operations(
     cols = _grouping(by, STUCK_GROUPS, "stuck_operations") if by else []
     with _open(warehouse) as wh:
         at = to_utc(now) or latest_event_time(wh)
-        df = pd.DataFrame(columns=list(STUCK_COLUMNS)) if at is None else _stuck_rows(
-            wh, at, _common(channel, network, since, until, "l.created_at", alias="c").one_of(status, "c.status"),
-            multiple, min_seconds, thresholds or {},
+        df = (
+            pd.DataFrame(columns=list(STUCK_COLUMNS))
+            if at is None
+            else _stuck_rows(
+                wh,
+                at,
+                _common(channel, network, since, until, "l.created_at", alias="c").one_of(status, "c.status"),
+                multiple,
+                min_seconds,
+                thresholds or {},
+            )
         )
     df["status"] = status_categorical(df["status"])
     if not cols:
@@ -707,8 +743,9 @@ def stuck_operations(
     return _sort(summary, cols)
 
 
-def _stuck_rows(wh: Warehouse, at: pd.Timestamp, q: _Sql, multiple: float, min_seconds: float,
-                thresholds: Mapping[str, float]) -> pd.DataFrame:
+def _stuck_rows(
+    wh: Warehouse, at: pd.Timestamp, q: _Sql, multiple: float, min_seconds: float, thresholds: Mapping[str, float]
+) -> pd.DataFrame:
     now = q.bind(at.to_pydatetime())
     thr_status, thr_seconds = q.bind(list(thresholds)), q.bind([float(v) for v in thresholds.values()])
     terminal = q.bind(sorted(spec.OPERATION_TERMINAL))
@@ -750,9 +787,22 @@ def _stuck_rows(wh: Warehouse, at: pd.Timestamp, q: _Sql, multiple: float, min_s
 
 # ---- proofs ------------------------------------------------------------------------------------------------------
 
-_PROOF_COLUMNS = ("events", "must_have_proof", "with_proof", "missing_proof", "coverage", "coverage_low",
-                  "coverage_high", "min_signatures", "enough_signatures", "too_few_signatures", "signatures_min",
-                  "signatures_p50", "signatures_max", "unexpected_proofs")
+_PROOF_COLUMNS = (
+    "events",
+    "must_have_proof",
+    "with_proof",
+    "missing_proof",
+    "coverage",
+    "coverage_low",
+    "coverage_high",
+    "min_signatures",
+    "enough_signatures",
+    "too_few_signatures",
+    "signatures_min",
+    "signatures_p50",
+    "signatures_max",
+    "unexpected_proofs",
+)
 
 
 def proof_coverage(
@@ -794,14 +844,18 @@ def _proof_table(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     """Fold (type, status, proof?, signatures, n) rows into the coverage table, judging each pair with the spec."""
     pairs = {(t, s) for t, s in zip(df["type"], df["status"], strict=True)}
     need = {(t, s): spec.event_requires_proof(t, None if s is None or s is pd.NA or s != s else s) for t, s in pairs}
-    must = pd.Series([need[(t, s)] for t, s in zip(df["type"], df["status"], strict=True)], index=df.index,
-                     dtype=bool)
+    must = pd.Series([need[(t, s)] for t, s in zip(df["type"], df["status"], strict=True)], index=df.index, dtype=bool)
     proof = df["has_proof"].astype(bool)
     enough = (df["signature_count"].astype("Float64") >= spec.PROOF_MIN_SIGNATURES).fillna(False).astype(bool)
     n = df["n"].astype("int64")
-    df = df.assign(events=n, must_have_proof=n.where(must, 0), with_proof=n.where(must & proof, 0),
-                   enough_signatures=n.where(must & proof & enough, 0), unexpected_proofs=n.where(~must & proof, 0),
-                   _all=0)
+    df = df.assign(
+        events=n,
+        must_have_proof=n.where(must, 0),
+        with_proof=n.where(must & proof, 0),
+        enough_signatures=n.where(must & proof & enough, 0),
+        unexpected_proofs=n.where(~must & proof, 0),
+        _all=0,
+    )
     keys = cols or ["_all"]
     counted = ["events", "must_have_proof", "with_proof", "enough_signatures", "unexpected_proofs"]
     out = df.groupby(keys, dropna=False)[counted].sum()
@@ -850,8 +904,11 @@ def watcher_status_history(
     """
     _grouping(by, ("watcher_id",), "watcher_status_history")
     q = _common(channel, network, since, until, "h.entered_at", alias="h").one_of(status, "h.status")
-    rank = "CASE e.status " + " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(spec.WATCHER_STATUSES)) + \
-        " ELSE 1000 END"
+    rank = (
+        "CASE e.status "
+        + " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(spec.WATCHER_STATUSES))
+        + " ELSE 1000 END"
+    )
     sql = f"""
         WITH moves AS (
             SELECT e.watcher_id, e.status, e.ts AS entered_at, {rank} AS stage_rank,
@@ -909,8 +966,12 @@ def watcher_activity(
     q = _event_filters(channel, network, since, until)
     q.clauses.append("e.type = 'watcher.event'")
     bucket_sql = _bucket_sql(q, "e.ts", bucket)
-    exprs = {"watcher_id": "e.watcher_id", "channel_id": "e.channel_id", "chain_selector": "e.chain_selector",
-             "network": network_expr}
+    exprs = {
+        "watcher_id": "e.watcher_id",
+        "channel_id": "e.channel_id",
+        "chain_selector": "e.chain_selector",
+        "network": network_expr,
+    }
     select, group = _select_groups(cols, bucket_sql, exprs)
     sql = f"""
         SELECT {select} count(*) AS events, count(*) FILTER (WHERE coalesce(e.proof_count, 0) > 0) AS with_proof
@@ -934,8 +995,15 @@ def _with_watcher_status(history: pd.DataFrame, df: pd.DataFrame, width: int) ->
     if df.empty or right.empty:
         df["status"] = None
     else:
-        df = pd.merge_asof(df.sort_values("_end"), right.sort_values("entered_at"), left_on="_end",
-                           right_on="entered_at", by="watcher_id", allow_exact_matches=False, direction="backward")
+        df = pd.merge_asof(
+            df.sort_values("_end"),
+            right.sort_values("entered_at"),
+            left_on="_end",
+            right_on="entered_at",
+            by="watcher_id",
+            allow_exact_matches=False,
+            direction="backward",
+        )
         df = df.drop(columns=["entered_at"])
     df["status"] = status_categorical(df["status"], spec.WATCHER_STATUSES)
     return df.drop(columns=["_end"])

@@ -73,8 +73,14 @@ def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in ea
         keep = [(p, v) for p, v in zip(positions, series, strict=True) if len(v)]
         if not keep:
             continue
-        box = ax.boxplot([v for _, v in keep], positions=[p for p, _ in keep], widths=width * 0.9,
-                         patch_artist=True, showfliers=False, manage_ticks=False)
+        box = ax.boxplot(
+            [v for _, v in keep],
+            positions=[p for p, _ in keep],
+            widths=width * 0.9,
+            patch_artist=True,
+            showfliers=False,
+            manage_ticks=False,
+        )
         for patch in box["boxes"]:
             patch.set_facecolor(_colour(j))
             patch.set_alpha(0.7)
@@ -101,8 +107,13 @@ def latency_ecdf(durations: pd.DataFrame, *, title: str = "Distribution of the t
     ax = fig.add_subplot()
     for i, status in enumerate(_present(data["status"])):
         values = np.sort(data.loc[data["status"] == status, "seconds"].clip(lower=0.5).to_numpy())
-        ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", color=_colour(i),
-                label=f"{status} (n={len(values):,})")
+        ax.step(
+            values,
+            np.arange(1, len(values) + 1) / len(values),
+            where="post",
+            color=_colour(i),
+            label=f"{status} (n={len(values):,})",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("seconds in status (log scale; sub-second shown as 0.5 s)")
     ax.set_ylabel("share of transitions at or below")
@@ -116,8 +127,9 @@ def latency_ecdf(durations: pd.DataFrame, *, title: str = "Distribution of the t
 # ---- failures ----------------------------------------------------------------------------------------------------
 
 
-def failure_rate_over_time(rates: pd.DataFrame, *, group: str | None = None, max_lines: int = 6,
-                           title: str = "Failure rate over time") -> Figure:
+def failure_rate_over_time(
+    rates: pd.DataFrame, *, group: str | None = None, max_lines: int = 6, title: str = "Failure rate over time"
+) -> Figure:
     """The failure rate per time bucket with its 95% Wilson interval as a band, one line per group.
 
     Arguments: ``rates`` from :func:`toolkit.metrics.failure_rates` with a ``bucket``; ``group`` the column that
@@ -136,10 +148,15 @@ def failure_rate_over_time(rates: pd.DataFrame, *, group: str | None = None, max
         title = f"{title} ({max_lines} largest of {data[group].nunique()} {group} groups)"
     for i, (name, part) in enumerate(sorted(parts, key=lambda p: str(p[0]))):
         part = part.sort_values("bucket")
-        ax.plot(part["bucket"], part["failure_rate"] * 100, marker="o", markersize=3, color=_colour(i),
-                label=str(name))
-        ax.fill_between(part["bucket"], part["failure_rate_low"] * 100, part["failure_rate_high"] * 100,
-                        color=_colour(i), alpha=0.2, linewidth=0)
+        ax.plot(part["bucket"], part["failure_rate"] * 100, marker="o", markersize=3, color=_colour(i), label=str(name))
+        ax.fill_between(
+            part["bucket"],
+            part["failure_rate_low"] * 100,
+            part["failure_rate_high"] * 100,
+            color=_colour(i),
+            alpha=0.2,
+            linewidth=0,
+        )
     ax.set_ylabel("failed operations, % of finished (band: 95% Wilson interval)")
     ax.set_xlabel("bucket start (UTC)")
     ax.set_ylim(bottom=0)
@@ -150,8 +167,9 @@ def failure_rate_over_time(rates: pd.DataFrame, *, group: str | None = None, max
     return fig
 
 
-def failure_reason_bars(reasons: pd.DataFrame, *, top: int = 15,
-                        title: str = "Most frequent failure reasons") -> Figure:
+def failure_reason_bars(
+    reasons: pd.DataFrame, *, top: int = 15, title: str = "Most frequent failure reasons"
+) -> Figure:
     """Horizontal bars of the most frequent raw failure reasons, coloured by taxonomy category.
 
     Arguments: ``reasons`` from :func:`toolkit.metrics.failure_reasons`; ``top`` bars at most. Returns the figure.
@@ -191,8 +209,7 @@ def finality_funnel(breakdown: pd.DataFrame, *, title: str = "How far operations
     ax = fig.add_subplot()
     label_col = next((c for c in ("network", "chain_selector", "channel_id") if c in breakdown), None)
     labels = breakdown[label_col].astype(str).tolist() if label_col else ["all"] * len(breakdown)
-    labels = [f"{lab}\n(latest only)" if lo else lab for lab, lo in zip(labels, breakdown["latest_only"],
-                                                                       strict=True)]
+    labels = [f"{lab}\n(latest only)" if lo else lab for lab, lo in zip(labels, breakdown["latest_only"], strict=True)]
     x = np.arange(len(breakdown))
     stages = (("latest_share", "latest"), ("safe_share", "safe"), ("finalized_share", "finalized"))
     for i, (col, name) in enumerate(stages):
@@ -220,13 +237,20 @@ def finality_stage_times(times: pd.DataFrame, *, title: str = "Time to each fina
     ax = fig.add_subplot()
     networks = sorted(times["network"].astype(str).unique())
     for i, (col, name) in enumerate(columns):
-        series = [times.loc[times["network"].astype(str) == n, col].dropna().clip(lower=0.5).to_numpy()
-                  for n in networks]
+        series = [
+            times.loc[times["network"].astype(str) == n, col].dropna().clip(lower=0.5).to_numpy() for n in networks
+        ]
         positions = [k + (i - 1) * 0.27 for k in range(len(networks))]
         keep = [(p, v) for p, v in zip(positions, series, strict=True) if len(v)]
         if keep:
-            box = ax.boxplot([v for _, v in keep], positions=[p for p, _ in keep], widths=0.24, patch_artist=True,
-                             showfliers=False, manage_ticks=False)
+            box = ax.boxplot(
+                [v for _, v in keep],
+                positions=[p for p, _ in keep],
+                widths=0.24,
+                patch_artist=True,
+                showfliers=False,
+                manage_ticks=False,
+            )
             for patch in box["boxes"]:
                 patch.set_facecolor(_colour(i))
                 patch.set_alpha(0.7)
@@ -315,8 +339,13 @@ def proof_coverage_bars(coverage: pd.DataFrame, *, title: str = "Events carrying
     err = np.clip(np.vstack([cov - data["coverage_low"] * 100, data["coverage_high"] * 100 - cov]), 0, None)
     ax.bar(x - 0.2, cov, width=0.4, yerr=err, capsize=3, color=_colour(2), label="carry a proof")
     few = data["too_few_signatures"] / data["with_proof"].where(data["with_proof"] > 0) * 100
-    ax.bar(x + 0.2, few.fillna(0), width=0.4, color=_colour(3),
-           label=f"proofs with fewer than {int(data['min_signatures'].iloc[0])} signatures")
+    ax.bar(
+        x + 0.2,
+        few.fillna(0),
+        width=0.4,
+        color=_colour(3),
+        label=f"proofs with fewer than {int(data['min_signatures'].iloc[0])} signatures",
+    )
     for xi, n in zip(x, data["must_have_proof"], strict=True):
         ax.text(xi, 101, f"n={n:,}", ha="center", va="bottom", fontsize="x-small")
     ax.set_xticks(x, labels)
@@ -337,17 +366,22 @@ def watcher_activity_heatmap(activity: pd.DataFrame, *, title: str = "Observed c
     if activity.empty:
         return _empty(fig, title, "no watcher events in range")
     ax = fig.add_subplot()
-    label = "name" if "name" in activity else next(c for c in ("watcher_id", "network", "channel_id",
-                                                               "chain_selector") if c in activity)
+    label = (
+        "name"
+        if "name" in activity
+        else next(c for c in ("watcher_id", "network", "channel_id", "chain_selector") if c in activity)
+    )
     rows = activity[label].fillna(activity.get("watcher_id", activity[label])).astype(str)
-    grid = activity.assign(_row=rows).pivot_table(index="_row", columns="bucket", values="events", aggfunc="sum",
-                                                  fill_value=0)
+    grid = activity.assign(_row=rows).pivot_table(
+        index="_row", columns="bucket", values="events", aggfunc="sum", fill_value=0
+    )
     image = ax.imshow(grid.to_numpy(), aspect="auto", interpolation="nearest", cmap="viridis")
     ax.set_yticks(range(len(grid.index)), grid.index, fontsize="x-small")
     step = max(len(grid.columns) // 8, 1)
     ticks = list(range(0, len(grid.columns), step))
-    ax.set_xticks(ticks, [grid.columns[i].strftime("%m-%d %H:%M") for i in ticks], rotation=30, ha="right",
-                  fontsize="x-small")
+    ax.set_xticks(
+        ticks, [grid.columns[i].strftime("%m-%d %H:%M") for i in ticks], rotation=30, ha="right", fontsize="x-small"
+    )
     ax.set_xlabel("bucket start (UTC)")
     ax.set_ylabel("watcher")
     fig.colorbar(image, ax=ax, label="events per bucket")
@@ -364,8 +398,9 @@ def _finality(warehouse: Any, **kwargs: Any) -> Figure:
     return finality_funnel(metrics.finality_breakdown(warehouse, **kwargs))
 
 
-def _simple(data: Callable[..., pd.DataFrame], draw: Callable[[pd.DataFrame], Figure],
-            **defaults: Any) -> Callable[..., Figure]:
+def _simple(
+    data: Callable[..., pd.DataFrame], draw: Callable[[pd.DataFrame], Figure], **defaults: Any
+) -> Callable[..., Figure]:
     def make(warehouse: Any, **kwargs: Any) -> Figure:
         """Query the metric and draw it; returns the figure."""
         return draw(data(warehouse, **{**defaults, **kwargs}))
@@ -391,9 +426,17 @@ def _registry() -> dict[str, Callable[..., Figure]]:
 
 #: Names :func:`figure_for` draws: every metric of :data:`toolkit.metrics.METRICS` but the watcher history, plus
 #: ``finality-times``.
-FIGURES: tuple[str, ...] = ("status-latency", "failure-rates", "failure-reasons", "finality-breakdown",
-                            "finality-times", "query-latency", "stuck-operations", "proof-coverage",
-                            "watcher-activity")
+FIGURES: tuple[str, ...] = (
+    "status-latency",
+    "failure-rates",
+    "failure-reasons",
+    "finality-breakdown",
+    "finality-times",
+    "query-latency",
+    "stuck-operations",
+    "proof-coverage",
+    "watcher-activity",
+)
 
 
 def figure_for(name: str, warehouse: str | os.PathLike[str] | Any = None, **filters: Any) -> Figure:

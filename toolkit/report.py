@@ -57,11 +57,18 @@ SUMMARY_VALUES: dict[str, str] = {
     "sync_age_h": "hours from the last successful sync to the end of the period",
 }
 
-_THRESHOLD_RE = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
-                           r"\s*(%?)\s*$", re.I)
+_THRESHOLD_RE = re.compile(
+    r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
+    r"\s*(%?)\s*$",
+    re.I,
+)
 _COMPARE = {
-    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
 }
 
 
@@ -129,8 +136,10 @@ class Report:
         return _render_html(self, figures=figures)
 
     def __repr__(self) -> str:
-        return (f"Report({self.title!r}, {self.since:%Y-%m-%d %H:%M} to {self.until:%Y-%m-%d %H:%M} UTC, "
-                f"{len(self.tables)} tables, {len(self.findings)} findings, {len(self.breaches)} thresholds breached)")
+        return (
+            f"Report({self.title!r}, {self.since:%Y-%m-%d %H:%M} to {self.until:%Y-%m-%d %H:%M} UTC, "
+            f"{len(self.tables)} tables, {len(self.findings)} findings, {len(self.breaches)} thresholds breached)"
+        )
 
     def _repr_html_(self) -> str:
         return _render_html(self, figures=False, full_page=False)
@@ -161,8 +170,10 @@ class Report:
 
     def summary_frame(self) -> pd.DataFrame:
         """The summary values as a (name, value, meaning) table, with the period."""
-        rows = [("since", self.since.isoformat(), "start of the period"),
-                ("until", self.until.isoformat(), "end of the period (exclusive)")]
+        rows = [
+            ("since", self.since.isoformat(), "start of the period"),
+            ("until", self.until.isoformat(), "end of the period (exclusive)"),
+        ]
         rows += [(k, _plain(v), SUMMARY_VALUES[k]) for k, v in self.summary.items()]
         return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
 
@@ -203,8 +214,9 @@ def _period(since: metrics.TimeLike, until: metrics.TimeLike) -> tuple[pd.Timest
 def _freshness(wh: Warehouse) -> tuple[pd.Timestamp | None, dict[str, Any] | None]:
     ok = wh.query("SELECT max(finished_at) AS t FROM sync_runs WHERE outcome IN ('ok', 'partial')")["t"]
     synced = None if ok.empty or pd.isna(ok.iloc[0]) else pd.Timestamp(ok.iloc[0]).tz_convert("UTC")
-    last = wh.query("SELECT started_at, finished_at, outcome, message FROM sync_runs "
-                    "ORDER BY started_at DESC NULLS LAST LIMIT 1")
+    last = wh.query(
+        "SELECT started_at, finished_at, outcome, message FROM sync_runs ORDER BY started_at DESC NULLS LAST LIMIT 1"
+    )
     return synced, (last.iloc[0].to_dict() if len(last) else None)
 
 
@@ -267,7 +279,8 @@ def build_report(
         "cancel_rate": _value(overall, "cancel_rate"),
         "previous_failure_rate": _value(before, "failure_rate"),
         "failure_rate_change": _value(overall, "failure_rate") - _value(before, "failure_rate"),
-        "worst_failure_rate": float(rates["failure_rate"].max()) if rates["failure_rate"].notna().any()
+        "worst_failure_rate": float(rates["failure_rate"].max())
+        if rates["failure_rate"].notna().any()
         else float("nan"),
         "stuck": float(len(stuck)),
         "query_failure_rate": _value(query_all, "failure_rate"),
@@ -277,13 +290,31 @@ def build_report(
         "sync_age_h": max((end - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("nan"),
     }
     tables = {
-        "status_latency": latency, "failure_rates": rates, "failure_by_channel": by_channel,
-        "failure_reasons": reasons, "finality": finality, "query_latency": queries, "stuck_operations": stuck,
-        "proof_coverage": proofs, "watcher_activity": activity,
+        "status_latency": latency,
+        "failure_rates": rates,
+        "failure_by_channel": by_channel,
+        "failure_reasons": reasons,
+        "finality": finality,
+        "query_latency": queries,
+        "stuck_operations": stuck,
+        "proof_coverage": proofs,
+        "watcher_activity": activity,
     }
-    report = Report(title=title, since=start, until=end, previous_since=previous, synced_at=synced,
-                    last_run=last_run, tables=tables, summary=summary, findings=[], durations=durations,
-                    rates_over_time=over_time, activity=activity, thresholds=checks)
+    report = Report(
+        title=title,
+        since=start,
+        until=end,
+        previous_since=previous,
+        synced_at=synced,
+        last_run=last_run,
+        tables=tables,
+        summary=summary,
+        findings=[],
+        durations=durations,
+        rates_over_time=over_time,
+        activity=activity,
+        thresholds=checks,
+    )
     report.findings = _findings(report, stuck_at=at)
     return report
 
@@ -321,35 +352,45 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     latency = t["status_latency"].dropna(subset=["p90_s"])
     if len(latency):
         row = latency.loc[latency["p90_s"].idxmax()]
-        out.append(f"Slowest status: {_short(row['status'])} on {_short(row['network'])}, "
-                   f"p90 {_duration(row['p90_s'])} (p50 {_duration(row['p50_s'])}, "
-                   f"{int(row['n']):,} operations left it).")
+        out.append(
+            f"Slowest status: {_short(row['status'])} on {_short(row['network'])}, "
+            f"p90 {_duration(row['p90_s'])} (p50 {_duration(row['p50_s'])}, "
+            f"{int(row['n']):,} operations left it)."
+        )
     else:
         out.append("Slowest status: no operation left a status in the period.")
     rates = t["failure_rates"].dropna(subset=["failure_rate"])
     if len(rates):
         row = rates.sort_values(["failure_rate", "terminal"], ascending=[False, False], kind="stable").iloc[0]
-        out.append(f"Worst network by failure rate: {_short(row['network'])}, {_pct(row['failure_rate'])} of "
-                   f"{int(row['terminal']):,} finished operations failed (95% interval "
-                   f"{_pct(row['failure_rate_low'])} to {_pct(row['failure_rate_high'])}).")
+        out.append(
+            f"Worst network by failure rate: {_short(row['network'])}, {_pct(row['failure_rate'])} of "
+            f"{int(row['terminal']):,} finished operations failed (95% interval "
+            f"{_pct(row['failure_rate_low'])} to {_pct(row['failure_rate_high'])})."
+        )
     else:
         out.append("Worst network by failure rate: no operation created in the period has finished.")
     now, before = s["failure_rate"], s["previous_failure_rate"]
     days = (report.until - report.since) / pd.Timedelta(days=1)
     if math.isnan(now) or math.isnan(before):
-        out.append(f"Failure rate {_pct(now)} in this period, {_pct(before)} in the previous {days:g} days: "
-                   "no change can be computed.")
+        out.append(
+            f"Failure rate {_pct(now)} in this period, {_pct(before)} in the previous {days:g} days: "
+            "no change can be computed."
+        )
     else:
         change = (now - before) * 100
         word = "up" if change > 0 else "down" if change < 0 else "unchanged"
-        out.append(f"Failure rate {_pct(now)}, {word} {abs(change):.1f} percentage points from {_pct(before)} "
-                   f"in the previous {days:g} days.")
+        out.append(
+            f"Failure rate {_pct(now)}, {word} {abs(change):.1f} percentage points from {_pct(before)} "
+            f"in the previous {days:g} days."
+        )
     stuck = t["stuck_operations"]
     if len(stuck):
         row = stuck.iloc[0]
-        out.append(f"{len(stuck):,} operations stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
-                   f"{_short(row['operation_id'])} on {_short(row['network'])}, has been {_short(row['status'])} for "
-                   f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])}).")
+        out.append(
+            f"{len(stuck):,} operations stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
+            f"{_short(row['operation_id'])} on {_short(row['network'])}, has been {_short(row['status'])} for "
+            f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])})."
+        )
     else:
         out.append(f"No stuck operations as of {stuck_at:%Y-%m-%d %H:%M} UTC.")
     return out
@@ -370,19 +411,67 @@ img { max-width: 100%; }
 #: Per table: the columns shown in the HTML report (the CSV/Parquet files hold every column).
 _SHOWN: dict[str, tuple[str, ...]] = {
     "status_latency": ("network", "status", "entered", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
-    "failure_rates": ("network", "operations", "terminal", "confirmed", "failed", "expired", "cancelled",
-                      "in_flight", "failure_rate", "failure_rate_low", "failure_rate_high", "expiry_rate"),
-    "failure_by_channel": ("channel", "channel_id", "operations", "terminal", "failed", "expired", "failure_rate",
-                           "failure_rate_low", "failure_rate_high"),
+    "failure_rates": (
+        "network",
+        "operations",
+        "terminal",
+        "confirmed",
+        "failed",
+        "expired",
+        "cancelled",
+        "in_flight",
+        "failure_rate",
+        "failure_rate_low",
+        "failure_rate_high",
+        "expiry_rate",
+    ),
+    "failure_by_channel": (
+        "channel",
+        "channel_id",
+        "operations",
+        "terminal",
+        "failed",
+        "expired",
+        "failure_rate",
+        "failure_rate_low",
+        "failure_rate_high",
+    ),
     "failure_reasons": ("category", "reason", "status", "operations", "share"),
-    "finality": ("network", "operations", "reached_latest", "reached_safe", "reached_finalized", "latest_share",
-                 "safe_share", "finalized_share", "failed_share", "latest_only", "to_latest_p50_s",
-                 "to_finalized_p50_s", "to_finalized_p90_s"),
-    "query_latency": ("network", "outcome", "queries", "accepted_to_terminal_p50_s", "accepted_to_terminal_p90_s",
-                      "failure_rate", "expiry_rate"),
+    "finality": (
+        "network",
+        "operations",
+        "reached_latest",
+        "reached_safe",
+        "reached_finalized",
+        "latest_share",
+        "safe_share",
+        "finalized_share",
+        "failed_share",
+        "latest_only",
+        "to_latest_p50_s",
+        "to_finalized_p50_s",
+        "to_finalized_p90_s",
+    ),
+    "query_latency": (
+        "network",
+        "outcome",
+        "queries",
+        "accepted_to_terminal_p50_s",
+        "accepted_to_terminal_p90_s",
+        "failure_rate",
+        "expiry_rate",
+    ),
     "stuck_operations": ("operation_id", "channel_id", "network", "status", "entered_at", "age_s", "threshold_s"),
-    "proof_coverage": ("type", "events", "must_have_proof", "with_proof", "missing_proof", "coverage",
-                       "too_few_signatures", "unexpected_proofs"),
+    "proof_coverage": (
+        "type",
+        "events",
+        "must_have_proof",
+        "with_proof",
+        "missing_proof",
+        "coverage",
+        "too_few_signatures",
+        "unexpected_proofs",
+    ),
 }
 _MAX_ROWS = 50
 
@@ -401,8 +490,9 @@ def _cell(col: str, value: Any) -> tuple[str, bool]:
     if isinstance(value, bool | np.bool_):
         return ("yes" if value else "no"), True
     if isinstance(value, pd.Timestamp | datetime):
-        return pd.Timestamp(value).tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S") \
-            if pd.Timestamp(value).tzinfo else str(value), False
+        return pd.Timestamp(value).tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S") if pd.Timestamp(
+            value
+        ).tzinfo else str(value), False
     if isinstance(value, numbers.Integral):
         return f"{int(value):,}", False
     if isinstance(value, numbers.Real):
@@ -460,19 +550,27 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
     # took minutes and a gigabyte), so the figures get copies with every text value shortened and its control
     # characters written out (no font has glyphs for them)
     t = {name: frame_for_terminal(df, 60) for name, df in report.tables.items()}
-    report = dataclasses.replace(report, tables=t, durations=frame_for_terminal(report.durations, 60),
-                                 rates_over_time=frame_for_terminal(report.rates_over_time, 60),
-                                 activity=frame_for_terminal(report.activity, 60))
+    report = dataclasses.replace(
+        report,
+        tables=t,
+        durations=frame_for_terminal(report.durations, 60),
+        rates_over_time=frame_for_terminal(report.rates_over_time, 60),
+        activity=frame_for_terminal(report.activity, 60),
+    )
     return {
         "status_latency": (plots.latency_by_status(report.durations), "Seconds in each operation status, per network"),
-        "failure_rates": (plots.failure_rate_over_time(report.rates_over_time),
-                          "Failure rate over time with its 95% interval, all networks"),
+        "failure_rates": (
+            plots.failure_rate_over_time(report.rates_over_time),
+            "Failure rate over time with its 95% interval, all networks",
+        ),
         "failure_reasons": (plots.failure_reason_bars(t["failure_reasons"]), "Most frequent failure reasons"),
         "finality": (plots.finality_funnel(t["finality"]), "Share of relayed operations reaching each stage"),
         "query_latency": (plots.query_latency_bars(t["query_latency"]), "Chain-query latency per stage"),
         "stuck_operations": (plots.stuck_ages(t["stuck_operations"]), "Stuck operations' ages against thresholds"),
-        "proof_coverage": (plots.proof_coverage_bars(interval_safe(t["proof_coverage"])),
-                           "Events carrying required DON proofs"),
+        "proof_coverage": (
+            plots.proof_coverage_bars(interval_safe(t["proof_coverage"])),
+            "Events carrying required DON proofs",
+        ),
         "watcher_activity": (plots.watcher_activity_heatmap(report.activity), "Watcher events per time bucket"),
     }
 
@@ -498,26 +596,31 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     e = html.escape
     parts = [f"<h1>{e(report.title)}</h1>"]
     days = (report.until - report.since) / pd.Timedelta(days=1)
-    parts.append(f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))} ({days:g} days; '
-                 f"compared with {e(_when(report.previous_since))} to {e(_when(report.since))}).</p>")
+    parts.append(
+        f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))} ({days:g} days; '
+        f"compared with {e(_when(report.previous_since))} to {e(_when(report.since))}).</p>"
+    )
     fresh = f"Warehouse last synced {e(_when(report.synced_at))}"
     if report.synced_at is not None and report.synced_at >= report.until:
         fresh += " (after the end of the period)"
     elif report.synced_at is not None:
         fresh += f" ({report.summary['sync_age_h']:,.1f} h before the end of the period)"
     if report.last_run:
-        fresh += (f"; last sync run: {e(str(report.last_run.get('outcome')))} "
-                  f"(started {e(_when(report.last_run.get('started_at')))})")
+        fresh += (
+            f"; last sync run: {e(str(report.last_run.get('outcome')))} "
+            f"(started {e(_when(report.last_run.get('started_at')))})"
+        )
     parts.append(f'<p class="meta" id="freshness">{fresh}.</p>')
-    parts.append('<h2 id="findings">Findings</h2><ul>' + "".join(f"<li>{e(f)}</li>" for f in report.findings)
-                 + "</ul>")
+    parts.append('<h2 id="findings">Findings</h2><ul>' + "".join(f"<li>{e(f)}</li>" for f in report.findings) + "</ul>")
     if report.thresholds:
         items = []
         for t in report.thresholds:
             bad = t.breached(report.summary)
             value = report.summary.get(t.name, float("nan"))
-            items.append(f'<li class="{"breach" if bad else "ok"}">{e(str(t))}: value {e(_plain(value) or "unknown")}'
-                         f" — {'BREACHED' if bad else 'ok'}</li>")
+            items.append(
+                f'<li class="{"breach" if bad else "ok"}">{e(str(t))}: value {e(_plain(value) or "unknown")}'
+                f" — {'BREACHED' if bad else 'ok'}</li>"
+            )
         parts.append('<h2 id="thresholds">Thresholds</h2><ul>' + "".join(items) + "</ul>")
     parts.append('<h2 id="summary">Summary</h2>' + html_table(_summary_display(report)))
     drawn = _figures(report) if figures else {}
@@ -531,8 +634,10 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     body = "\n".join(parts)
     if not full_page:
         return f"<div>{body}</div>"
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(report.title)}</title>'
-            f"<style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(report.title)}</title>'
+        f"<style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )
 
 
 def _summary_display(report: Report) -> pd.DataFrame:
@@ -579,8 +684,12 @@ def write_report(
 
 
 def write_html_report(
-    warehouse: metrics.WarehouseLike, out: str | os.PathLike[str], *, title: str = "Chain operations",
-    since: metrics.TimeLike = None, until: metrics.TimeLike = None,
+    warehouse: metrics.WarehouseLike,
+    out: str | os.PathLike[str],
+    *,
+    title: str = "Chain operations",
+    since: metrics.TimeLike = None,
+    until: metrics.TimeLike = None,
 ) -> Path:
     """Write the HTML report to ``out``; returns the path.
 
@@ -608,5 +717,15 @@ def _last_time(warehouse: metrics.WarehouseLike) -> pd.Timestamp | None:
     return None if latest is None else (latest + pd.Timedelta(minutes=1)).ceil("min")
 
 
-__all__ = ["FORMATS", "SUMMARY_VALUES", "Report", "Threshold", "build_report", "figure_png", "html_table",
-           "parse_threshold", "write_html_report", "write_report"]
+__all__ = [
+    "FORMATS",
+    "SUMMARY_VALUES",
+    "Report",
+    "Threshold",
+    "build_report",
+    "figure_png",
+    "html_table",
+    "parse_threshold",
+    "write_html_report",
+    "write_report",
+]

@@ -113,5 +113,13 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 #: The exit code of a command ended by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "check_stop", "is_interruption", "pause",
-           "sigterm_interrupts", "sigterm_received"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "Terminated",
+    "check_stop",
+    "is_interruption",
+    "pause",
+    "sigterm_interrupts",
+    "sigterm_received",
+]

@@ -290,4 +290,3 @@ KNOWN_NETWORKS: tuple[KnownNetwork, ...] = (
     KnownNetwork("Polygon Amoy", "80002", "16281711391670634445", "testnet"),
     KnownNetwork("Base Sepolia", "84532", "10344971235874465080", "testnet"),
 )
-

@@ -212,8 +212,9 @@ class Loader:
     def bar(self, name: str) -> tqdm:
         """The progress bar of one stream kind (created on first use; silent when not interactive)."""
         if name not in self.bars:
-            self.bars[name] = tqdm(desc=name, unit=" rows", disable=not self.show_progress, leave=False,
-                                   dynamic_ncols=True)
+            self.bars[name] = tqdm(
+                desc=name, unit=" rows", disable=not self.show_progress, leave=False, dynamic_ncols=True
+            )
         return self.bars[name]
 
     def close_bars(self) -> None:
@@ -402,8 +403,11 @@ class Loader:
         end = self._head_offset(channel_id)
         if end is None and page.unreadable:
             end = start + int(page.params.get("limit") or EVENT_PAGE_LIMIT) - 1  # at least the page asked for
-        left = f"; offsets {start}-{end} not read, the cursor stays at {start}" if end is not None and end >= start \
+        left = (
+            f"; offsets {start}-{end} not read, the cursor stays at {start}"
+            if end is not None and end >= start
             else "; nothing past it is known to be missing"
+        )
         if end is not None and end >= start:
             self.result.gaps.setdefault(channel_id, []).append([start, end])
         self.result.problems.append(f"{page.describe()}: {page.problem}{left}")
@@ -424,8 +428,11 @@ class Loader:
             channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
         if not listed_whole:  # the channels past a bad page are not lost for this run: those already known are synced
             self.settle()
-            channel_ids += [c for (c,) in self.wh.con.execute("SELECT channel_id FROM channels ORDER BY created_at")
-                            .fetchall() if c is not None]
+            channel_ids += [
+                c
+                for (c,) in self.wh.con.execute("SELECT channel_id FROM channels ORDER BY created_at").fetchall()
+                if c is not None
+            ]
         for page in _tolerant(self.client.wallet_pages()):
             self._note_page(page)
             self.store("wallets", page.records, page=page)
@@ -496,7 +503,7 @@ class Loader:
         for key, page in prefetch({k: _tolerating(make) for k, make in streams.items()}, workers=self.workers):
             self._note_page(page)
             if page.problem is not None:  # unreadable, or repeating: the stream stops; its cursor stays at its last
-                continue                  # good page (a repeated page's rows must not move the offset past the end)
+                continue  # good page (a repeated page's rows must not move the offset past the end)
             buf = buffers[key]
             buf.records.extend(page.records)
             buf.last = page
@@ -587,8 +594,11 @@ class Loader:
             pending_rows[cid] += rows
             next_offsets[cid] = page.next_offset
             bar.update(rows)
-            if pending_rows[cid] >= COMMIT_ROWS["events"] or pending_bytes[cid] >= COMMIT_EVENT_BYTES \
-                    or not page.has_more:
+            if (
+                pending_rows[cid] >= COMMIT_ROWS["events"]
+                or pending_bytes[cid] >= COMMIT_EVENT_BYTES
+                or not page.has_more
+            ):
                 flush(cid, page.next_offset)
         for cid in list(pending):  # defensive: every stream's last page flushes it
             flush(cid, next_offsets[cid])
@@ -605,9 +615,13 @@ class Loader:
             if not is_out_of_memory(exc):
                 raise
             # rolled back whole, its watermark unmoved: the next run applies these events again
-            self.result.problems.append(_out_of_memory(
-                "the events were stored but not yet applied to the operations and queries", exc,
-                "the next sync applies them"))
+            self.result.problems.append(
+                _out_of_memory(
+                    "the events were stored but not yet applied to the operations and queries",
+                    exc,
+                    "the next sync applies them",
+                )
+            )
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
 
     def _event_stream(self, channel_id: str, start: int) -> Iterator[WireEventPage]:
@@ -635,8 +649,9 @@ class Loader:
     def _head_offset(self, channel_id: str) -> int | None:
         """The channel's newest message offset (one newest-first poll), or ``None`` when it cannot be told."""
         try:
-            offsets = [o for o in map(event_offset, self.client.poll_events(channel_id, limit=1).records)
-                       if o is not None]
+            offsets = [
+                o for o in map(event_offset, self.client.poll_events(channel_id, limit=1).records) if o is not None
+            ]
         except ChainopsError:
             return None
         return max(offsets) if offsets else None
@@ -658,8 +673,9 @@ class Loader:
         if page.decoded is not None:
             batch, rejected = wire_events_batch(page.decoded, channel_id=channel_id)
         else:
-            batch, rejected = events_batch(page.records, channel_id=channel_id, payload_texts=page.payload_texts,
-                                           stream_channel=True)
+            batch, rejected = events_batch(
+                page.records, channel_id=channel_id, payload_texts=page.payload_texts, stream_channel=True
+            )
         self._note_rejected(rejected, page)
         self._note_invalid("events", batch, page)
         return batch
@@ -695,8 +711,7 @@ class Loader:
 
     def refetch(self, channel_ids: Sequence[str], chunk: int = 200) -> None:
         """Fetch one by one the operations and queries that events named but the warehouse lacks."""
-        getters = {"operation": ("operations", self.client.get_operation),
-                   "query": ("queries", self.client.get_query)}
+        getters = {"operation": ("operations", self.client.get_operation), "query": ("queries", self.client.get_query)}
         self.settle()
         queued = {
             kind: self.wh.con.execute(
@@ -719,15 +734,15 @@ class Loader:
                 unread = {key for key, record in zip(keys, records, strict=True) if record is UNREADABLE}
                 for cid in {c for c, _ in keys}:
                     ids = [rid for c, rid in keys if c == cid and (c, rid) not in unread]  # the rest stay queued
-                    self.store(table, by_channel.get(cid, []), defaults={"channel_id": cid},
-                               done_refetch=(kind, ids))
+                    self.store(table, by_channel.get(cid, []), defaults={"channel_id": cid}, done_refetch=(kind, ids))
 
     def sync_non_terminal(self, channel_ids: Sequence[str]) -> None:
         """Re-list operations and queries still in a non-terminal status (status filter: a few pages at most)."""
         streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
         for cid in channel_ids:
             streams[("operations", cid)] = lambda c=cid: self.client.operation_pages(
-                c, status=NON_TERMINAL_OPERATION_STATUSES)
+                c, status=NON_TERMINAL_OPERATION_STATUSES
+            )
             streams[("queries", cid)] = lambda c=cid: self.client.query_pages(c, status=NON_TERMINAL_QUERY_STATUSES)
         self.consume(streams, lambda key, buf: None)
 
@@ -743,7 +758,7 @@ class Loader:
             if unknown:
                 raise ChainopsError(
                     f"No channel with id {', '.join(sorted(unknown))} in this organisation; "
-                    "run `chainops sql \"select channel_id, name from channels\"` to list them."
+                    'run `chainops sql "select channel_id, name from channels"` to list them.'
                 )
             channel_ids = [c for c in channel_ids if c in set(only_channels)]
         self.settle()
@@ -755,10 +770,15 @@ class Loader:
                     self.wh.set_cursor(f"events:{cid}", {"next_offset": 0})
         # channels whose operations and queries were listed whole before this run: only their in-flight rows are
         # re-listed (one channel whose list stopped at a bad page does not turn that off for the others)
-        listed = [c for c in channel_ids
-                  if all((self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries"))]
+        listed = [
+            c
+            for c in channel_ids
+            if all((self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries"))
+        ]
         phases: list[tuple[str, Callable[[Sequence[str]], None]]] = [
-            ("watchers", self.sync_watchers), ("full lists", self.sync_full_lists), ("events", self.sync_events),
+            ("watchers", self.sync_watchers),
+            ("full lists", self.sync_full_lists),
+            ("events", self.sync_events),
             ("refetch", self.refetch),
         ]
         if listed:
@@ -878,15 +898,21 @@ def _build_models(wh: Warehouse, result: SyncResult) -> None:
         if not is_out_of_memory(exc):
             raise
         wh.configure(memory_limit=loading_limit)  # what the rest of the run needs (its audit row, a checkpoint)
-        result.problems.append(_out_of_memory(
-            "the model tables were not refreshed", exc,
-            "every row is stored and the views are exact, only slower; the next sync tries again"))
+        result.problems.append(
+            _out_of_memory(
+                "the model tables were not refreshed",
+                exc,
+                "every row is stored and the views are exact, only slower; the next sync tries again",
+            )
+        )
 
 
 def _out_of_memory(what: str, exc: BaseException, then: str) -> str:
     """The problem to record when work ran out of memory even at the highest limit a retry may set."""
-    return (f"{what}: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} MiB "
-            f"({str(exc).splitlines()[0]}); {then}")
+    return (
+        f"{what}: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} MiB "
+        f"({str(exc).splitlines()[0]}); {then}"
+    )
 
 
 def _outcome_of(exc: BaseException) -> tuple[str, str]:
@@ -958,8 +984,17 @@ def _write_run(wh: Warehouse, result: SyncResult, base_url: str) -> None:
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
-            result.run_id, result.started_at, result.finished_at, result.outcome, base_url, result.full,
-            result.requests, result.retries, json.dumps(rows), len(result.rejected), json.dumps(result.gaps),
+            result.run_id,
+            result.started_at,
+            result.finished_at,
+            result.outcome,
+            base_url,
+            result.full,
+            result.requests,
+            result.retries,
+            json.dumps(rows),
+            len(result.rejected),
+            json.dumps(result.gaps),
             result.message,
         ],
     )

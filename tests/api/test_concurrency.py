@@ -16,6 +16,7 @@ def streams_recording_threads(seen: list[tuple[str, int, str]]):
             for i in range(3):
                 seen.append((key, i, threading.current_thread().name))
                 yield f"{key}-{i}"
+
         return pages
 
     return {key: stream(key) for key in ("a", "b", "c")}

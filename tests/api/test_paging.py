@@ -57,8 +57,11 @@ def test_a_page_claiming_more_but_empty_ends_the_walk() -> None:
 
 
 def event(offset: int) -> dict:
-    return {"event_id": f"e{offset}", "headers": {"type": "operation.status", "offset": offset, "proofs": []},
-            "payload": {"status": "accepted"}}
+    return {
+        "event_id": f"e{offset}",
+        "headers": {"type": "operation.status", "offset": offset, "proofs": []},
+        "payload": {"status": "accepted"},
+    }
 
 
 def test_event_pages_follow_message_offsets_and_accept_data_or_events() -> None:

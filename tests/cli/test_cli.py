@@ -13,11 +13,18 @@ from tests.conftest import TEST_KEY
 from toolkit.cli import build_parser
 
 
-def chainops(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def chainops(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
-    return subprocess.run([sys.executable, "-m", "toolkit", *args], capture_output=True, text=True,
-                          env={**base, **(env or {})}, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def assert_no_key(*outputs: str) -> None:
@@ -43,8 +50,12 @@ def test_sync_without_settings_says_how_to_set_them(tmp_path) -> None:
 
 
 def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
-    out = chainops("sync", "--warehouse", str(tmp_path / "w.duckdb"),
-                   env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://api.example.com/v1"})
+    out = chainops(
+        "sync",
+        "--warehouse",
+        str(tmp_path / "w.duckdb"),
+        env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://api.example.com/v1"},
+    )
     assert out.returncode == 1 and "https" in out.stderr
     assert_no_key(out.stdout, out.stderr)
 
@@ -68,7 +79,7 @@ def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
     from toolkit.metrics import METRICS
 
     runs += [chainops("metrics", name, "--format", "json", env=env) for name in sorted(METRICS)]
-    assert all(r.returncode == 0 for r in runs[-len(METRICS):]), [r.stderr for r in runs[-len(METRICS):]]
+    assert all(r.returncode == 0 for r in runs[-len(METRICS) :]), [r.stderr for r in runs[-len(METRICS) :]]
     runs.append(chainops("report", "--format", "csv", "--out", str(tmp_path / "csv"), env=env))
     runs.append(chainops("report", "--out", str(tmp_path / "t.html"), "--fail-on", "stuck>=0", env=env))
     assert runs[-1].returncode == 3
@@ -85,19 +96,28 @@ def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
         assert TEST_KEY.encode() not in path.read_bytes(), path
 
 
-@pytest.mark.parametrize(("key", "expected"), [("wrong-key", "CREC_API_KEY"),
-                                               ("not-onboarded-key", "not onboarded")])
+@pytest.mark.parametrize(("key", "expected"), [("wrong-key", "CREC_API_KEY"), ("not-onboarded-key", "not onboarded")])
 def test_bad_keys_fail_with_a_clear_message(server, tmp_path, key, expected) -> None:
-    out = chainops("sync", "--quiet", "--warehouse", str(tmp_path / "w.duckdb"),
-                   env={"CREC_API_KEY": key, "CREC_BASE_URL": server.base_url})
+    out = chainops(
+        "sync",
+        "--quiet",
+        "--warehouse",
+        str(tmp_path / "w.duckdb"),
+        env={"CREC_API_KEY": key, "CREC_BASE_URL": server.base_url},
+    )
     assert out.returncode == 1
     assert "401" in out.stderr and expected in out.stderr
     assert key not in out.stderr and key not in out.stdout
 
 
 def test_unreachable_service_fails_with_a_clear_message(tmp_path) -> None:
-    out = chainops("sync", "--quiet", "--warehouse", str(tmp_path / "w.duckdb"),
-                   env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://127.0.0.1:9/v1"})
+    out = chainops(
+        "sync",
+        "--quiet",
+        "--warehouse",
+        str(tmp_path / "w.duckdb"),
+        env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://127.0.0.1:9/v1"},
+    )
     assert out.returncode == 1 and "CREC_BASE_URL" in out.stderr
     assert_no_key(out.stdout, out.stderr)
 
@@ -114,8 +134,16 @@ def test_usage_errors_exit_2() -> None:
 
 
 def test_demo_runs_end_to_end(tmp_path) -> None:
-    out = chainops("demo", "--quiet", "--days", "1", "--warehouse", str(tmp_path / "demo.duckdb"),
-                   "--out", str(tmp_path / "reports"))
+    out = chainops(
+        "demo",
+        "--quiet",
+        "--days",
+        "1",
+        "--warehouse",
+        str(tmp_path / "demo.duckdb"),
+        "--out",
+        str(tmp_path / "reports"),
+    )
     assert out.returncode == 0, out.stderr
     assert "p50_s" in out.stdout and "confirmed_latest" in out.stdout
     report = tmp_path / "reports" / "demo.html"
@@ -132,8 +160,12 @@ def test_sql_is_read_only_and_explains_bad_sql(tmp_path) -> None:
     assert write.returncode == 1 and "read-only" in write.stderr and "Traceback" not in write.stderr
     drop = chainops("sql", "create table x as select 1", "--warehouse", wh)
     assert drop.returncode == 1 and "read-only" in drop.stderr
-    for escape in (f"copy (select 1) to '{tmp_path / 'x.csv'}'", f"attach '{tmp_path / 'o.duckdb'}' as o",
-                   "set enable_external_access = true", "select * from read_csv('/etc/hostname')"):
+    for escape in (
+        f"copy (select 1) to '{tmp_path / 'x.csv'}'",
+        f"attach '{tmp_path / 'o.duckdb'}' as o",
+        "set enable_external_access = true",
+        "select * from read_csv('/etc/hostname')",
+    ):
         out = chainops("sql", escape, "--warehouse", wh)
         assert out.returncode == 1 and "read-only" in out.stderr, escape
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "o.duckdb").exists()
@@ -156,8 +188,19 @@ def test_metrics_filters_and_options_reach_the_metric(server, tmp_path) -> None:
     wh = str(tmp_path / "m.duckdb")
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
     assert chainops("sync", "--quiet", env=env).returncode == 0
-    out = chainops("metrics", "status-latency", "--status", "sending", "--status", "sent", "--network",
-                   "Ethereum Mainnet", "--format", "csv", env=env)
+    out = chainops(
+        "metrics",
+        "status-latency",
+        "--status",
+        "sending",
+        "--status",
+        "sent",
+        "--network",
+        "Ethereum Mainnet",
+        "--format",
+        "csv",
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     rows = out.stdout.strip().splitlines()[1:]
     assert rows and {r.split(",")[1] for r in rows} == {"sending", "sent"}

@@ -50,8 +50,12 @@ def refused_everywhere(capsys, path: Path, monkeypatch, tmp_path: Path) -> list[
     monkeypatch.setenv("CREC_API_KEY", TEST_KEY)
     monkeypatch.setenv("CREC_BASE_URL", UNREACHABLE)
     messages = []
-    for argv in (["sync", "--quiet"], ["metrics", "status-latency"], ["report", "--out", str(tmp_path / "r.html")],
-                 ["sql", "select 1"]):
+    for argv in (
+        ["sync", "--quiet"],
+        ["metrics", "status-latency"],
+        ["report", "--out", str(tmp_path / "r.html")],
+        ["sql", "select 1"],
+    ):
         code, _, err = run_cli(capsys, *argv, "--warehouse", str(path))
         assert code == 1, (argv, err)
         assert "not a chainops warehouse" in err and "Nothing was written" in err, (argv, err)
@@ -74,8 +78,13 @@ def test_a_sqlite_file_is_refused_untouched_without_a_download(tmp_path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
     env |= {"HOME": str(home), "CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": UNREACHABLE}
     for args in (["sync", "--quiet"], ["metrics", "status-latency"]):
-        out = subprocess.run([sys.executable, "-m", "toolkit", *args, "--warehouse", str(path)], env=env,
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "toolkit", *args, "--warehouse", str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 1, out.stderr
         assert "not a chainops warehouse" in out.stderr and "Traceback" not in out.stderr
         assert "download" not in out.stderr.lower()
@@ -139,8 +148,7 @@ def test_a_warehouse_from_before_the_marker_is_recognised_and_marked(synced, tmp
 
 
 def test_every_connection_has_extension_auto_install_and_auto_load_off(synced) -> None:
-    query = ("SELECT current_setting('autoinstall_known_extensions'), "
-             "current_setting('autoload_known_extensions')")
+    query = "SELECT current_setting('autoinstall_known_extensions'), current_setting('autoload_known_extensions')"
     for read_only in (True, False):
         with Warehouse(synced, read_only=read_only) as wh:
             assert wh.con.execute(query).fetchall() == [(False, False)], read_only
@@ -166,8 +174,16 @@ def test_unwritable_places_give_a_clear_message(synced, capsys, monkeypatch, tmp
     for place in unwritable_dirs(tmp_path):
         runs = {
             "sync": ["sync", "--quiet", "--warehouse", str(place / "w.duckdb")],
-            "metrics": ["metrics", "status-latency", "--warehouse", wh, "--format", "csv", "--out",
-                        str(place / "m.csv")],
+            "metrics": [
+                "metrics",
+                "status-latency",
+                "--warehouse",
+                wh,
+                "--format",
+                "csv",
+                "--out",
+                str(place / "m.csv"),
+            ],
             "sql": ["sql", "select 1", "--warehouse", wh, "--out", str(place / "q.json"), "--format", "json"],
             "report": ["report", "--warehouse", wh, "--out", str(place / "r.html")],
             "export": ["export", "--warehouse", wh, "--out", str(place / "export")],
@@ -192,14 +208,21 @@ def test_a_full_disk_during_a_sync_says_so_and_the_next_run_completes(server, sy
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
     env |= {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": str(path)}
-    out = subprocess.run([sys.executable, "-m", "toolkit", "sync", "--quiet"], env=env, capture_output=True,
-                         text=True, timeout=300, preexec_fn=small_disk)
+    out = subprocess.run(
+        [sys.executable, "-m", "toolkit", "sync", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr
     assert "disk is full" in out.stderr and "run the sync again" in out.stderr, out.stderr
     assert path.exists() and path.stat().st_size <= limit
-    again = subprocess.run([sys.executable, "-m", "toolkit", "sync", "--quiet"], env=env, capture_output=True,
-                           text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, "-m", "toolkit", "sync", "--quiet"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0, again.stderr
     got, want = snapshot(path), snapshot(synced)
     for table in TABLES:
@@ -276,7 +299,8 @@ def test_metrics_out_that_fails_leaves_no_temporary_file(synced, capsys, monkeyp
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
     target = tmp_path / "m.parquet"
-    code, _, err = run_cli(capsys, "metrics", "status-latency", "--warehouse", str(synced), "--format", "parquet",
-                           "--out", str(target))
+    code, _, err = run_cli(
+        capsys, "metrics", "status-latency", "--warehouse", str(synced), "--format", "parquet", "--out", str(target)
+    )
     assert code == 1 and "No space left" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []

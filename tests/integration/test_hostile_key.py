@@ -26,8 +26,10 @@ ECHOES = {"401-json": Defects(echo_key_401=True), "500-html": Defects(echo_key_5
 @pytest.mark.parametrize("tail", [" ", "\r", "\n", "\r\n", "\t "])
 def test_a_key_with_surrounding_whitespace_is_stripped_and_works(tail, tmp_path) -> None:
     with HostileServer(TEST_KEY) as server:
-        settings = Settings.load(environ={ENV_API_KEY: " " + TEST_KEY + tail, ENV_BASE_URL: server.base_url},
-                                 warehouse=tmp_path / "wh.duckdb")
+        settings = Settings.load(
+            environ={ENV_API_KEY: " " + TEST_KEY + tail, ENV_BASE_URL: server.base_url},
+            warehouse=tmp_path / "wh.duckdb",
+        )
         result = sync(settings, quiet=True)
     assert result.outcome == "ok"
 
@@ -37,12 +39,16 @@ def test_a_key_with_a_control_character_is_refused_without_repeating_it(bad, tmp
     key = TEST_KEY[:10] + bad + TEST_KEY[10:]
     # refused where the key is used; commands that never use it (metrics, sql) still load their settings
     assert Settings.load(environ={ENV_API_KEY: key}).api_key is None
-    for attempt in (lambda: Settings.load(api_key=key, environ={}).require_service(),
-                    lambda: Settings.load(environ={ENV_API_KEY: key, ENV_BASE_URL: "http://127.0.0.1:9/v1"})
-                    .require_service(),
-                    lambda: sync(Settings.load(environ={ENV_API_KEY: key, ENV_BASE_URL: "http://127.0.0.1:9/v1"}),
-                                 warehouse=str(tmp_path / "w.duckdb"), quiet=True),
-                    lambda: Client("http://127.0.0.1:9/v1", key)):
+    for attempt in (
+        lambda: Settings.load(api_key=key, environ={}).require_service(),
+        lambda: Settings.load(environ={ENV_API_KEY: key, ENV_BASE_URL: "http://127.0.0.1:9/v1"}).require_service(),
+        lambda: sync(
+            Settings.load(environ={ENV_API_KEY: key, ENV_BASE_URL: "http://127.0.0.1:9/v1"}),
+            warehouse=str(tmp_path / "w.duckdb"),
+            quiet=True,
+        ),
+        lambda: Client("http://127.0.0.1:9/v1", key),
+    ):
         with pytest.raises(errors.ConfigError) as info:
             attempt()
         shown = f"{info.value} {info.value!r} {info.value.args}"
@@ -52,8 +58,11 @@ def test_a_key_with_a_control_character_is_refused_without_repeating_it(bad, tmp
 
 @pytest.mark.parametrize("echo", sorted(ECHOES))
 def test_a_key_echoed_by_the_server_is_redacted_from_the_exception(echo, tmp_path) -> None:
-    with (HostileServer(TEST_KEY, ECHOES[echo]) as server, Client(server.base_url, TEST_KEY, retry=FAST) as client,
-          pytest.raises(errors.ApiError) as info):
+    with (
+        HostileServer(TEST_KEY, ECHOES[echo]) as server,
+        Client(server.base_url, TEST_KEY, retry=FAST) as client,
+        pytest.raises(errors.ApiError) as info,
+    ):
         sync(client=client, warehouse=str(tmp_path / "wh.duckdb"), quiet=True)
     exc = info.value
     shown = f"{exc} {exc!r} {exc.args} {exc.service_message}"

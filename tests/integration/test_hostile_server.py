@@ -64,12 +64,14 @@ def test_offsets_going_backwards_are_a_reported_gap_and_the_cursor_never_passes_
     for result in (first, second):
         assert result.outcome == "partial"
         assert result.gaps == {target: [[400, EVENTS - 1]]}
-        assert any(f"GET /channels/{target}/events?limit=200&offset=400" in p and "backwards" in p
-                   for p in result.problems), result.problems
+        assert any(
+            f"GET /channels/{target}/events?limit=200&offset=400" in p and "backwards" in p for p in result.problems
+        ), result.problems
     outcome, message, gaps = stored_run(path)
     assert outcome == "partial" and "offset=400" in message and json.loads(gaps) == {target: [[400, EVENTS - 1]]}
-    assert rows(path, 'SELECT min("offset"), max("offset"), count(*) FROM events WHERE channel_id = ?', target) \
-        == [(0, 399, 400)]
+    assert rows(path, 'SELECT min("offset"), max("offset"), count(*) FROM events WHERE channel_id = ?', target) == [
+        (0, 399, 400)
+    ]
     assert cursor(path, f"events:{target}") == {"next_offset": 400}
     others = {c: n for c, n in per_channel(path, "events").items() if c != target}
     assert others == {c: len(e) for c, e in ORG.events.items() if c != target}
@@ -101,8 +103,9 @@ def test_a_huge_chain_selector_number_is_stored_exactly_and_noted(tmp_path) -> N
     with HostileServer(TEST_KEY, Defects(huge_chain_selector_number=True)) as server:
         result = run(server, path)
     assert result.outcome == "partial"
-    assert any("extra._invalid (first: chain_selector)" in p and f"/channels/{ORG.target}/" in p
-               for p in result.problems), result.problems
+    assert any(
+        "extra._invalid (first: chain_selector)" in p and f"/channels/{ORG.target}/" in p for p in result.problems
+    ), result.problems
     op_id = ORG.operations[ORG.target][0]["operation_id"]
     selector, extra = rows(path, "SELECT chain_selector, extra FROM operations WHERE operation_id = ?", op_id)[0]
     assert selector == "18446744073709551616"
@@ -121,11 +124,13 @@ def test_fractional_numbers_are_never_truncated_silently(tmp_path) -> None:
     target = ORG.target
     assert result.outcome == "partial"
     assert any("operations record(s)" in p and "extra._invalid" in p for p in result.problems), result.problems
-    assert any("events record(s)" in p and "extra._invalid" in p and f"/channels/{target}/events" in p
-               for p in result.problems), result.problems
+    assert any(
+        "events record(s)" in p and "extra._invalid" in p and f"/channels/{target}/events" in p for p in result.problems
+    ), result.problems
     op = ORG.operations[target][0]
-    created, extra = rows(path, "SELECT epoch(created_at), extra FROM operations WHERE operation_id = ?",
-                          op["operation_id"])[0]
+    created, extra = rows(
+        path, "SELECT epoch(created_at), extra FROM operations WHERE operation_id = ?", op["operation_id"]
+    )[0]
     assert created == op["created_at"] and json.loads(extra)["_invalid"]["created_at"] == op["created_at"] + 0.5
     sent = ORG.events[target]
     ts, extra = rows(path, "SELECT epoch(ts), extra FROM events WHERE event_id = ?", sent[5]["event_id"])[0]
@@ -148,8 +153,12 @@ def test_a_list_item_that_is_not_an_object_is_reported_with_its_position_and_req
     assert per_channel(path, "events")[target] == EVENTS
 
 
-BAD_PAGES = {"invalid-utf8": Defects(invalid_utf8_page=True), "deep-nesting": Defects(deep_nesting_page=True),
-             "truncated": Defects(truncated_page=True), "cut-connection": Defects(cut_connection_page=True)}
+BAD_PAGES = {
+    "invalid-utf8": Defects(invalid_utf8_page=True),
+    "deep-nesting": Defects(deep_nesting_page=True),
+    "truncated": Defects(truncated_page=True),
+    "cut-connection": Defects(cut_connection_page=True),
+}
 
 
 @pytest.mark.parametrize("defect", sorted(BAD_PAGES))
@@ -173,8 +182,9 @@ def test_a_bad_event_page_is_a_gap_and_the_rest_of_the_organisation_is_synced(de
     assert stored == set(range(EVENTS)) - set(range(BAD_EVENT_OFFSET, bad_end + 1))
     assert cursor(path, f"events:{target}") == {"next_offset": EVENTS}
     assert asked_twice > asked_once > 0  # the next run asks for the bad page again
-    assert {c: n for c, n in per_channel(path, "events").items() if c != target} \
-        == {c: len(e) for c, e in ORG.events.items() if c != target}
+    assert {c: n for c, n in per_channel(path, "events").items() if c != target} == {
+        c: len(e) for c, e in ORG.events.items() if c != target
+    }
     assert per_channel(path, "operations") == {c: len(o) for c, o in ORG.operations.items()}
 
 

@@ -73,20 +73,25 @@ def test_writes_through_the_api_are_caught_up_exactly(moving, sandbox, server, t
         cid = channel["channel_id"]
         wallet = next(w for w in client.iter_wallets() if w["status"] == "deployed")
         body = {
-            "chain_selector": wallet["chain_selector"], "address": wallet["address"], "wallet_operation_id": "4242",
-            "deadline": 0, "transactions": [{"to": "0x" + "12" * 20, "value": "1", "data": "0x"}],
+            "chain_selector": wallet["chain_selector"],
+            "address": wallet["address"],
+            "wallet_operation_id": "4242",
+            "deadline": 0,
+            "transactions": [{"to": "0x" + "12" * 20, "value": "1", "data": "0x"}],
             "signature": "0x" + "ab" * 65,
         }
         signed = client.create_operation(cid, body)
-        draft = client.create_operation(cid, {**{k: v for k, v in body.items() if k != "signature"},
-                                              "wallet_operation_id": "4243"})
+        draft = client.create_operation(
+            cid, {**{k: v for k, v in body.items() if k != "signature"}, "wallet_operation_id": "4243"}
+        )
         sync(settings_for(server, path), quiet=True)
         client.cancel_operation(cid, draft)
         sandbox.advance(3600)
     sync(settings_for(server, path), quiet=True)
     with Warehouse(path, read_only=True) as wh:
-        statuses = dict(wh.con.execute(
-            "SELECT operation_id, status FROM operations WHERE channel_id = ?", [cid]).fetchall())
+        statuses = dict(
+            wh.con.execute("SELECT operation_id, status FROM operations WHERE channel_id = ?", [cid]).fetchall()
+        )
     assert statuses[draft] == "cancelled"
     assert statuses[signed] not in ("accepted", "pending_signature")
     assert_same_as_fresh_sync(server, path, tmp_path)

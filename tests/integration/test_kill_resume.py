@@ -32,8 +32,13 @@ def big_server():
 def start_sync(base_url: str, path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
     env |= {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": base_url, "CHAINOPS_WAREHOUSE": str(path)}
-    return subprocess.Popen([sys.executable, "-m", "toolkit", "sync", "--quiet"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "sync", "--quiet"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_sync(big_server, tmp_path) -> None:

@@ -41,8 +41,9 @@ class TamperingTransport(httpx.BaseTransport):
                 again["payload"]["status_reason"] = "sent again"
                 page["events"].append(again)
             body = json.dumps(page).encode()
-            return httpx.Response(response.status_code, headers={"content-type": "application/json"}, content=body,
-                                  request=request)
+            return httpx.Response(
+                response.status_code, headers={"content-type": "application/json"}, content=body, request=request
+            )
         return response
 
     def close(self) -> None:
@@ -58,11 +59,15 @@ def server():
         yield running
 
 
-@pytest.mark.parametrize(("rows_per_batch", "rows_per_transaction"), [
-    (None, None),  # the defaults: both copies in one batch
-    (1, None),  # a batch per page, one transaction: the repeat is written at once over the first copy
-    (1, 1),  # a transaction per page: the first copy is replaced when the repeat's transaction commits
-], ids=["one-batch", "batch-per-page", "transaction-per-page"])
+@pytest.mark.parametrize(
+    ("rows_per_batch", "rows_per_transaction"),
+    [
+        (None, None),  # the defaults: both copies in one batch
+        (1, None),  # a batch per page, one transaction: the repeat is written at once over the first copy
+        (1, 1),  # a transaction per page: the first copy is replaced when the repeat's transaction commits
+    ],
+    ids=["one-batch", "batch-per-page", "transaction-per-page"],
+)
 def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stored_once(
     server, tmp_path, monkeypatch, rows_per_batch, rows_per_transaction
 ) -> None:
@@ -74,8 +79,9 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
     with Client(server.base_url, TEST_KEY) as plain:
         sync(client=plain, warehouse=str(clean), quiet=True)
     with Warehouse(clean, read_only=True) as wh:  # the channel with the longest event log
-        first = wh.con.execute(
-            "SELECT channel_id FROM events GROUP BY ALL ORDER BY count(*) DESC LIMIT 1").fetchall()[0][0]
+        first = wh.con.execute("SELECT channel_id FROM events GROUP BY ALL ORDER BY count(*) DESC LIMIT 1").fetchall()[
+            0
+        ][0]
     with Client(server.base_url, TEST_KEY, transport=TamperingTransport(first)) as tampered:
         messy = tmp_path / "messy.duckdb"
         result = sync(client=tampered, warehouse=str(messy), quiet=True)
@@ -84,7 +90,7 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
     assert len(result.rejected) == 1, result.rejected
     assert "'event_id' is empty" in result.rejected[0] and f"channels/{first}/events" in result.rejected[0]
     assert "offset=200)" in result.rejected[0], result.rejected[0]
-    query = "SELECT event_id, status_reason FROM events WHERE channel_id = ? ORDER BY \"offset\""
+    query = 'SELECT event_id, status_reason FROM events WHERE channel_id = ? ORDER BY "offset"'
     with Warehouse(clean, read_only=True) as wh:
         expected = wh.con.execute(query, [first]).fetchall()
     with Warehouse(messy, read_only=True) as wh:

@@ -16,9 +16,9 @@ from toolkit.warehouse.patch import _WORKFLOW_FIELDS
 QUERY_AT = [f"{s}_at" for s in spec.QUERY_STATUSES]
 RESULT = {
     "operations": "SELECT operation_id, status, updated_at::VARCHAR, confirmed_at::VARCHAR, cancelled_at::VARCHAR, "
-                  f"{', '.join(_WORKFLOW_FIELDS)} FROM operations ORDER BY 1",
+    f"{', '.join(_WORKFLOW_FIELDS)} FROM operations ORDER BY 1",
     "queries": "SELECT query_id, status, updated_at::VARCHAR, event_hash, has_proof, "
-               f"{', '.join(c + '::VARCHAR' for c in QUERY_AT)} FROM queries ORDER BY 1",
+    f"{', '.join(c + '::VARCHAR' for c in QUERY_AT)} FROM queries ORDER BY 1",
     "sync_refetch": "SELECT kind, channel_id, id FROM sync_refetch ORDER BY ALL",
 }
 

@@ -35,8 +35,7 @@ SHAPES = [
 
 
 def run_sync(base_url: str, path) -> sync_module.SyncResult:
-    return sync_module.sync(Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}),
-                            quiet=True)
+    return sync_module.sync(Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
 
 
 def expected(sandbox: Sandbox) -> dict[str, Counter]:
@@ -55,6 +54,7 @@ def expected(sandbox: Sandbox) -> dict[str, Counter]:
 
 def stored(path) -> dict[str, Counter]:
     with duckdb.connect(str(path), read_only=True) as con:
+
         def counts(sql: str) -> Counter:
             return Counter(dict(con.execute(sql).fetchall()))
 
@@ -87,15 +87,16 @@ def test_each_shape_syncs_completely_under_a_tight_memory_ceiling(shape, days, p
 
 def lifecycle_of(path) -> list[tuple]:
     with duckdb.connect(str(path), read_only=True) as con:
-        return con.execute("SELECT operation_id, last_status, terminal_status, epoch(created_at) "
-                           "FROM operation_lifecycle ORDER BY operation_id").fetchall()
+        return con.execute(
+            "SELECT operation_id, last_status, terminal_status, epoch(created_at) "
+            "FROM operation_lifecycle ORDER BY operation_id"
+        ).fetchall()
 
 
 @pytest.fixture(scope="module")
 def busy_transactions():
     """Operations of 16 transactions each: the largest rows a batch of operations can bring."""
-    sandbox = Sandbox(orgs=(TEST_KEY,), seed=4, days=1, operations_per_day=2500, shape="many-transactions",
-                      start=START)
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=4, days=1, operations_per_day=2500, shape="many-transactions", start=START)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         yield sandbox, server
 

@@ -45,8 +45,10 @@ def test_sigterm_commits_records_interrupted_and_exits_143(slow_enough_server, t
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     reference = tmp_path / "reference.duckdb"
-    sync(Settings.load(base_url=slow_enough_server.base_url, api_key=TEST_KEY, warehouse=reference, environ={}),
-         quiet=True)
+    sync(
+        Settings.load(base_url=slow_enough_server.base_url, api_key=TEST_KEY, warehouse=reference, environ={}),
+        quiet=True,
+    )
     got, want = snapshot(path), snapshot(reference)
     for table in TABLES:
         assert got[table] == want[table], table

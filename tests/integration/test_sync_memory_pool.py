@@ -48,8 +48,9 @@ def test_a_failed_sync_restores_the_default_pool_too(server, tmp_path, monkeypat
         return pa.system_memory_pool()
 
     monkeypatch.setattr(sync_module, "SYNC_ARROW_POOL", system_pool)
-    settings = Settings.load(base_url=server.base_url, api_key="not-a-key-of-this-sandbox",
-                             warehouse=tmp_path / "w.duckdb", environ={})
+    settings = Settings.load(
+        base_url=server.base_url, api_key="not-a-key-of-this-sandbox", warehouse=tmp_path / "w.duckdb", environ={}
+    )
     with pytest.raises(ChainopsError):
         sync(settings, quiet=True)
     assert entered  # the run had switched pools before the key was refused

@@ -41,6 +41,7 @@ def test_resources_match_what_the_sandbox_served(synced, sandbox) -> None:
     path, _, _ = synced
     truth = sandbox.truth(TEST_KEY)
     with Warehouse(path, read_only=True) as wh:
+
         def column(sql):
             return sorted(r[0] for r in wh.con.execute(sql).fetchall())
 
@@ -66,8 +67,14 @@ def test_four_fetch_threads_store_exactly_what_one_thread_stores(synced, server,
     other = tmp_path / "threads.duckdb"
     settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=other, environ={})
     assert sync(settings, quiet=True, workers=4).outcome == "ok"
-    keys = {"events": "event_id", "operations": "operation_id", "operation_transactions": "operation_id, idx",
-            "queries": "query_id", "watchers": "watcher_id", "wallets": "wallet_id"}
+    keys = {
+        "events": "event_id",
+        "operations": "operation_id",
+        "operation_transactions": "operation_id, idx",
+        "queries": "query_id",
+        "watchers": "watcher_id",
+        "wallets": "wallet_id",
+    }
     with Warehouse(path, read_only=True) as one, Warehouse(other, read_only=True) as four:
         for table, key in keys.items():
             columns = ", ".join(f'"{c}"' for c in one.columns(table) if c != "synced_at")
@@ -82,7 +89,8 @@ def test_transitions_match_the_engine(synced, sandbox) -> None:
         stored = {
             (op, status): ts
             for op, status, ts in wh.con.execute(
-                "SELECT operation_id, status, epoch(entered_at)::BIGINT FROM operation_transitions").fetchall()
+                "SELECT operation_id, status, epoch(entered_at)::BIGINT FROM operation_transitions"
+            ).fetchall()
         }
     assert stored == truth
 
@@ -102,8 +110,10 @@ def test_status_latency_matches_an_independent_computation(synced, sandbox) -> N
             seconds[(network_of[chain_of[op]], s0)].append(t1 - t0)
     df = status_latency(str(path), by=["network", "status"])
     got = {(r.network, r.status): (r.n, r.p50_s, r.p90_s, r.mean_s) for r in df.itertuples() if r.n}
-    want = {k: (len(v), float(np.quantile(v, 0.5)), float(np.quantile(v, 0.9)), float(np.mean(v)))
-            for k, v in seconds.items()}
+    want = {
+        k: (len(v), float(np.quantile(v, 0.5)), float(np.quantile(v, 0.9)), float(np.mean(v)))
+        for k, v in seconds.items()
+    }
     assert got.keys() == want.keys()
     for key, (n, p50, p90, mean) in want.items():
         assert got[key][0] == n, key
@@ -141,8 +151,14 @@ def test_key_never_logged_stored_or_shown(server, tmp_path, caplog) -> None:
     bad = Settings.load(base_url=server.base_url, api_key=TEST_KEY + "-wrong", warehouse=path, environ={})
     with pytest.raises(errors.AuthenticationError) as info:
         sync(bad, quiet=True)
-    shown = [caplog.text, repr(settings), str(settings), repr(result), result.summary(),
-             "".join(traceback.format_exception(info.value))]
+    shown = [
+        caplog.text,
+        repr(settings),
+        str(settings),
+        repr(result),
+        result.summary(),
+        "".join(traceback.format_exception(info.value)),
+    ]
     assert "httpx" in caplog.text  # the requests were logged, at every level, without the key
     for text in shown:
         assert TEST_KEY not in text
@@ -158,7 +174,8 @@ def test_channel_option_limits_the_per_channel_streams(server, sandbox, tmp_path
     sync(settings, channels=[one["channel_id"]], quiet=True)
     with Warehouse(tmp_path / "one.duckdb", read_only=True) as wh:
         assert {r[0] for r in wh.con.execute("SELECT DISTINCT channel_id FROM events").fetchall()} == {
-            one["channel_id"]}
+            one["channel_id"]
+        }
         assert wh.count("channels") == len(truth.channels)  # the organisation-wide lists are whole
     with pytest.raises(ChainopsError) as info:
         sync(settings, channels=["no-such-channel"], quiet=True)

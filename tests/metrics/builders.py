@@ -10,17 +10,47 @@ from tests.warehouse.helpers import ETHEREUM, SEPOLIA, T0, op_event
 from toolkit.warehouse import Warehouse, to_batch
 from toolkit.warehouse.models import refresh_models
 
-__all__ = ["ETHEREUM", "NETWORKS", "SEPOLIA", "T0", "build", "ladder", "op_event", "op_record", "proofs",
-           "query_event", "refresh", "watcher_event", "watcher_record", "watcher_status"]
+__all__ = [
+    "ETHEREUM",
+    "NETWORKS",
+    "SEPOLIA",
+    "T0",
+    "build",
+    "ladder",
+    "op_event",
+    "op_record",
+    "proofs",
+    "query_event",
+    "refresh",
+    "watcher_event",
+    "watcher_record",
+    "watcher_status",
+]
 
 _ids = itertools.count(1)
 BASE = "15971525489660198786"
 
 NETWORKS = [
-    {"id": "n-eth", "name": "Ethereum Mainnet", "chain_selector": ETHEREUM, "chain_id": "1", "chain_family": "evm",
-     "type": "mainnet", "created_at": T0, "updated_at": T0},
-    {"id": "n-sep", "name": "Ethereum Sepolia", "chain_selector": SEPOLIA, "chain_id": "11155111",
-     "chain_family": "evm", "type": "testnet", "created_at": T0, "updated_at": T0},
+    {
+        "id": "n-eth",
+        "name": "Ethereum Mainnet",
+        "chain_selector": ETHEREUM,
+        "chain_id": "1",
+        "chain_family": "evm",
+        "type": "mainnet",
+        "created_at": T0,
+        "updated_at": T0,
+    },
+    {
+        "id": "n-sep",
+        "name": "Ethereum Sepolia",
+        "chain_selector": SEPOLIA,
+        "chain_id": "11155111",
+        "chain_family": "evm",
+        "type": "testnet",
+        "created_at": T0,
+        "updated_at": T0,
+    },
 ]
 
 RELAY = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
@@ -38,8 +68,16 @@ def proofs(signatures: int | None = 4) -> list[dict]:
     return [{"alg": "ecdsa", "ocr_report": "0x00", "ocr_context": "0x00", "signatures": sigs}]
 
 
-def ladder(op: str, statuses: Sequence[str], times: Sequence[int], *, chain: str = ETHEREUM, channel: str = "ch-1",
-           reason: str = "", signatures: int | None = 4) -> list[dict]:
+def ladder(
+    op: str,
+    statuses: Sequence[str],
+    times: Sequence[int],
+    *,
+    chain: str = ETHEREUM,
+    channel: str = "ch-1",
+    reason: str = "",
+    signatures: int | None = 4,
+) -> list[dict]:
     """``operation.status`` events of one operation moving through ``statuses`` at ``T0 + times``."""
     out = []
     for status, t in zip(statuses, times, strict=True):
@@ -51,54 +89,109 @@ def ladder(op: str, statuses: Sequence[str], times: Sequence[int], *, chain: str
     return out
 
 
-def op_record(op: str, status: str, *, chain: str = ETHEREUM, created: int = 0, updated: int = 0,
-              channel: str = "ch-1", address: str = "0x" + "ab" * 20) -> dict:
+def op_record(
+    op: str,
+    status: str,
+    *,
+    chain: str = ETHEREUM,
+    created: int = 0,
+    updated: int = 0,
+    channel: str = "ch-1",
+    address: str = "0x" + "ab" * 20,
+) -> dict:
     """An operation record as GET serves it (times relative to ``T0``)."""
-    return {"operation_id": op, "channel_id": channel, "status": status, "chain_selector": chain, "address": address,
-            "wallet_operation_id": "1", "deadline": 0, "transactions": [{"to": "0x" + "cd" * 20, "value": "0",
-                                                                         "data": "0x"}],
-            "created_at": T0 + created, "updated_at": T0 + updated}
+    return {
+        "operation_id": op,
+        "channel_id": channel,
+        "status": status,
+        "chain_selector": chain,
+        "address": address,
+        "wallet_operation_id": "1",
+        "deadline": 0,
+        "transactions": [{"to": "0x" + "cd" * 20, "value": "0", "data": "0x"}],
+        "created_at": T0 + created,
+        "updated_at": T0 + updated,
+    }
 
 
-def query_event(query: str, status: str, t: int, *, chain: str = ETHEREUM, channel: str = "ch-1",
-                signatures: int | None = 4) -> dict:
+def query_event(
+    query: str, status: str, t: int, *, chain: str = ETHEREUM, channel: str = "ch-1", signatures: int | None = 4
+) -> dict:
     """A ``query.status`` event (with a proof at completed and failed)."""
     headers = {"type": "query.status", "offset": next(_ids)}
     if status in ("completed", "failed"):
         headers["proofs"] = proofs(signatures)
-    return {"event_id": _event_id(), "channel_id": channel, "headers": headers,
-            "payload": {"query_id": query, "status": status, "chain_selector": chain, "timestamp": T0 + t}}
+    return {
+        "event_id": _event_id(),
+        "channel_id": channel,
+        "headers": headers,
+        "payload": {"query_id": query, "status": status, "chain_selector": chain, "timestamp": T0 + t},
+    }
 
 
-def watcher_event(watcher: str, t: int, *, chain: str = ETHEREUM, channel: str = "ch-1",
-                  signatures: int | None = 4) -> dict:
+def watcher_event(
+    watcher: str, t: int, *, chain: str = ETHEREUM, channel: str = "ch-1", signatures: int | None = 4
+) -> dict:
     """A ``watcher.event`` event (observed contract event, with a proof)."""
-    return {"event_id": _event_id(), "channel_id": channel,
-            "headers": {"type": "watcher.event", "offset": next(_ids), "proofs": proofs(signatures)},
-            "payload": {"watcher_id": watcher, "chain_selector": chain, "timestamp": T0 + t, "event_hash": "0x01"}}
+    return {
+        "event_id": _event_id(),
+        "channel_id": channel,
+        "headers": {"type": "watcher.event", "offset": next(_ids), "proofs": proofs(signatures)},
+        "payload": {"watcher_id": watcher, "chain_selector": chain, "timestamp": T0 + t, "event_hash": "0x01"},
+    }
 
 
 def watcher_status(watcher: str, status: str, t: int, *, chain: str = ETHEREUM, channel: str = "ch-1") -> dict:
     """A ``watcher.status`` event."""
-    return {"event_id": _event_id(), "channel_id": channel, "headers": {"type": "watcher.status", "offset": next(_ids)},
-            "payload": {"watcher_id": watcher, "status": status, "chain_selector": chain, "timestamp": T0 + t,
-                        "status_reason": f"now {status}"}}
+    return {
+        "event_id": _event_id(),
+        "channel_id": channel,
+        "headers": {"type": "watcher.status", "offset": next(_ids)},
+        "payload": {
+            "watcher_id": watcher,
+            "status": status,
+            "chain_selector": chain,
+            "timestamp": T0 + t,
+            "status_reason": f"now {status}",
+        },
+    }
 
 
 def watcher_record(watcher: str, name: str, status: str, *, chain: str = ETHEREUM, channel: str = "ch-1") -> dict:
     """A watcher record."""
-    return {"watcher_id": watcher, "channel_id": channel, "name": name, "status": status, "chain_selector": chain,
-            "address": "0x" + "ef" * 20, "service": "erc20", "events": ["Transfer"], "created_at": T0}
+    return {
+        "watcher_id": watcher,
+        "channel_id": channel,
+        "name": name,
+        "status": status,
+        "chain_selector": chain,
+        "address": "0x" + "ef" * 20,
+        "service": "erc20",
+        "events": ["Transfer"],
+        "created_at": T0,
+    }
 
 
-def build(path: Path, *, events: Iterable[dict] = (), operations: Iterable[dict] = (),
-          networks: Iterable[dict] = NETWORKS, watchers: Iterable[dict] = (), queries: Iterable[dict] = (),
-          wh: Warehouse | None = None) -> Warehouse:
+def build(
+    path: Path,
+    *,
+    events: Iterable[dict] = (),
+    operations: Iterable[dict] = (),
+    networks: Iterable[dict] = NETWORKS,
+    watchers: Iterable[dict] = (),
+    queries: Iterable[dict] = (),
+    wh: Warehouse | None = None,
+) -> Warehouse:
     """A warehouse file holding these records (added to ``wh`` when given), in one transaction per call."""
     wh = wh or Warehouse(path)
     with wh.transaction():
-        for table, records in (("networks", networks), ("operations", operations), ("watchers", watchers),
-                               ("queries", queries), ("events", events)):
+        for table, records in (
+            ("networks", networks),
+            ("operations", operations),
+            ("watchers", watchers),
+            ("queries", queries),
+            ("events", events),
+        ):
             records = list(records)
             if records:
                 batch, rejected = to_batch(table, records, defaults={"channel_id": "ch-1"})

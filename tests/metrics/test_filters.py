@@ -21,8 +21,13 @@ def warehouse(tmp_path_factory) -> Warehouse:
     path = tmp_path_factory.mktemp("filters") / "w.duckdb"
     events = ladder("a", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-1")
     events += ladder("b", FULL, (86_400, 86_401, 86_402, 86_403, 86_415, 86_800, 87_200), channel="ch-2")
-    events += ladder("c", ("accepted", "sending", "sent", "broadcasting", "confirmed_latest"), (0, 1, 2, 3, 12),
-                     chain=SEPOLIA, channel="ch-1")
+    events += ladder(
+        "c",
+        ("accepted", "sending", "sent", "broadcasting", "confirmed_latest"),
+        (0, 1, 2, 3, 12),
+        chain=SEPOLIA,
+        channel="ch-1",
+    )
     events += ladder("d", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low", channel="ch-2")
     events += [query_event("q", s, t) for s, t in (("accepted", 0), ("sending", 1), ("sent", 2), ("completed", 9))]
     events += [watcher_status("w", "active", 0), watcher_event("w", 60)]
@@ -67,20 +72,39 @@ def test_the_sql_text_never_contains_the_filter_value(warehouse, monkeypatch) ->
     assert any(["ch-1' --"] in dict(p).values() for _, p in seen)
 
 
-@pytest.mark.parametrize(("name", "by"), [
-    ("status-latency", ["network; DROP TABLE events"]), ("failure-rates", ["status"]),
-    ("finality-breakdown", ["address"]), ("query-latency", ["status"]), ("proof-coverage", ["operation_id"]),
-    ("watcher-activity", ["status"]), ("stuck-operations", ["1"]), ("failure-reasons", ["outcome"]),
-])
+@pytest.mark.parametrize(
+    ("name", "by"),
+    [
+        ("status-latency", ["network; DROP TABLE events"]),
+        ("failure-rates", ["status"]),
+        ("finality-breakdown", ["address"]),
+        ("query-latency", ["status"]),
+        ("proof-coverage", ["operation_id"]),
+        ("watcher-activity", ["status"]),
+        ("stuck-operations", ["1"]),
+        ("failure-reasons", ["outcome"]),
+    ],
+)
 def test_grouping_columns_come_from_an_allow_list(warehouse, name, by) -> None:
     with pytest.raises(ValueError, match="cannot group"):
         metrics.METRICS[name](warehouse, by=by)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("1d", 86_400), ("15m", 900), ("15min", 900), ("6h", 21_600), ("2w", 1_209_600), ("30s", 30), (" 1 D ", 86_400),
-    (3600, 3600), (timedelta(hours=2), 7200), (pd.Timedelta("1h"), 3600),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1d", 86_400),
+        ("15m", 900),
+        ("15min", 900),
+        ("6h", 21_600),
+        ("2w", 1_209_600),
+        ("30s", 30),
+        (" 1 D ", 86_400),
+        (3600, 3600),
+        (timedelta(hours=2), 7200),
+        (pd.Timedelta("1h"), 3600),
+    ],
+)
 def test_bucket_widths(text, seconds) -> None:
     assert metrics.bucket_seconds(text) == seconds
 
@@ -117,11 +141,13 @@ def test_unknown_statuses_sort_after_known_ones() -> None:
 
 
 def test_times_are_tz_aware_utc(warehouse) -> None:
-    frames = [metrics.status_latency(warehouse, bucket="1h")["bucket"],
-              metrics.failure_rates(warehouse, bucket="1d")["bucket"],
-              metrics.watcher_activity(warehouse)["bucket"],
-              metrics.watcher_status_history(warehouse)["entered_at"],
-              metrics.stuck_operations(warehouse, thresholds={"confirmed_latest": 1})["entered_at"]]
+    frames = [
+        metrics.status_latency(warehouse, bucket="1h")["bucket"],
+        metrics.failure_rates(warehouse, bucket="1d")["bucket"],
+        metrics.watcher_activity(warehouse)["bucket"],
+        metrics.watcher_status_history(warehouse)["entered_at"],
+        metrics.stuck_operations(warehouse, thresholds={"confirmed_latest": 1})["entered_at"],
+    ]
     for series in frames:
         assert str(series.dt.tz) == "UTC", series.name
     assert metrics.to_utc("2024-01-01T02:00:00+02:00") == pd.Timestamp("2024-01-01T00:00:00Z")

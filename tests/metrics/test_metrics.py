@@ -75,8 +75,12 @@ def outcomes_history() -> tuple[list[dict], list[dict]]:
     for i in range(7):
         events += ladder(f"e-ok{i}", FULL, (0, 1, 2, 3, 15, 400, 800))
     events += ladder("e-f1", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low")
-    events += ladder("e-f2", ("accepted", "sending", "sent", "broadcasting", "failed"), (0, 1, 2, 3, 20),
-                     reason="execution reverted: Pausable: paused")
+    events += ladder(
+        "e-f2",
+        ("accepted", "sending", "sent", "broadcasting", "failed"),
+        (0, 1, 2, 3, 20),
+        reason="execution reverted: Pausable: paused",
+    )
     events += ladder("e-wait", TO_LATEST, (0, 1, 2, 3, 15))  # mainnet: still waiting for safe and finalized
     for i in range(4):
         events += ladder(f"s-ok{i}", TO_LATEST, (0, 1, 2, 3, 12), chain=SEPOLIA)
@@ -90,9 +94,23 @@ def test_failure_rates_count_latest_only_networks_as_confirmed(tmp_path, mode) -
     df = metrics.failure_rates(make(tmp_path, mode, events=events)).set_index("network")
     eth, sep = df.loc["Ethereum Mainnet"], df.loc["Ethereum Sepolia"]
     assert (eth.operations, eth.terminal, eth.confirmed, eth.failed, eth.expired, eth.cancelled, eth.in_flight) == (
-        10, 9, 7, 2, 0, 0, 1)
+        10,
+        9,
+        7,
+        2,
+        0,
+        0,
+        1,
+    )
     assert (sep.operations, sep.terminal, sep.confirmed, sep.failed, sep.expired, sep.cancelled, sep.in_flight) == (
-        6, 6, 4, 0, 1, 1, 0)
+        6,
+        6,
+        4,
+        0,
+        1,
+        1,
+        0,
+    )
     assert eth.failure_rate == pytest.approx(2 / 9)
     low, high = metrics.wilson_interval(2, 9)
     assert (eth.failure_rate_low, eth.failure_rate_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
@@ -110,9 +128,11 @@ def test_failure_rates_by_wallet_channel_and_week(tmp_path, mode) -> None:
     events = ladder("a1", ("accepted", "sending", "failed"), (0, 1, 5), reason="out of gas", channel="ch-a")
     events += ladder("a2", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-a")
     events += ladder("b1", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-b")
-    ops = [op_record("a1", "failed", channel="ch-a", address="0x" + "01" * 20, updated=5),
-           op_record("a2", "confirmed", channel="ch-a", address="0x" + "01" * 20, updated=800),
-           op_record("b1", "confirmed", channel="ch-b", address="0x" + "02" * 20, updated=800, created=8 * 86_400)]
+    ops = [
+        op_record("a1", "failed", channel="ch-a", address="0x" + "01" * 20, updated=5),
+        op_record("a2", "confirmed", channel="ch-a", address="0x" + "01" * 20, updated=800),
+        op_record("b1", "confirmed", channel="ch-b", address="0x" + "02" * 20, updated=800, created=8 * 86_400),
+    ]
     wh = make(tmp_path, mode, events=events, operations=ops)
     by_wallet = metrics.failure_rates(wh, by=["address"]).set_index("address")
     assert by_wallet.loc["0x" + "01" * 20, "failure_rate"] == 0.5
@@ -127,21 +147,24 @@ def test_failure_rates_by_wallet_channel_and_week(tmp_path, mode) -> None:
 # ---- failure reasons ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("reason", "status", "category"), [
-    ("execution reverted: ERC20: transfer amount exceeds balance", "failed", "revert"),
-    ("execution reverted", "failed", "revert"),
-    ("out of gas", "failed", "gas"),
-    ("intrinsic gas too low", "failed", "gas"),
-    ("insufficient funds for gas * price + value", "failed", "gas"),
-    ("max fee per gas less than block base fee", "failed", "gas"),
-    ("nonce too low", "failed", "nonce"),
-    ("replacement transaction underpriced", "failed", "nonce"),
-    ("chain unavailable: RPC endpoint timeout", "failed", "chain_unavailable"),
-    ("deadline elapsed before broadcast", "expired", "deadline"),
-    ("", "expired", "deadline"),
-    ("something new", "failed", "other"),
-    (None, "failed", "other"),
-])
+@pytest.mark.parametrize(
+    ("reason", "status", "category"),
+    [
+        ("execution reverted: ERC20: transfer amount exceeds balance", "failed", "revert"),
+        ("execution reverted", "failed", "revert"),
+        ("out of gas", "failed", "gas"),
+        ("intrinsic gas too low", "failed", "gas"),
+        ("insufficient funds for gas * price + value", "failed", "gas"),
+        ("max fee per gas less than block base fee", "failed", "gas"),
+        ("nonce too low", "failed", "nonce"),
+        ("replacement transaction underpriced", "failed", "nonce"),
+        ("chain unavailable: RPC endpoint timeout", "failed", "chain_unavailable"),
+        ("deadline elapsed before broadcast", "expired", "deadline"),
+        ("", "expired", "deadline"),
+        ("something new", "failed", "other"),
+        (None, "failed", "other"),
+    ],
+)
 def test_failure_taxonomy(reason, status, category) -> None:
     assert metrics.classify_failure(reason, status) == category
 
@@ -174,8 +197,9 @@ def test_failure_reasons_keep_the_raw_text_in_their_category(tmp_path, mode) -> 
 
 def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode) -> None:
     events = ladder("e1", FULL, (0, 1, 2, 3, 15, 400, 800))
-    events += ladder("e2", ("accepted", "sending", "sent", "broadcasting", "confirmed_safe", "confirmed"),
-                     (0, 1, 2, 3, 410, 820))  # the confirmed_latest event is missing
+    events += ladder(
+        "e2", ("accepted", "sending", "sent", "broadcasting", "confirmed_safe", "confirmed"), (0, 1, 2, 3, 410, 820)
+    )  # the confirmed_latest event is missing
     events += ladder("e3", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low")
     events += ladder("e4", TO_LATEST, (0, 1, 2, 3, 30))
     events += ladder("d1", ("pending_signature", "cancelled"), (0, 10))  # never relayed
@@ -190,7 +214,10 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
     assert (eth.to_safe_p50_s, eth.to_safe_p90_s) == (405.0, 409.0)
     assert (eth.to_finalized_p50_s, eth.to_finalized_p90_s) == (810.0, 818.0)
     assert (eth.latest_to_safe_p50_s, eth.safe_to_finalized_p50_s, eth.latest_to_finalized_p90_s) == (
-        385.0, 405.0, 785.0)
+        385.0,
+        405.0,
+        785.0,
+    )
     assert (sep.operations, sep.reached_latest, sep.reached_safe, sep.reached_finalized) == (2, 2, 0, 0)
     assert (sep.to_latest_p50_s, sep.to_latest_p90_s) == (16.0, pytest.approx(19.2))
     assert math.isnan(sep.to_safe_p50_s)
@@ -202,20 +229,36 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
 
 
 def test_query_latency_per_network_and_outcome(tmp_path, mode) -> None:
-    plan = {"q1": (("accepted", 0), ("sending", 1), ("sent", 3), ("completed", 13)),
-            "q2": (("accepted", 0), ("sending", 2), ("sent", 4), ("completed", 24)),
-            "q3": (("accepted", 0), ("sending", 1), ("sent", 2), ("failed", 12)),
-            "q4": (("accepted", 0), ("sending", 1), ("sent", 2), ("expired", 300)),
-            "q5": (("accepted", 0), ("sending", 1))}
+    plan = {
+        "q1": (("accepted", 0), ("sending", 1), ("sent", 3), ("completed", 13)),
+        "q2": (("accepted", 0), ("sending", 2), ("sent", 4), ("completed", 24)),
+        "q3": (("accepted", 0), ("sending", 1), ("sent", 2), ("failed", 12)),
+        "q4": (("accepted", 0), ("sending", 1), ("sent", 2), ("expired", 300)),
+        "q5": (("accepted", 0), ("sending", 1)),
+    }
     events = [query_event(q, s, t) for q, moves in plan.items() for s, t in moves]
-    record = {"query_id": "q1", "channel_id": "ch-1", "status": "completed", "query_kind": "evm_call",
-              "chain_selector": ETHEREUM, "created_at": T0, "accepted_at": T0, "sending_at": T0 + 1,
-              "sent_at": T0 + 3, "completed_at": T0 + 13}
+    record = {
+        "query_id": "q1",
+        "channel_id": "ch-1",
+        "status": "completed",
+        "query_kind": "evm_call",
+        "chain_selector": ETHEREUM,
+        "created_at": T0,
+        "accepted_at": T0,
+        "sending_at": T0 + 1,
+        "sent_at": T0 + 3,
+        "completed_at": T0 + 13,
+    }
     df = metrics.query_latency(make(tmp_path, mode, events=events, queries=[record]))
     assert list(df["outcome"]) == ["completed", "failed", "expired", "in_flight"]
     done = df.iloc[0]
-    assert (done.queries, done.accepted_to_sending_p50_s, done.sending_to_sent_p50_s, done.sent_to_terminal_p50_s,
-            done.accepted_to_terminal_p50_s) == (2, 1.5, 2.0, 15.0, 18.5)
+    assert (
+        done.queries,
+        done.accepted_to_sending_p50_s,
+        done.sending_to_sent_p50_s,
+        done.sent_to_terminal_p50_s,
+        done.accepted_to_terminal_p50_s,
+    ) == (2, 1.5, 2.0, 15.0, 18.5)
     assert (df["finished"] == 4).all()
     assert (df["failure_rate"] == 0.25).all() and (df["expiry_rate"] == 0.25).all()
     expired = df.iloc[2]
@@ -255,7 +298,8 @@ def test_stuck_operations_by_network_p90_multiple(tmp_path, mode) -> None:
     assert list(earlier["operation_id"]) == ["s1"] and earlier.iloc[0].age_s == 50.0
     summary = metrics.stuck_operations(wh, min_seconds=0, thresholds={"sent": 5}, by=["network", "status"])
     assert summary[["network", "status", "stuck", "max_age_s"]].values.tolist() == [
-        ["Ethereum Mainnet", "sent", 2, 100.0]]
+        ["Ethereum Mainnet", "sent", 2, 100.0]
+    ]
 
 
 def test_stuck_operations_default_threshold_is_reproducible(tmp_path, mode) -> None:
@@ -278,13 +322,25 @@ def test_proof_coverage_against_the_rules_and_signature_minimum(tmp_path, mode) 
     events += ladder("o", ("accepted",), (0,))
     unexpected = op_event("o2", "accepted", T0)
     unexpected["headers"]["proofs"] = [{"signatures": ["0x00"] * 4}]
-    events += [unexpected, query_event("q", "completed", 5, signatures=5), query_event("q", "accepted", 0),
-               watcher_event("w", 5, signatures=4), watcher_event("w", 6, signatures=None),
-               watcher_status("w", "active", 1)]
+    events += [
+        unexpected,
+        query_event("q", "completed", 5, signatures=5),
+        query_event("q", "accepted", 0),
+        watcher_event("w", 5, signatures=4),
+        watcher_event("w", 6, signatures=None),
+        watcher_status("w", "active", 1),
+    ]
     df = metrics.proof_coverage(make(tmp_path, mode, events=events)).set_index("type")
     op = df.loc["operation.status"]
-    assert (op.events, op.must_have_proof, op.with_proof, op.missing_proof, op.enough_signatures,
-            op.too_few_signatures, op.unexpected_proofs) == (5, 3, 2, 1, 1, 1, 1)
+    assert (
+        op.events,
+        op.must_have_proof,
+        op.with_proof,
+        op.missing_proof,
+        op.enough_signatures,
+        op.too_few_signatures,
+        op.unexpected_proofs,
+    ) == (5, 3, 2, 1, 1, 1, 1)
     assert (op.signatures_min, op.signatures_p50, op.signatures_max) == (3.0, 3.5, 4.0)
     assert op.coverage == pytest.approx(2 / 3) and op.min_signatures == spec.PROOF_MIN_SIGNATURES
     q, w, ws = df.loc["query.status"], df.loc["watcher.event"], df.loc["watcher.status"]
@@ -294,18 +350,32 @@ def test_proof_coverage_against_the_rules_and_signature_minimum(tmp_path, mode) 
 
 
 def test_proof_rules_are_the_spec_for_every_type_and_status(tmp_path) -> None:
-    statuses = {"operation.status": spec.OPERATION_STATUSES, "query.status": spec.QUERY_STATUSES,
-                "watcher.status": spec.WATCHER_STATUSES, "wallet.status": spec.WALLET_STATUSES}
+    statuses = {
+        "operation.status": spec.OPERATION_STATUSES,
+        "query.status": spec.QUERY_STATUSES,
+        "watcher.status": spec.WATCHER_STATUSES,
+        "wallet.status": spec.WALLET_STATUSES,
+    }
     events = []
     for etype, values in statuses.items():
         for s in values:
-            events.append({"event_id": f"{etype}-{s}", "headers": {"type": etype, "offset": len(events)},
-                           "payload": {"status": s, "timestamp": T0, "operation_id": "o", "query_id": "q",
-                                       "watcher_id": "w", "wallet_id": "x"}})
+            events.append(
+                {
+                    "event_id": f"{etype}-{s}",
+                    "headers": {"type": etype, "offset": len(events)},
+                    "payload": {
+                        "status": s,
+                        "timestamp": T0,
+                        "operation_id": "o",
+                        "query_id": "q",
+                        "watcher_id": "w",
+                        "wallet_id": "x",
+                    },
+                }
+            )
     events.append(watcher_event("w", 0))
     df = metrics.proof_coverage(build(tmp_path / "w.duckdb", events=events), by=["type", "status"])
-    got = {(r.type, r.status if isinstance(r.status, str) else None): r.must_have_proof == 1
-           for r in df.itertuples()}
+    got = {(r.type, r.status if isinstance(r.status, str) else None): r.must_have_proof == 1 for r in df.itertuples()}
     assert got == {(t, s): spec.event_requires_proof(t, s) for t, s in got}
     assert sum(got.values()) == len(spec.OPERATION_PROOF_STATUSES) + len(spec.QUERY_PROOF_STATUSES) + 1
 
@@ -314,19 +384,25 @@ def test_proof_rules_are_the_spec_for_every_type_and_status(tmp_path) -> None:
 
 
 def test_watcher_activity_per_hour_with_the_status_then(tmp_path, mode) -> None:
-    events = [watcher_status("w1", s, t) for s, t in
-              (("pending", 0), ("active", 30), ("archiving", 7200), ("archived", 7240))]
+    events = [
+        watcher_status("w1", s, t) for s, t in (("pending", 0), ("active", 30), ("archiving", 7200), ("archived", 7240))
+    ]
     events += [watcher_event("w1", t) for t in (100, 200, 3700, 7230)]
     wh = make(tmp_path, mode, events=events, watchers=[watcher_record("w1", "transfers", "archived")])
     df = metrics.watcher_activity(wh)
     hour0 = pd.Timestamp(T0, unit="s", tz="UTC").floor("h")
     assert [(r.bucket - hour0, r.events, r.status, r.name) for r in df.itertuples()] == [
-        (pd.Timedelta(0), 2, "active", "transfers"), (pd.Timedelta(hours=1), 1, "active", "transfers"),
-        (pd.Timedelta(hours=2), 1, "archived", "transfers")]
+        (pd.Timedelta(0), 2, "active", "transfers"),
+        (pd.Timedelta(hours=1), 1, "active", "transfers"),
+        (pd.Timedelta(hours=2), 1, "archived", "transfers"),
+    ]
     assert df["status"].cat.ordered and list(df["status"].cat.categories) == list(spec.WATCHER_STATUSES)
     history = metrics.watcher_status_history(wh)
     assert [(r.status, r.seconds_in_status) for r in history.itertuples()][:3] == [
-        ("pending", 30.0), ("active", 7170.0), ("archiving", 40.0)]
+        ("pending", 30.0),
+        ("active", 7170.0),
+        ("archiving", 40.0),
+    ]
     assert history.iloc[-1].status == "archived" and pd.isna(history.iloc[-1].exited_at)
     by_network = metrics.watcher_activity(wh, by=["network"], bucket="1d")
     assert by_network["events"].sum() == 4 and set(by_network["network"]) == {"Ethereum Mainnet"}

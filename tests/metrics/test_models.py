@@ -32,16 +32,28 @@ def materialised(wh: Warehouse) -> int:
 
 def edge_case_events() -> list[dict]:
     """Every edge case of the issue in one history."""
-    ev = ladder("full", ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe",
-                         "confirmed"), (0, 2, 5, 17, 29, 420, 800))
-    ev += [op_event("dup", "sent", T0 + 5), op_event("dup", "accepted", T0), op_event("dup", "sending", T0 + 2),
-           op_event("dup", "sent", T0 + 5)]
-    ev += [op_event("gap", "accepted", T0), op_event("gap", "broadcasting", T0 + 30),
-           op_event("gap", "confirmed_latest", T0 + 42)]
+    ev = ladder(
+        "full",
+        ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed"),
+        (0, 2, 5, 17, 29, 420, 800),
+    )
+    ev += [
+        op_event("dup", "sent", T0 + 5),
+        op_event("dup", "accepted", T0),
+        op_event("dup", "sending", T0 + 2),
+        op_event("dup", "sent", T0 + 5),
+    ]
+    ev += [
+        op_event("gap", "accepted", T0),
+        op_event("gap", "broadcasting", T0 + 30),
+        op_event("gap", "confirmed_latest", T0 + 42),
+    ]
     ev += [op_event("tie", s, T0 + 1) for s in ("sent", "sending", "accepted")] + [
-        op_event("tie", "broadcasting", T0 + 4)]
-    ev += ladder("test", ("accepted", "sending", "sent", "broadcasting", "confirmed_latest"), (0, 1, 2, 3, 15),
-                 chain=SEPOLIA)
+        op_event("tie", "broadcasting", T0 + 4)
+    ]
+    ev += ladder(
+        "test", ("accepted", "sending", "sent", "broadcasting", "confirmed_latest"), (0, 1, 2, 3, 15), chain=SEPOLIA
+    )
     ev += ladder("d-ok", ("pending_signature", "accepted"), (0, 60))
     ev += ladder("d-cancel", ("pending_signature", "cancelled"), (0, 10))
     ev += ladder("d-expire", ("pending_signature", "expired"), (0, 3600), reason="deadline elapsed")
@@ -51,8 +63,11 @@ def edge_case_events() -> list[dict]:
 
 
 def test_views_are_identical_before_and_after_the_refresh(tmp_path) -> None:
-    wh = build(tmp_path / "w.duckdb", events=edge_case_events(),
-               operations=[op_record("full", "confirmed", created=-5, updated=800)])
+    wh = build(
+        tmp_path / "w.duckdb",
+        events=edge_case_events(),
+        operations=[op_record("full", "confirmed", created=-5, updated=800)],
+    )
     before = snapshot(wh)
     assert materialised(wh) == 0
     result = refresh_models(wh)
@@ -63,12 +78,16 @@ def test_views_are_identical_before_and_after_the_refresh(tmp_path) -> None:
 
 def test_refresh_is_idempotent_and_incremental(tmp_path) -> None:
     wh = refresh(build(tmp_path / "w.duckdb", events=edge_case_events()))
-    tables = [wh.arrow(f"SELECT * FROM {t} ORDER BY ALL").to_pydict()
-              for t in ("model_operation_transitions", "model_operation_lifecycle")]
+    tables = [
+        wh.arrow(f"SELECT * FROM {t} ORDER BY ALL").to_pydict()
+        for t in ("model_operation_transitions", "model_operation_lifecycle")
+    ]
     again = refresh_models(wh)
     assert (again.operations, again.transitions, again.rebuilt) == (0, 0, False)
-    assert tables == [wh.arrow(f"SELECT * FROM {t} ORDER BY ALL").to_pydict()
-                      for t in ("model_operation_transitions", "model_operation_lifecycle")]
+    assert tables == [
+        wh.arrow(f"SELECT * FROM {t} ORDER BY ALL").to_pydict()
+        for t in ("model_operation_transitions", "model_operation_lifecycle")
+    ]
     build(tmp_path / "w.duckdb", wh=wh, events=[op_event("gap", "confirmed_safe", T0 + 400)])
     later = refresh_models(wh)
     assert (later.operations, later.rebuilt) == (1, False)
@@ -79,24 +98,32 @@ def test_late_and_earlier_events_are_exact_before_and_after_refresh(tmp_path) ->
     # a late sync brings the missing middle move and a duplicate of `sent` stamped earlier than the first copy
     build(tmp_path / "w.duckdb", wh=wh, events=[op_event("op", "sending", T0 + 4), op_event("op", "sent", T0 + 8)])
     want = [("accepted", "sending", 4.0), ("sending", "sent", 4.0), ("sent", None, None)]
-    rows = wh.con.execute("SELECT status, next_status, seconds_in_status FROM operation_transitions "
-                          "ORDER BY entered_at").fetchall()
+    rows = wh.con.execute(
+        "SELECT status, next_status, seconds_in_status FROM operation_transitions ORDER BY entered_at"
+    ).fetchall()
     assert rows == want  # live path: the operation is stale until the next refresh
     refresh_models(wh)
-    assert wh.con.execute("SELECT status, next_status, seconds_in_status FROM model_operation_transitions "
-                          "ORDER BY entered_at").fetchall() == want
+    assert (
+        wh.con.execute(
+            "SELECT status, next_status, seconds_in_status FROM model_operation_transitions ORDER BY entered_at"
+        ).fetchall()
+        == want
+    )
 
 
 def test_an_operation_record_arriving_later_updates_created_at(tmp_path) -> None:
     wh = refresh(build(tmp_path / "w.duckdb", events=ladder("op", ("accepted", "sending"), (10, 12))))
-    assert wh.con.execute("SELECT seconds_since_created FROM operation_transitions WHERE status = 'sending'"
-                          ).fetchone() == (2.0,)
+    assert wh.con.execute(
+        "SELECT seconds_since_created FROM operation_transitions WHERE status = 'sending'"
+    ).fetchone() == (2.0,)
     build(tmp_path / "w.duckdb", wh=wh, operations=[op_record("op", "sending", created=0, updated=12)])
-    assert wh.con.execute("SELECT seconds_since_created FROM operation_transitions WHERE status = 'sending'"
-                          ).fetchone() == (12.0,)
+    assert wh.con.execute(
+        "SELECT seconds_since_created FROM operation_transitions WHERE status = 'sending'"
+    ).fetchone() == (12.0,)
     refresh_models(wh)
-    assert wh.con.execute("SELECT seconds_since_created FROM model_operation_transitions WHERE status = 'sending'"
-                          ).fetchone() == (12.0,)
+    assert wh.con.execute(
+        "SELECT seconds_since_created FROM model_operation_transitions WHERE status = 'sending'"
+    ).fetchone() == (12.0,)
 
 
 def test_a_new_model_version_rebuilds(tmp_path) -> None:
@@ -120,8 +147,9 @@ def test_chunked_refresh_gives_the_same_rows(tmp_path, monkeypatch) -> None:
 
 def test_lifecycle_keeps_operations_without_events(tmp_path) -> None:
     wh = refresh(build(tmp_path / "w.duckdb", operations=[op_record("quiet", "failed", created=0, updated=9)]))
-    row = wh.con.execute("SELECT last_status, terminal_status, epoch(terminal_at)::BIGINT, network "
-                         "FROM operation_lifecycle").fetchall()
+    row = wh.con.execute(
+        "SELECT last_status, terminal_status, epoch(terminal_at)::BIGINT, network FROM operation_lifecycle"
+    ).fetchall()
     assert row == [("failed", "failed", T0 + 9, "Ethereum Mainnet")]
 
 
@@ -146,15 +174,22 @@ def reference(events: list[tuple[str, str, str, int]]) -> set[tuple]:
 
 
 histories = st.lists(
-    st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(spec.OPERATION_STATUSES[:8]),
-              st.integers(min_value=0, max_value=6)),
-    min_size=1, max_size=14,
+    st.tuples(
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(spec.OPERATION_STATUSES[:8]),
+        st.integers(min_value=0, max_value=6),
+    ),
+    min_size=1,
+    max_size=14,
 )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=histories, cuts=st.lists(st.integers(min_value=0, max_value=14), max_size=3),
-       refresh_after=st.lists(st.booleans(), min_size=4, max_size=4))
+@given(
+    history=histories,
+    cuts=st.lists(st.integers(min_value=0, max_value=14), max_size=3),
+    refresh_after=st.lists(st.booleans(), min_size=4, max_size=4),
+)
 def test_any_history_in_any_batches_matches_the_reference(tmp_path_factory, history, cuts, refresh_after) -> None:
     path = tmp_path_factory.mktemp("prop") / "w.duckdb"
     events = []
@@ -166,27 +201,44 @@ def test_any_history_in_any_batches_matches_the_reference(tmp_path_factory, hist
     seen: list[tuple[str, str, str, int]] = []
     for (lo, hi), do_refresh in zip(itertools.pairwise(bounds), refresh_after, strict=False):
         build(path, wh=wh, networks=NETWORKS, events=events[lo:hi])
-        seen += [(e["event_id"], e["payload"]["operation_id"], e["payload"]["status"], e["payload"]["timestamp"] - T0)
-                 for e in events[lo:hi]]
+        seen += [
+            (e["event_id"], e["payload"]["operation_id"], e["payload"]["status"], e["payload"]["timestamp"] - T0)
+            for e in events[lo:hi]
+        ]
         if do_refresh:
             refresh_models(wh)
-        got = set(wh.con.execute("SELECT operation_id, status, epoch(entered_at)::BIGINT, next_status, "
-                                 "seconds_in_status FROM operation_transitions").fetchall())
+        got = set(
+            wh.con.execute(
+                "SELECT operation_id, status, epoch(entered_at)::BIGINT, next_status, "
+                "seconds_in_status FROM operation_transitions"
+            ).fetchall()
+        )
         assert got == reference(seen)
     wh.close()
 
 
 def test_network_names_come_from_networks_or_show_the_selector(tmp_path) -> None:
-    wh = refresh(build(tmp_path / "w.duckdb", events=[op_event("x", "accepted", T0, chain=ETHEREUM),
-                                                      op_event("y", "accepted", T0, chain="123")]))
+    wh = refresh(
+        build(
+            tmp_path / "w.duckdb",
+            events=[op_event("x", "accepted", T0, chain=ETHEREUM), op_event("y", "accepted", T0, chain="123")],
+        )
+    )
     assert dict(wh.con.execute("SELECT operation_id, network FROM operation_lifecycle").fetchall()) == {
-        "x": "Ethereum Mainnet", "y": "123"}
+        "x": "Ethereum Mainnet",
+        "y": "123",
+    }
 
 
 def test_an_unchanged_record_stored_again_leaves_its_operation_fresh(tmp_path) -> None:
     record = op_record("op", "confirmed_latest", chain=SEPOLIA, created=0, updated=12)
-    wh = refresh(build(tmp_path / "w.duckdb", operations=[record],
-                       events=ladder("op", ("accepted", "confirmed_latest"), (0, 12), chain=SEPOLIA)))
+    wh = refresh(
+        build(
+            tmp_path / "w.duckdb",
+            operations=[record],
+            events=ladder("op", ("accepted", "confirmed_latest"), (0, 12), chain=SEPOLIA),
+        )
+    )
     before = snapshot(wh)
     build(tmp_path / "w.duckdb", wh=wh, operations=[record])  # every sync re-lists operations still in flight
     assert snapshot(wh) == before  # computed live until the refresh, to the same rows
@@ -207,9 +259,17 @@ def test_a_reader_in_another_process_gets_in_between_pieces_and_the_refresh_carr
     before = snapshot(wh)
     monkeypatch.setattr(models_module, "CHUNK_BOUNDS", (2, 2))  # five pieces of two operations
     reader = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from toolkit.warehouse import Warehouse\n"
-         "with Warehouse(sys.argv[1], read_only=True, wait=60) as wh: print(wh.count('events'))", str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from toolkit.warehouse import Warehouse\n"
+            "with Warehouse(sys.argv[1], read_only=True, wait=60) as wh: print(wh.count('events'))",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     readers_file = path.parent / f"{path.name}.readers"
     while not readers_file.exists():  # the reader is waiting for the file
         assert reader.poll() is None, reader.communicate()
@@ -229,9 +289,14 @@ def test_a_reader_in_another_process_gets_in_between_pieces_and_the_refresh_carr
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(created=st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=5),
-                                  st.integers(min_value=0, max_value=10**7)), min_size=1, max_size=40),
-       size=st.integers(min_value=1, max_value=12))
+@given(
+    created=st.lists(
+        st.one_of(st.none(), st.integers(min_value=0, max_value=5), st.integers(min_value=0, max_value=10**7)),
+        min_size=1,
+        max_size=40,
+    ),
+    size=st.integers(min_value=1, max_value=12),
+)
 def test_the_pieces_cover_every_stale_operation_exactly_once(tmp_path_factory, created, size) -> None:
     """Operations with a record (some in a burst of the same few seconds, some years apart) and operations known
     from events only: every stale one lands in exactly one piece, and the pieces go oldest first."""
@@ -244,8 +309,9 @@ def test_the_pieces_cover_every_stale_operation_exactly_once(tmp_path_factory, c
     landed = Counter()
     starts = []
     for piece in pieces:
-        ids = [r[0] for r in wh.con.execute(f"SELECT operation_id FROM _model_stale WHERE {piece.predicate()}")
-               .fetchall()]
+        ids = [
+            r[0] for r in wh.con.execute(f"SELECT operation_id FROM _model_stale WHERE {piece.predicate()}").fetchall()
+        ]
         landed.update(ids)
         starts.append(piece.lo)
     assert landed == Counter(f"op{i}" for i in range(len(created)))

@@ -18,10 +18,14 @@ FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "conf
 def warehouse(tmp_path_factory):
     events = []
     for i in range(6):
-        events += ladder(f"a{i}", FULL, (i * 3600, i * 3600 + 1, i * 3600 + 2, i * 3600 + 3, i * 3600 + 15,
-                                         i * 3600 + 400, i * 3600 + 800))
-        events += ladder(f"t{i}", FULL[:5], (i * 3600, i * 3600 + 1, i * 3600 + 2, i * 3600 + 3, i * 3600 + 12),
-                         chain=SEPOLIA)
+        events += ladder(
+            f"a{i}",
+            FULL,
+            (i * 3600, i * 3600 + 1, i * 3600 + 2, i * 3600 + 3, i * 3600 + 15, i * 3600 + 400, i * 3600 + 800),
+        )
+        events += ladder(
+            f"t{i}", FULL[:5], (i * 3600, i * 3600 + 1, i * 3600 + 2, i * 3600 + 3, i * 3600 + 12), chain=SEPOLIA
+        )
     events += ladder("f", ("accepted", "sending", "failed"), (0, 1, 5), reason="execution reverted: nope")
     events += ladder("s", ("accepted", "sending", "sent"), (0, 1, 2))
     events += [query_event("q", s, t) for s, t in (("accepted", 0), ("sending", 1), ("sent", 2), ("completed", 9))]
@@ -64,8 +68,10 @@ def test_unknown_figure_name() -> None:
 
 
 def test_metrics_never_load_matplotlib() -> None:
-    code = ("import sys, toolkit, toolkit.metrics, toolkit.warehouse.models; "
-            "print('matplotlib' in sys.modules, 'toolkit.plots' in sys.modules)")
+    code = (
+        "import sys, toolkit, toolkit.metrics, toolkit.warehouse.models; "
+        "print('matplotlib' in sys.modules, 'toolkit.plots' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
@@ -73,8 +79,16 @@ def test_metrics_never_load_matplotlib() -> None:
 def test_proof_coverage_of_one_with_a_bound_rounded_below_it_draws() -> None:
     import pandas as pd
 
-    coverage = pd.DataFrame({
-        "type": ["watcher.event"], "must_have_proof": [10], "with_proof": [10], "coverage": [1.0],
-        "coverage_low": [0.72], "coverage_high": [1.0 - 1e-12], "too_few_signatures": [0], "min_signatures": [4],
-    })
+    coverage = pd.DataFrame(
+        {
+            "type": ["watcher.event"],
+            "must_have_proof": [10],
+            "with_proof": [10],
+            "coverage": [1.0],
+            "coverage_low": [0.72],
+            "coverage_high": [1.0 - 1e-12],
+            "too_few_signatures": [0],
+            "min_signatures": [4],
+        }
+    )
     assert rendered(plots.proof_coverage_bars(coverage))

@@ -70,8 +70,11 @@ def test_failure_rates_match_the_truth_exactly(synced, truth) -> None:
     want: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for op, name in network.items():
         last = last_status(moves[op])
-        outcome = last if last in spec.OPERATION_TERMINAL else (
-            "confirmed" if last == "confirmed_latest" and name in latest_only else None)
+        outcome = (
+            last
+            if last in spec.OPERATION_TERMINAL
+            else ("confirmed" if last == "confirmed_latest" and name in latest_only else None)
+        )
         counts = want[name]
         counts["operations"] += 1
         counts["terminal"] += outcome is not None
@@ -86,7 +89,8 @@ def test_failure_rates_match_the_truth_exactly(synced, truth) -> None:
         assert row.in_flight == counts["operations"] - counts["terminal"]
         assert row.failure_rate == pytest.approx(counts["failed"] / counts["terminal"])
         assert (row.failure_rate_low, row.failure_rate_high) == pytest.approx(
-            wilson(counts["failed"], counts["terminal"]))
+            wilson(counts["failed"], counts["terminal"])
+        )
     assert df["failed"].sum() > 0 and df["expired"].sum() > 0 and df["cancelled"].sum() > 0
 
 
@@ -124,7 +128,9 @@ def test_finality_breakdown_matches_the_truth_exactly(synced, truth) -> None:
         for label in metrics.FINALITY_TIMES:
             p50, p90 = quantiles(want["times"][label])
             assert (got[f"{label}_p50_s"], got[f"{label}_p90_s"]) == pytest.approx((p50, p90), nan_ok=True), (
-                name, label)
+                name,
+                label,
+            )
     assert df["latest_only"].any() and not df["latest_only"].all()
 
 
@@ -149,4 +155,5 @@ def test_query_latency_matches_the_truth_exactly(synced, truth) -> None:
         }
         for label, values in pairs.items():
             assert (getattr(row, f"{label}_p50_s"), getattr(row, f"{label}_p90_s")) == pytest.approx(
-                quantiles(values), nan_ok=True), (key, label)
+                quantiles(values), nan_ok=True
+            ), (key, label)

@@ -90,8 +90,10 @@ def test_time_range_filter(dash) -> None:
 
 
 def test_import_toolkit_loads_no_widgets_and_the_name_stays_callable() -> None:
-    code = ("import sys, toolkit as tk; assert 'ipywidgets' not in sys.modules and 'matplotlib' not in sys.modules;"
-            "import toolkit.dashboard as m; assert callable(m) and callable(tk.dashboard); print('ok')")
+    code = (
+        "import sys, toolkit as tk; assert 'ipywidgets' not in sys.modules and 'matplotlib' not in sys.modules;"
+        "import toolkit.dashboard as m; assert callable(m) and callable(tk.dashboard); print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
     assert "dashboard" in tk.__all__ and callable(tk.dashboard)

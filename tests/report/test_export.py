@@ -21,10 +21,18 @@ from toolkit.export import EXPORTS, NULL_PARTITION, export_parquet, portable_col
 from toolkit.warehouse import Warehouse
 
 KEYS = {
-    "networks": ["chain_selector"], "channels": ["channel_id"], "wallets": ["wallet_id"], "watchers": ["watcher_id"],
-    "operations": ["operation_id"], "operation_transactions": ["operation_id", "idx"], "queries": ["query_id"],
-    "events": ["event_id"], "sync_state": ["stream"], "sync_runs": ["run_id"],
-    "operation_transitions": ["operation_id", "entered_at", "status"], "operation_lifecycle": ["operation_id"],
+    "networks": ["chain_selector"],
+    "channels": ["channel_id"],
+    "wallets": ["wallet_id"],
+    "watchers": ["watcher_id"],
+    "operations": ["operation_id"],
+    "operation_transactions": ["operation_id", "idx"],
+    "queries": ["query_id"],
+    "events": ["event_id"],
+    "sync_state": ["stream"],
+    "sync_runs": ["run_id"],
+    "operation_transitions": ["operation_id", "entered_at", "status"],
+    "operation_lifecycle": ["operation_id"],
     "query_lifecycle": ["query_id"],
 }
 
@@ -35,8 +43,12 @@ def synced(server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     root = tmp_path_factory.mktemp("export")
     wh = root / "w.duckdb"
     sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=wh, environ={}), quiet=True)
-    out = subprocess.run([sys.executable, "-m", "toolkit", "export", "--warehouse", str(wh), "--out",
-                          str(root / "parquet")], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "toolkit", "export", "--warehouse", str(wh), "--out", str(root / "parquet")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert "events:" in out.stdout and TEST_KEY not in out.stdout + out.stderr
     return wh, root / "parquet"
@@ -72,8 +84,9 @@ def test_read_back_equals_the_warehouse(synced, table: str) -> None:
             assert str(exported.schema.field(col).type) == "timestamp[us, tz=UTC]", col
             pd.testing.assert_series_equal(g, w, check_dtype=False, check_names=False)
         else:
-            assert [None if pd.isna(v) else v for v in g.astype(object)] == \
-                [None if pd.isna(v) else (str(v) if isinstance(v, dict | list) else v) for v in w.astype(object)], col
+            assert [None if pd.isna(v) else v for v in g.astype(object)] == [
+                None if pd.isna(v) else (str(v) if isinstance(v, dict | list) else v) for v in w.astype(object)
+            ], col
 
 
 def test_partitions_are_network_and_utc_day(synced) -> None:
@@ -91,8 +104,16 @@ def test_partitions_are_network_and_utc_day(synced) -> None:
 
 def test_types_are_portable(synced) -> None:
     _, out = synced
-    allowed = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_floating,
-               pa.types.is_boolean, pa.types.is_timestamp, pa.types.is_decimal, pa.types.is_date)
+    allowed = (
+        pa.types.is_string,
+        pa.types.is_large_string,
+        pa.types.is_integer,
+        pa.types.is_floating,
+        pa.types.is_boolean,
+        pa.types.is_timestamp,
+        pa.types.is_decimal,
+        pa.types.is_date,
+    )
     for spec in EXPORTS:
         for file in (out / spec.name).rglob("*.parquet"):
             for field in pq.read_schema(file):
@@ -117,9 +138,18 @@ def test_engine_specific_types_become_portable() -> None:
     select = ", ".join(portable_column(name, kind) for name, kind, *_ in described)
     table = con.sql(f"SELECT {select} FROM t").to_arrow_table()
     types = {f.name: str(f.type) for f in table.schema}
-    assert types == {"sel": "string", "j": "string", "m": "string", "u": "string", "ui": "int64",
-                     "tns": "timestamp[us, tz=UTC]", "naive": "timestamp[us, tz=UTC]", "l": "string", "s": "string",
-                     "h": "string"}
+    assert types == {
+        "sel": "string",
+        "j": "string",
+        "m": "string",
+        "u": "string",
+        "ui": "int64",
+        "tns": "timestamp[us, tz=UTC]",
+        "naive": "timestamp[us, tz=UTC]",
+        "l": "string",
+        "s": "string",
+        "h": "string",
+    }
     row = table.to_pylist()[0]
     assert row["sel"] == "16015286601757825753" and row["m"] == "bad" and row["l"] == "[1,2]"
     assert row["naive"].isoformat() == "2026-01-02T03:04:05+00:00"
@@ -143,8 +173,21 @@ def test_an_empty_warehouse_exports_readable_empty_tables(tmp_path: Path) -> Non
 
 
 def test_export_of_a_missing_warehouse_says_what_to_do(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "toolkit", "export", "--warehouse", str(tmp_path / "none.duckdb"),
-                          "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolkit",
+            "export",
+            "--warehouse",
+            str(tmp_path / "none.duckdb"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1 and "chainops sync" in out.stderr and "Traceback" not in out.stderr
 
 
@@ -158,7 +201,7 @@ def test_awkward_partition_values_round_trip(warehouse, tmp_path: Path) -> None:
 
     path = tmp_path / "w.duckdb"
     shutil.copy(warehouse, path)
-    slashed = "Sepolia / test 100% = \"ok\""
+    slashed = 'Sepolia / test 100% = "ok"'
     with Warehouse(path) as wh:
         wh.con.execute("UPDATE networks SET name = ? WHERE chain_selector = ?", [slashed, SEPOLIA])
         wh.con.execute("INSERT INTO events (event_id, channel_id, type) VALUES ('e-bare', 'ch-1', 'wallet.status')")

@@ -35,8 +35,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
         client.rename_channel(channels[1], FORMULA)
         sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
     with Warehouse(path) as wh:
-        selectors = [r[0] for r in wh.con.execute(
-            "SELECT chain_selector FROM operations GROUP BY ALL ORDER BY count(*) DESC LIMIT 3").fetchall()]
+        selectors = [
+            r[0]
+            for r in wh.con.execute(
+                "SELECT chain_selector FROM operations GROUP BY ALL ORDER BY count(*) DESC LIMIT 3"
+            ).fetchall()
+        ]
         for selector, name in zip(selectors, (ANSI, FORMULA, HUGE), strict=True):
             wh.con.execute("UPDATE networks SET name = ? WHERE chain_selector = ?", [name, selector])
         wh.con.execute("UPDATE channels SET name = ? WHERE channel_id = ?", [HUGE, channels[2]])
@@ -53,13 +57,25 @@ def test_the_helpers() -> None:
     assert clean_for_terminal("line\nnext", keep_newlines=True) == "line\nnext"
     assert shorten("abcdef", 4) == "abc…" and shorten("abc", 4) == "abc"
     assert [csv_safe(v) for v in ("=1+1", "+1", "-x", "@SUM(A1)", "\tx", "\rx", "-0.05", "ok", -3)] == [
-        "'=1+1", "+1", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "-0.05", "ok", -3]
+        "'=1+1",
+        "+1",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "-0.05",
+        "ok",
+        -3,
+    ]
 
 
 def test_terminal_tables_show_no_escape_sequences_and_no_megabyte(hostile, capsys) -> None:
     wh = str(hostile)
-    for argv in (["metrics", "status-latency"], ["sql", "select name, chain_selector from networks"],
-                 ["sql", "select name from channels"]):
+    for argv in (
+        ["metrics", "status-latency"],
+        ["sql", "select name, chain_selector from networks"],
+        ["sql", "select name from channels"],
+    ):
         out = run(capsys, *argv, "--warehouse", wh)
         assert "\x1b" not in out and "\x07" not in out, argv
         assert "\\x1b[31mred alert" in out, argv
@@ -80,14 +96,22 @@ def test_csv_outputs_neutralise_formulas(hostile, capsys, tmp_path) -> None:
     # CSV printed on the terminal shows control characters visibly; written to a file it keeps them
     for text in (metrics_csv, sql_csv):
         assert "\x1b" not in text and "\\x1b[31mred alert" in text
-    run(capsys, "sql", "select name from channels", "--warehouse", wh, "--format", "csv", "--out",
-        str(tmp_path / "names.csv"))
+    run(
+        capsys,
+        "sql",
+        "select name from channels",
+        "--warehouse",
+        wh,
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path / "names.csv"),
+    )
     assert ANSI in (tmp_path / "names.csv").read_text()
 
 
 def test_json_keeps_values_as_they_are(hostile, capsys) -> None:
-    rows = json.loads(run(capsys, "sql", "select name from networks", "--warehouse", str(hostile), "--format",
-                          "json"))
+    rows = json.loads(run(capsys, "sql", "select name from networks", "--warehouse", str(hostile), "--format", "json"))
     assert {ANSI, FORMULA, HUGE} <= {r["name"] for r in rows}
 
 

@@ -48,8 +48,12 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("report") / "w.duckdb"
     evil = {**NETWORKS[1], "id": "n-evil", "name": SCRIPT_NETWORK, "chain_selector": EVIL_CHAIN}
     events, records = [], []
-    for args in (("eth", 8, 2, ETHEREUM, 600), ("sep", 9, 1, SEPOLIA, 900), ("evil", 0, 1, EVIL_CHAIN, 1200),
-                 ("old", 10, 0, ETHEREUM, 600 - DAY)):
+    for args in (
+        ("eth", 8, 2, ETHEREUM, 600),
+        ("sep", 9, 1, SEPOLIA, 900),
+        ("evil", 0, 1, EVIL_CHAIN, 1200),
+        ("old", 10, 0, ETHEREUM, 600 - DAY),
+    ):
         e, r = _ops(*args[:3], chain=args[3], start=args[4], channel="ch-evil" if args[0] == "evil" else "ch-1")
         events += e
         records += r
@@ -60,14 +64,20 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     records.append(op_record("late-1", "confirmed", chain=ETHEREUM, created=40_000, updated=40_060))
     wh = build(path, events=events, operations=records, networks=[*NETWORKS, evil])
     with wh.transaction():
-        batch, rejected = to_batch("channels", [
-            {"channel_id": "ch-1", "name": "payments", "status": "active", "created_at": T0 - DAY},
-            {"channel_id": "ch-evil", "name": SCRIPT_CHANNEL, "status": "active", "created_at": T0 - DAY},
-        ])
+        batch, rejected = to_batch(
+            "channels",
+            [
+                {"channel_id": "ch-1", "name": "payments", "status": "active", "created_at": T0 - DAY},
+                {"channel_id": "ch-evil", "name": SCRIPT_CHANNEL, "status": "active", "created_at": T0 - DAY},
+            ],
+        )
         assert not rejected
         wh.upsert("channels", batch)
-        wh.con.execute("INSERT INTO sync_runs (run_id, started_at, finished_at, outcome) VALUES "
-                       "('r1', to_timestamp(?), to_timestamp(?), 'ok')", [T0 + DAY - 120, T0 + DAY - 60])
+        wh.con.execute(
+            "INSERT INTO sync_runs (run_id, started_at, finished_at, outcome) VALUES "
+            "('r1', to_timestamp(?), to_timestamp(?), 'ok')",
+            [T0 + DAY - 120, T0 + DAY - 60],
+        )
     refresh(wh).close()
     return path
 
@@ -116,17 +126,35 @@ def parse(text: str) -> Page:
 @pytest.fixture(scope="module")
 def page(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Page, report.Report]:
     out = tmp_path_factory.mktemp("out") / "weekly.html"
-    rep = report.write_report(str(warehouse), out, since=SINCE, until=UNTIL, title="Weekly <ops>",
-                              thresholds=["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"])
+    rep = report.write_report(
+        str(warehouse),
+        out,
+        since=SINCE,
+        until=UNTIL,
+        title="Weekly <ops>",
+        thresholds=["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"],
+    )
     text = out.read_text(encoding="utf-8")
     return text, parse(text), rep
 
 
 def test_html_has_every_section_with_figures_embedded(page) -> None:
     text, parsed, _ = page
-    for section in ("freshness", "findings", "thresholds", "summary", "status_latency", "failure_rates",
-                    "failure_by_channel", "failure_reasons", "finality", "query_latency", "stuck_operations",
-                    "proof_coverage", "watcher_activity"):
+    for section in (
+        "freshness",
+        "findings",
+        "thresholds",
+        "summary",
+        "status_latency",
+        "failure_rates",
+        "failure_by_channel",
+        "failure_reasons",
+        "finality",
+        "query_latency",
+        "stuck_operations",
+        "proof_coverage",
+        "watcher_activity",
+    ):
         assert section in parsed.ids, section
     assert len(parsed.images) == 8
     assert all(img["src"].startswith("data:image/png;base64,") and len(img["src"]) > 2000 for img in parsed.images)
@@ -173,19 +201,33 @@ def test_thresholds_are_judged(page) -> None:
     assert any(i.startswith("failure_rate>0.05") and "BREACHED" in i for i in thresholds)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("failure_rate>0.05", report.Threshold("failure_rate", ">", 0.05)),
-    (" stuck >= 1 ", report.Threshold("stuck", ">=", 1.0)),
-    ("failure_rate>5%", report.Threshold("failure_rate", ">", 0.05)),
-    ("proof_coverage<0.999", report.Threshold("proof_coverage", "<", 0.999)),
-    ("sync_age_h>=1e1", report.Threshold("sync_age_h", ">=", 10.0)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("failure_rate>0.05", report.Threshold("failure_rate", ">", 0.05)),
+        (" stuck >= 1 ", report.Threshold("stuck", ">=", 1.0)),
+        ("failure_rate>5%", report.Threshold("failure_rate", ">", 0.05)),
+        ("proof_coverage<0.999", report.Threshold("proof_coverage", "<", 0.999)),
+        ("sync_age_h>=1e1", report.Threshold("sync_age_h", ">=", 10.0)),
+    ],
+)
 def test_thresholds_parse(text: str, expected: report.Threshold) -> None:
     assert report.parse_threshold(text) == expected
 
 
-@pytest.mark.parametrize("text", ["failure_rate", "failure_rate>", "__import__('os')>1", "stuck>0 or 1",
-                                  "nope>1", "stuck=>1", "stuck>0;rm -rf /", "1>stuck"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "failure_rate",
+        "failure_rate>",
+        "__import__('os')>1",
+        "stuck>0 or 1",
+        "nope>1",
+        "stuck=>1",
+        "stuck>0;rm -rf /",
+        "1>stuck",
+    ],
+)
 def test_bad_thresholds_are_rejected(text: str) -> None:
     with pytest.raises(ValueError):
         report.parse_threshold(text)
@@ -220,8 +262,9 @@ def test_writing_twice_gives_the_same_bytes(warehouse: Path, tmp_path: Path) -> 
 
 def test_an_empty_warehouse_still_reports(tmp_path: Path) -> None:
     Warehouse(tmp_path / "empty.duckdb").close()
-    rep = report.write_report(str(tmp_path / "empty.duckdb"), tmp_path / "r.html", since="7d",
-                              thresholds=["stuck>0", "failure_rate>0"])
+    rep = report.write_report(
+        str(tmp_path / "empty.duckdb"), tmp_path / "r.html", since="7d", thresholds=["stuck>0", "failure_rate>0"]
+    )
     assert rep.breaches == []
     parsed = parse((tmp_path / "r.html").read_text())
     assert len(parsed.images) == 8
@@ -247,8 +290,9 @@ def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert f"Report: {tmp_path / 'ok.html'}" in ok.stdout and "Slowest status" in ok.stdout
 
-    breached = chainops(*base, "--out", str(tmp_path / "bad.html"), "--fail-on", "failure_rate>0.05",
-                        "--fail-on", "stuck>0")
+    breached = chainops(
+        *base, "--out", str(tmp_path / "bad.html"), "--fail-on", "failure_rate>0.05", "--fail-on", "stuck>0"
+    )
     assert breached.returncode == 3, breached.stderr
     assert "threshold breached: failure_rate>0.05" in breached.stderr
     assert "threshold breached: stuck>0" in breached.stderr
@@ -270,8 +314,19 @@ def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:
 
 
 def test_cli_csv_directory(warehouse: Path, tmp_path: Path) -> None:
-    out = chainops("report", "--warehouse", str(warehouse), "--since", SINCE, "--until", UNTIL, "--format", "csv",
-                   "--out", str(tmp_path / "tables"))
+    out = chainops(
+        "report",
+        "--warehouse",
+        str(warehouse),
+        "--since",
+        SINCE,
+        "--until",
+        UNTIL,
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path / "tables"),
+    )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "tables" / "status_latency.csv").exists()
     assert (tmp_path / "tables" / "summary.csv").exists()

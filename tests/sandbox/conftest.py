@@ -19,8 +19,9 @@ START = 1_750_000_020 // 60 * 60
 @pytest.fixture(scope="module")
 def sb() -> Sandbox:
     """A seeded sandbox: one day of history in ``SEEDED``, an empty onboarded ``EMPTY``, a not-onboarded key."""
-    return Sandbox(orgs=(SEEDED, EMPTY), not_onboarded=(NOT_ONBOARDED,), seed=5, days=1, operations_per_day=300,
-                   start=START)
+    return Sandbox(
+        orgs=(SEEDED, EMPTY), not_onboarded=(NOT_ONBOARDED,), seed=5, days=1, operations_per_day=300, start=START
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +56,9 @@ def advance(srv: ServerHandle) -> Callable[[int], int]:
     root = srv.base_url.removesuffix("/v1")
 
     def go(seconds: int) -> int:
-        r = httpx.post(f"{root}/sandbox/clock/advance", json={"seconds": seconds},
-                       headers={"Authorization": f"Apikey {EMPTY}"})
+        r = httpx.post(
+            f"{root}/sandbox/clock/advance", json={"seconds": seconds}, headers={"Authorization": f"Apikey {EMPTY}"}
+        )
         assert r.status_code == 200, r.text
         return r.json()["now"]
 

@@ -32,12 +32,22 @@ START = 1_755_000_000 // 60 * 60
 ETH, SEPOLIA = "5009297550715157269", "16015286601757825753"
 MISSING = "00000000-0000-4000-8000-000000000000"
 NO_RETRY = RetryPolicy(attempts=1)
-STATUS_OF = {errors.ValidationError: 400, errors.NotFoundError: 404, errors.ConflictError: 409,
-             errors.AuthenticationError: 401, errors.OrganizationNotFoundError: 401, errors.RateLimitError: 429,
-             errors.ServerError: 500}
-TYPE_OF = {errors.ValidationError: "VALIDATION_ERROR", errors.NotFoundError: "NOT_FOUND",
-           errors.ConflictError: "CONFLICT", errors.OrganizationNotFoundError: "ORGANIZATION_NOT_FOUND",
-           errors.ServerError: "INTERNAL_ERROR"}
+STATUS_OF = {
+    errors.ValidationError: 400,
+    errors.NotFoundError: 404,
+    errors.ConflictError: 409,
+    errors.AuthenticationError: 401,
+    errors.OrganizationNotFoundError: 401,
+    errors.RateLimitError: 429,
+    errors.ServerError: 500,
+}
+TYPE_OF = {
+    errors.ValidationError: "VALIDATION_ERROR",
+    errors.NotFoundError: "NOT_FOUND",
+    errors.ConflictError: "CONFLICT",
+    errors.OrganizationNotFoundError: "ORGANIZATION_NOT_FOUND",
+    errors.ServerError: "INTERNAL_ERROR",
+}
 _n = itertools.count()
 
 
@@ -103,8 +113,9 @@ def advance(srv: ServerHandle) -> Callable[[int], int]:
     root = srv.base_url.removesuffix("/v1")
 
     def go(seconds: int) -> int:
-        r = httpx.post(f"{root}/sandbox/clock/advance", json={"seconds": seconds},
-                       headers={"Authorization": f"Apikey {MINE}"})
+        r = httpx.post(
+            f"{root}/sandbox/clock/advance", json={"seconds": seconds}, headers={"Authorization": f"Apikey {MINE}"}
+        )
         assert r.status_code == 200, r.text
         return r.json()["now"]
 
@@ -134,25 +145,39 @@ def wallet_body(**over: Any) -> dict:
 
 def watcher_body(**over: Any) -> dict:
     """A valid ``CreateWatcherWithService`` body."""
-    body = {"name": unique("watch"), "chain_selector": ETH, "address": addr(2), "service": "dta",
-            "events": ["Transfer"]}
+    body = {
+        "name": unique("watch"),
+        "chain_selector": ETH,
+        "address": addr(2),
+        "service": "dta",
+        "events": ["Transfer"],
+    }
     body.update(over)
     return {k: v for k, v in body.items() if v is not None}
 
 
 def op_body(wallet: dict, **over: Any) -> dict:
     """A valid signed ``CreateOperation`` body for ``wallet`` (``signature=None`` makes a draft)."""
-    body = {"chain_selector": wallet["chain_selector"], "address": wallet["address"],
-            "wallet_operation_id": str(next(_n) + 1), "deadline": 0,
-            "transactions": [{"to": addr(3), "value": "0", "data": "0xa9059cbb"}], "signature": "0x" + "ab" * 65}
+    body = {
+        "chain_selector": wallet["chain_selector"],
+        "address": wallet["address"],
+        "wallet_operation_id": str(next(_n) + 1),
+        "deadline": 0,
+        "transactions": [{"to": addr(3), "value": "0", "data": "0xa9059cbb"}],
+        "signature": "0x" + "ab" * 65,
+    }
     body.update(over)
     return {k: v for k, v in body.items() if v is not None}
 
 
 def query_body(key: str | None = None, **over: Any) -> dict:
     """A valid ``CreateQuery`` body."""
-    body = {"idempotency_key": key or unique("key"), "query_kind": "evm_call", "chain_selector": ETH,
-            "params": {"contract_address": addr(4), "call_data": "0x70a08231", "block_selection": {"type": "latest"}}}
+    body = {
+        "idempotency_key": key or unique("key"),
+        "query_kind": "evm_call",
+        "chain_selector": ETH,
+        "params": {"contract_address": addr(4), "call_data": "0x70a08231", "block_selection": {"type": "latest"}},
+    }
     body.update(over)
     return body
 
@@ -168,8 +193,11 @@ def test_health_check_needs_no_valid_key(srv) -> None:
 @pytest.mark.parametrize("key", ["unknown-key", "two words"])
 def test_unknown_or_malformed_key_is_authentication_error(srv, key) -> None:
     with Client(srv.base_url, key, retry=NO_RETRY) as stranger:
-        for call in (stranger.list_networks, lambda: list(stranger.iter_channels()),
-                     lambda: stranger.create_channel("x")):
+        for call in (
+            stranger.list_networks,
+            lambda: list(stranger.iter_channels()),
+            lambda: stranger.create_channel("x"),
+        ):
             with pytest.raises(errors.AuthenticationError) as info:
                 call()
             err = info.value
@@ -180,14 +208,18 @@ def test_unknown_or_malformed_key_is_authentication_error(srv, key) -> None:
 
 def test_not_onboarded_key_is_organization_not_found(srv) -> None:
     with Client(srv.base_url, NOT_ONBOARDED, retry=NO_RETRY) as pending:
-        for call in (pending.list_networks, lambda: pending.get_channel(MISSING),
-                     lambda: pending.create_wallet(wallet_body())):
+        for call in (
+            pending.list_networks,
+            lambda: pending.get_channel(MISSING),
+            lambda: pending.create_wallet(wallet_body()),
+        ):
             with refused(errors.OrganizationNotFoundError):
                 call()
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer " + MINE}, {"Authorization": "Apikey"},
-                                     {"Authorization": MINE}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer " + MINE}, {"Authorization": "Apikey"}, {"Authorization": MINE}]
+)
 def test_missing_or_malformed_authorization_header_is_401(srv, headers) -> None:
     """Raw httpx: the client always sends ``Apikey <key>``."""
     r = httpx.get(f"{srv.base_url}/networks", headers=headers)
@@ -253,10 +285,15 @@ def test_server_failure_is_server_error_after_the_retries(faulty) -> None:
         assert c.health_check() == {"status": "ok"}
 
 
-@pytest.mark.parametrize(("faulty", "cls"), [({"drop_rate": 1.0}, errors.TransportError),
-                                             ({"truncate_rate": 1.0}, errors.TransportError),
-                                             ({"malformed_rate": 1.0}, errors.ResponseFormatError)],
-                         indirect=["faulty"])
+@pytest.mark.parametrize(
+    ("faulty", "cls"),
+    [
+        ({"drop_rate": 1.0}, errors.TransportError),
+        ({"truncate_rate": 1.0}, errors.TransportError),
+        ({"malformed_rate": 1.0}, errors.ResponseFormatError),
+    ],
+    indirect=["faulty"],
+)
 def test_broken_answers_are_transport_errors(faulty, cls) -> None:
     with Client(faulty.base_url, MINE, retry=NO_RETRY) as c, pytest.raises(cls) as info:
         c.list_networks()
@@ -278,8 +315,11 @@ def test_slow_answer_past_the_timeout_is_transport_error(faulty) -> None:
 def test_list_networks(client) -> None:
     networks = client.list_networks()
     assert [n["chain_selector"] for n in networks] == [n.chain_selector for n in spec.KNOWN_NETWORKS]
-    assert all(set(n) >= {"id", "name", "chain_selector", "chain_id", "chain_family", "created_at", "updated_at"}
-               and n["chain_family"] == "evm" for n in networks)
+    assert all(
+        set(n) >= {"id", "name", "chain_selector", "chain_id", "chain_family", "created_at", "updated_at"}
+        and n["chain_family"] == "evm"
+        for n in networks
+    )
 
 
 # -- channels ----------------------------------------------------------------------------------------------------------
@@ -306,8 +346,9 @@ def test_channel_create_get_list_rename_archive(client) -> None:
     assert [c["channel_id"] for c in client.iter_channels(name=name + "-ren")] == [cid]
 
 
-@pytest.mark.parametrize("body", [{"name": ""}, {"name": "   "}, {"name": "x" * 256},
-                                  {"name": "ok", "description": "d" * 256}])
+@pytest.mark.parametrize(
+    "body", [{"name": ""}, {"name": "   "}, {"name": "x" * 256}, {"name": "ok", "description": "d" * 256}]
+)
 def test_channel_create_validation(client, body) -> None:
     with refused(errors.ValidationError):
         client.create_channel(body["name"], description=body.get("description"))
@@ -338,9 +379,11 @@ def test_channel_archive_refused_while_watchers_are_active(client, channel, adva
 
 def test_archived_channel_takes_no_new_work(client, channel, wallet) -> None:
     client.archive_channel(channel)
-    for call in (lambda: client.create_watcher(channel, watcher_body()),
-                 lambda: client.create_operation(channel, op_body(wallet)),
-                 lambda: client.create_query(channel, query_body())):
+    for call in (
+        lambda: client.create_watcher(channel, watcher_body()),
+        lambda: client.create_operation(channel, op_body(wallet)),
+        lambda: client.create_query(channel, query_body()),
+    ):
         with refused(errors.ValidationError):
             call()
 
@@ -352,8 +395,7 @@ NESTED: list[tuple[str, Callable[[Client, str], Any]]] = [
     ("update watcher", lambda c, cid: c.archive_watcher(cid, MISSING)),
     ("list operations", lambda c, cid: list(c.iter_operations(cid))),
     ("get operation", lambda c, cid: c.get_operation(cid, MISSING)),
-    ("create operation", lambda c, cid: c.create_operation(cid, op_body({"chain_selector": ETH,
-                                                                         "address": addr(5)}))),
+    ("create operation", lambda c, cid: c.create_operation(cid, op_body({"chain_selector": ETH, "address": addr(5)}))),
     ("finalize operation", lambda c, cid: c.finalize_operation(cid, MISSING, signature="0x", digest="0x")),
     ("cancel operation", lambda c, cid: c.cancel_operation(cid, MISSING)),
     ("list queries", lambda c, cid: list(c.iter_queries(cid))),
@@ -385,8 +427,11 @@ def test_wallet_create_get_list_rename_archive(client, channel, advance) -> None
     advance(200)
     got = client.get_wallet(wid)
     assert got["status"] in ("deployed", "failed") and got["address"] == created["address"]
-    assert [e["payload"]["status"] for e in client.search_events(channel, type="wallet.status").records] == \
-        ["pending", "deploying", got["status"]]
+    assert [e["payload"]["status"] for e in client.search_events(channel, type="wallet.status").records] == [
+        "pending",
+        "deploying",
+        got["status"],
+    ]
     assert [w["wallet_id"] for w in client.iter_wallets(name=body["name"].upper())] == [wid]  # case-insensitive
     assert wid in {w["wallet_id"] for w in client.iter_wallets(chain_selector=ETH, type=["ecdsa"])}
     assert wid not in {w["wallet_id"] for w in client.iter_wallets(chain_selector=SEPOLIA)}
@@ -404,11 +449,20 @@ def test_wallet_create_get_list_rename_archive(client, channel, advance) -> None
     assert wid not in {w["wallet_id"] for page in client.wallet_pages(status=None) for w in page.records}
 
 
-@pytest.mark.parametrize("change", [
-    {"wallet_owner_address": "0x12"}, {"wallet_type": "multisig"}, {"name": "  "}, {"description": "x" * 256},
-    {"allowed_ecdsa_signers": ["nope"]}, {"allowed_ecdsa_signers": [addr(1), addr(1)]},
-    {"configuration": [1]}, {"status_channel_id": "not-a-uuid"}, {"chain_selector": "0xabc"},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"wallet_owner_address": "0x12"},
+        {"wallet_type": "multisig"},
+        {"name": "  "},
+        {"description": "x" * 256},
+        {"allowed_ecdsa_signers": ["nope"]},
+        {"allowed_ecdsa_signers": [addr(1), addr(1)]},
+        {"configuration": [1]},
+        {"status_channel_id": "not-a-uuid"},
+        {"chain_selector": "0xabc"},
+    ],
+)
 def test_wallet_create_validation(client, change) -> None:
     with refused(errors.ValidationError):
         client.create_wallet(wallet_body(**change))
@@ -438,8 +492,14 @@ def test_wallet_errors(client) -> None:
 
 
 def test_watcher_create_get_list_rename_archive(client, channel, advance) -> None:
-    abi = [{"anonymous": False, "name": "Transfer", "type": "event",
-            "inputs": [{"indexed": True, "internalType": "address", "name": "from", "type": "address"}]}]
+    abi = [
+        {
+            "anonymous": False,
+            "name": "Transfer",
+            "type": "event",
+            "inputs": [{"indexed": True, "internalType": "address", "name": "from", "type": "address"}],
+        }
+    ]
     from_abi = client.create_watcher(channel, watcher_body(service=None, abi=abi))
     from_service = client.create_watcher(channel, watcher_body(service_config={"asset": "USDC"}))
     assert from_abi["status"] == from_service["status"] == "pending"
@@ -465,15 +525,24 @@ def test_watcher_create_get_list_rename_archive(client, channel, advance) -> Non
     assert client.get_watcher(channel, wid)["status"] == "archived"
     assert wid in {w["watcher_id"] for w in client.iter_watchers(channel)}
     assert wid not in {w["watcher_id"] for page in client.watcher_pages(channel, status=None) for w in page.records}
-    statuses = [e["payload"]["status"] for e in client.search_events(channel, type="watcher.status",
-                                                                     watcher_id=wid).records]
+    statuses = [
+        e["payload"]["status"] for e in client.search_events(channel, type="watcher.status", watcher_id=wid).records
+    ]
     assert statuses == ["pending", full["status"], "archiving", "archived"]
 
 
-@pytest.mark.parametrize("change", [
-    {"name": "abc"}, {"events": []}, {"service": None}, {"abi": []}, {"address": "0x1"}, {"chain_selector": "1"},
-    {"abi": [{"anonymous": False, "name": "X", "type": "event", "inputs": []}]},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"name": "abc"},
+        {"events": []},
+        {"service": None},
+        {"abi": []},
+        {"address": "0x1"},
+        {"chain_selector": "1"},
+        {"abi": [{"anonymous": False, "name": "X", "type": "event", "inputs": []}]},
+    ],
+)
 def test_watcher_create_validation(client, channel, change) -> None:
     with refused(errors.ValidationError):
         client.create_watcher(channel, watcher_body(**change))
@@ -544,14 +613,24 @@ def test_draft_finalize_cancel_and_deadlines(client, channel, wallet, advance, s
         client.cancel_operation(channel, later)
 
 
-@pytest.mark.parametrize("change", [
-    {"transactions": []}, {"deadline": -1}, {"deadline": 2**63}, {"deadline": "0"}, {"signature": "0x12"},
-    {"address": "0xZZ"}, {"wallet_operation_id": "12a"}, {"chain_selector": "1"}, {"extra": True},
-    {"transactions": [{"to": addr(1), "value": "0", "data": "0x"}] * (spec.MAX_TRANSACTIONS_PER_OPERATION + 1)},
-    {"transactions": [{"to": addr(1), "value": "1.5", "data": "0x"}]},
-    {"transactions": [{"to": addr(1), "value": "0", "data": "0xabc"}]},
-    {"transactions": [{"to": addr(1), "value": "0", "data": "0x", "gas": "1"}]},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"transactions": []},
+        {"deadline": -1},
+        {"deadline": 2**63},
+        {"deadline": "0"},
+        {"signature": "0x12"},
+        {"address": "0xZZ"},
+        {"wallet_operation_id": "12a"},
+        {"chain_selector": "1"},
+        {"extra": True},
+        {"transactions": [{"to": addr(1), "value": "0", "data": "0x"}] * (spec.MAX_TRANSACTIONS_PER_OPERATION + 1)},
+        {"transactions": [{"to": addr(1), "value": "1.5", "data": "0x"}]},
+        {"transactions": [{"to": addr(1), "value": "0", "data": "0xabc"}]},
+        {"transactions": [{"to": addr(1), "value": "0", "data": "0x", "gas": "1"}]},
+    ],
+)
 def test_operation_create_validation(client, channel, wallet, change) -> None:
     with refused(errors.ValidationError):
         client.create_operation(channel, op_body(wallet, **change))
@@ -566,8 +645,12 @@ def test_operation_errors(client, channel, wallet) -> None:
         client.cancel_operation(channel, MISSING)
     draft = client.create_operation(channel, op_body(wallet, signature=None))
     path = f"channels/{channel}/operations/{draft}"
-    for body in ({"status": "sent"}, {"status": "cancelled", "reason": "x"},
-                 {"status": "accepted", "signature": "0x"}, {"status": "accepted", "signature": 1, "digest": "0x"}):
+    for body in (
+        {"status": "sent"},
+        {"status": "cancelled", "reason": "x"},
+        {"status": "accepted", "signature": "0x"},
+        {"status": "accepted", "signature": 1, "digest": "0x"},
+    ):
         with refused(errors.ValidationError):
             client.request("PATCH", path, json_body=body)  # bodies the typed methods cannot send
     with refused(errors.ValidationError):
@@ -602,14 +685,26 @@ def test_query_create_idempotency_and_lifecycle(client, channel, advance) -> Non
         list(client.iter_queries(channel, query_kind=["sql"]))
 
 
-@pytest.mark.parametrize("change", [
-    {"idempotency_key": ""}, {"idempotency_key": "k" * 256}, {"query_kind": "sql"}, {"chain_selector": "7"},
-    {"metadata": "x"}, {"extra": 1},
-    {"params": {"contract_address": addr(4), "call_data": "70a0", "block_selection": {"type": "latest"}}},
-    {"params": {"contract_address": addr(4), "call_data": "0x", "block_selection": {"type": "safe"}}},
-    {"params": {"contract_address": addr(4), "call_data": "0x",
-                "block_selection": {"type": "block_number", "block_number": "-1"}}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"idempotency_key": ""},
+        {"idempotency_key": "k" * 256},
+        {"query_kind": "sql"},
+        {"chain_selector": "7"},
+        {"metadata": "x"},
+        {"extra": 1},
+        {"params": {"contract_address": addr(4), "call_data": "70a0", "block_selection": {"type": "latest"}}},
+        {"params": {"contract_address": addr(4), "call_data": "0x", "block_selection": {"type": "safe"}}},
+        {
+            "params": {
+                "contract_address": addr(4),
+                "call_data": "0x",
+                "block_selection": {"type": "block_number", "block_number": "-1"},
+            }
+        },
+    ],
+)
 def test_query_create_validation(client, channel, change) -> None:
     with refused(errors.ValidationError):
         client.create_query(channel, query_body(**change))
@@ -644,18 +739,31 @@ def test_poll_search_and_fetch_events(client, busy_channel) -> None:
     assert first.records == everything[: spec.PAGE_LIMITS["events_search"].default]
     ts = everything[len(everything) // 2]["payload"]["timestamp"]
     window = client.search_events(cid, limit=200, **{"created.gte": ts, "type": ["operation.status"]}).records
-    assert window == [e for e in everything if e["payload"]["timestamp"] >= ts
-                      and e["headers"]["type"] == "operation.status"][:200]
-    failed_or_confirmed = client.search_events(cid, limit=200, type="operation.status",
-                                               status=["confirmed", "failed"]).records
+    assert (
+        window
+        == [e for e in everything if e["payload"]["timestamp"] >= ts and e["headers"]["type"] == "operation.status"][
+            :200
+        ]
+    )
+    failed_or_confirmed = client.search_events(
+        cid, limit=200, type="operation.status", status=["confirmed", "failed"]
+    ).records
     assert all(e["payload"]["status"] in ("confirmed", "failed") for e in failed_or_confirmed)
 
 
-@pytest.mark.parametrize("params", [
-    {"type": "watcher.event", "status": "active"}, {"type": "query.status", "address": addr(1)},
-    {"type": "unknown.type"}, {"limit": 201}, {"limit": 0}, {"offset": -1}, {"created.gte": "yesterday"},
-    {"status": "confirmed", "event_name": "Transfer"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"type": "watcher.event", "status": "active"},
+        {"type": "query.status", "address": addr(1)},
+        {"type": "unknown.type"},
+        {"limit": 201},
+        {"limit": 0},
+        {"offset": -1},
+        {"created.gte": "yesterday"},
+        {"status": "confirmed", "event_name": "Transfer"},
+    ],
+)
 def test_search_that_cannot_apply_is_validation_error(client, channel, params) -> None:
     with refused(errors.ValidationError):
         client.search_events(channel, **params)
@@ -675,8 +783,11 @@ def test_poll_and_fetch_errors(client, channel) -> None:
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", b"", b'"text"'])
 def test_bodies_that_are_not_json_objects_are_400(srv, content) -> None:
-    r = httpx.post(f"{srv.base_url}/channels", content=content,
-                   headers={"Authorization": f"Apikey {MINE}", "Content-Type": "application/json"})
+    r = httpx.post(
+        f"{srv.base_url}/channels",
+        content=content,
+        headers={"Authorization": f"Apikey {MINE}", "Content-Type": "application/json"},
+    )
     assert r.status_code == 400 and r.json()["type"] == "VALIDATION_ERROR"
 
 

@@ -45,9 +45,11 @@ def test_not_onboarded_key_is_organization_not_found(srv) -> None:
 def test_other_organisations_resources_are_not_found(api, mine, sb) -> None:
     truth = sb.truth(SEEDED)
     channel = truth.channels[0]["channel_id"]
-    for path, code in [(f"/channels/{channel}", "CHANNEL_NOT_FOUND"),
-                       (f"/channels/{channel}/events", "CHANNEL_NOT_FOUND"),
-                       (f"/wallets/{truth.wallets[0]['wallet_id']}", "WALLET_NOT_FOUND")]:
+    for path, code in [
+        (f"/channels/{channel}", "CHANNEL_NOT_FOUND"),
+        (f"/channels/{channel}/events", "CHANNEL_NOT_FOUND"),
+        (f"/wallets/{truth.wallets[0]['wallet_id']}", "WALLET_NOT_FOUND"),
+    ]:
         assert api.get(path).status_code == 200
         r = mine.get(path)
         assert (r.status_code, r.json()["type"], r.json()["code"]) == (404, "NOT_FOUND", code), path
@@ -58,10 +60,12 @@ def test_resources_under_the_wrong_channel_are_not_found(api) -> None:
     op = api.get(f"/channels/{first}/operations").json()["data"][0]["operation_id"]
     watcher = api.get(f"/channels/{first}/watchers").json()["data"][0]["watcher_id"]
     query = api.get(f"/channels/{second}/queries").json()["data"][0]["query_id"]
-    for path, code in [(f"/channels/{second}/operations/{op}", "OPERATION_NOT_FOUND"),
-                       (f"/channels/{second}/watchers/{watcher}", "WATCHER_NOT_FOUND"),
-                       (f"/channels/{first}/queries/{query}", "QUERY_NOT_FOUND"),
-                       (f"/channels/{first}/queries/not-a-uuid", "QUERY_NOT_FOUND")]:
+    for path, code in [
+        (f"/channels/{second}/operations/{op}", "OPERATION_NOT_FOUND"),
+        (f"/channels/{second}/watchers/{watcher}", "WATCHER_NOT_FOUND"),
+        (f"/channels/{first}/queries/{query}", "QUERY_NOT_FOUND"),
+        (f"/channels/{first}/queries/not-a-uuid", "QUERY_NOT_FOUND"),
+    ]:
         r = api.get(path)
         assert (r.status_code, r.json()["code"]) == (404, code), path
 
@@ -109,10 +113,17 @@ def test_row_skip_paging_walks_every_operation(api, sb) -> None:
     assert len(default["data"]) == spec.PAGE_LIMITS["operations"].default and default["has_more"]
 
 
-@pytest.mark.parametrize(("path", "params"), [
-    ("/channels", {"limit": 0}), ("/channels", {"limit": 51}), ("/wallets", {"limit": 101}),
-    ("/channels", {"offset": -1}), ("/channels", {"limit": "x"}), ("/channels", {"status": "bogus"}),
-])
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/channels", {"limit": 0}),
+        ("/channels", {"limit": 51}),
+        ("/wallets", {"limit": 101}),
+        ("/channels", {"offset": -1}),
+        ("/channels", {"limit": "x"}),
+        ("/channels", {"status": "bogus"}),
+    ],
+)
 def test_paging_out_of_range_is_400(api, path, params) -> None:
     r = api.get(path, params=params)
     assert r.status_code == 400 and r.json()["type"] == "VALIDATION_ERROR"
@@ -155,8 +166,10 @@ def test_poll_from_offset_moves_forward(api, sb) -> None:
     tail = api.get(f"/channels/{channel}/events", params={"offset": len(events) - 3}).json()
     assert [e["headers"]["offset"] for e in tail["events"]] == [len(events) - 3, len(events) - 2, len(events) - 1]
     assert tail["has_more"] is False
-    assert api.get(f"/channels/{channel}/events", params={"offset": len(events)}).json() == \
-        {"events": [], "has_more": False}
+    assert api.get(f"/channels/{channel}/events", params={"offset": len(events)}).json() == {
+        "events": [],
+        "has_more": False,
+    }
     typed = api.get(f"/channels/{channel}/events", params={"offset": 0, "type": "wallet.status"}).json()["events"]
     assert typed and {e["headers"]["type"] for e in typed} == {"wallet.status"}
     assert api.get(f"/channels/{channel}/events", params={"limit": 201}).status_code == 400
@@ -196,30 +209,38 @@ def test_search_filters(api, sb) -> None:
             offset = page["events"][-1]["headers"]["offset"] + 1
 
     ops = search(type="operation.status", status=["confirmed", "failed"])
-    assert ops == [e for e in events if e["headers"]["type"] == "operation.status"
-                   and e["payload"]["status"] in ("confirmed", "failed")]
+    assert ops == [
+        e
+        for e in events
+        if e["headers"]["type"] == "operation.status" and e["payload"]["status"] in ("confirmed", "failed")
+    ]
     ts = sorted({e["payload"]["timestamp"] for e in events})
     lo, hi = ts[len(ts) // 3], ts[2 * len(ts) // 3]
     window = search(**{"created.gte": lo, "created.lt": hi})
     assert window == [e for e in events if lo <= e["payload"]["timestamp"] < hi]
     one_op = ops[0]["payload"]["operation_id"]
-    assert search(type="operation.status", operation_id=one_op) == \
-        [e for e in events if e["payload"].get("operation_id") == one_op]
+    assert search(type="operation.status", operation_id=one_op) == [
+        e for e in events if e["payload"].get("operation_id") == one_op
+    ]
     watcher_event = next(e for e in events if e["headers"]["type"] == "watcher.event")
     wid = watcher_event["payload"]["watcher_id"]
-    assert search(type="watcher.event", watcher_id=wid, event_name="Transfer") == \
-        [e for e in events if e["headers"]["type"] == "watcher.event" and e["payload"]["watcher_id"] == wid]
+    assert search(type="watcher.event", watcher_id=wid, event_name="Transfer") == [
+        e for e in events if e["headers"]["type"] == "watcher.event" and e["payload"]["watcher_id"] == wid
+    ]
     both = search(type=["watcher.status", "wallet.status"])
     assert both == [e for e in events if e["headers"]["type"] in ("watcher.status", "wallet.status")]
 
 
-@pytest.mark.parametrize("params", [
-    {"type": "watcher.event", "status": "active"},
-    {"type": "query.status", "address": "0x" + "1" * 40},
-    {"type": ["operation.status", "watcher.event"], "status": "confirmed"},
-    {"status": "confirmed", "event_name": "Transfer"},
-    {"type": "nonsense.type"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"type": "watcher.event", "status": "active"},
+        {"type": "query.status", "address": "0x" + "1" * 40},
+        {"type": ["operation.status", "watcher.event"], "status": "confirmed"},
+        {"status": "confirmed", "event_name": "Transfer"},
+        {"type": "nonsense.type"},
+    ],
+)
 def test_search_filter_that_does_not_apply_is_400(api, params) -> None:
     channel = channel_by_name(api, "treasury-ops")["channel_id"]
     r = api.get(f"/channels/{channel}/events/search", params=params)
@@ -235,8 +256,15 @@ def test_fetch_one_event(api, sb) -> None:
 
 
 REQUIRED_PAYLOAD = {
-    "operation.status": {"status", "status_reason", "operation_id", "wallet_operation_id", "address",
-                         "chain_selector", "timestamp"},
+    "operation.status": {
+        "status",
+        "status_reason",
+        "operation_id",
+        "wallet_operation_id",
+        "address",
+        "chain_selector",
+        "timestamp",
+    },
     "query.status": {"query_id", "status", "target", "chain_selector", "timestamp"},
     "watcher.status": {"status", "status_reason", "watcher_id", "chain_selector", "timestamp"},
     "watcher.event": {"watcher_id", "event_hash", "verifiable_event", "chain_selector", "timestamp"},

@@ -49,22 +49,31 @@ def test_scenario_shape(sb) -> None:
     drafts = sum(1 for _, s, _ in truth.transitions if s == "pending_signature")
     assert 0.05 < drafts / len(truth.operations) < 0.16
     assert statuses["failed"] > 0 and statuses["confirmed"] > 0 and statuses["cancelled"] + statuses["expired"] > 0
-    in_flight = [o for o in truth.operations if o["status"] not in spec.OPERATION_TERMINAL
-                 and not (o["status"] == "confirmed_latest" and MODELS[o["chain_selector"]].is_testnet)]
+    in_flight = [
+        o
+        for o in truth.operations
+        if o["status"] not in spec.OPERATION_TERMINAL
+        and not (o["status"] == "confirmed_latest" and MODELS[o["chain_selector"]].is_testnet)
+    ]
     assert in_flight, "some work is still moving at start"
     assert all(o["created_at"] < START and o["created_at"] >= START - 86400 for o in truth.operations)
     assert {w["status"] for w in truth.watchers} >= {"active", "archived", "failed"}
     assert truth.queries and all(q["created_at"] < START for q in truth.queries)
-    watcher_events = sum(e["headers"]["type"] == "watcher.event" for c in truth.channels
-                         for e in truth.events(c["channel_id"]))
+    watcher_events = sum(
+        e["headers"]["type"] == "watcher.event" for c in truth.channels for e in truth.events(c["channel_id"])
+    )
     active = sum(w["status"] == "active" for w in truth.watchers)
     assert 10 * active * 24 * 0.5 < watcher_events < 60 * active * 24 * 1.5
 
 
 def test_failure_reasons_are_realistic(sb) -> None:
     truth = sb.truth(SEEDED)
-    reasons = [e["payload"]["status_reason"] for c in truth.channels for e in truth.events(c["channel_id"])
-               if e["headers"]["type"] == "operation.status" and e["payload"]["status"] == "failed"]
+    reasons = [
+        e["payload"]["status_reason"]
+        for c in truth.channels
+        for e in truth.events(c["channel_id"])
+        if e["headers"]["type"] == "operation.status" and e["payload"]["status"] == "failed"
+    ]
     assert reasons and all(r for r in reasons)
     assert any(r.startswith("execution reverted") or "gas" in r or "nonce" in r for r in reasons)
 
@@ -73,12 +82,17 @@ def test_clock_advance_moves_in_flight_work(sb, srv) -> None:
     root = srv.base_url.removesuffix("/v1")
     headers = {"Authorization": f"Apikey {SEEDED}"}
     assert httpx.get(f"{root}/sandbox/clock").status_code == 401
-    assert httpx.get(f"{root}/sandbox/clock", headers={"Authorization": f"Apikey {NOT_ONBOARDED}"}).json()["type"] \
+    assert (
+        httpx.get(f"{root}/sandbox/clock", headers={"Authorization": f"Apikey {NOT_ONBOARDED}"}).json()["type"]
         == "ORGANIZATION_NOT_FOUND"
+    )
     now = httpx.get(f"{root}/sandbox/clock", headers=headers).json()["now"]
     assert now == sb.now
-    moving = {o["operation_id"] for o in sb.truth(SEEDED).operations if o["status"] not in spec.OPERATION_TERMINAL
-              and o["status"] != "confirmed_latest"}
+    moving = {
+        o["operation_id"]
+        for o in sb.truth(SEEDED).operations
+        if o["status"] not in spec.OPERATION_TERMINAL and o["status"] != "confirmed_latest"
+    }
     before = len(sb.truth(SEEDED).transitions)
     r = httpx.post(f"{root}/sandbox/clock/advance", json={"seconds": 3600}, headers=headers)
     assert r.json() == {"now": now + 3600}
@@ -104,8 +118,12 @@ def _layout(shape: str) -> dict:
     truth = sb.truth("k")
     channels = truth.channels
     operations = truth.operations
-    per_channel = Counter(c["channel_id"] for c in channels for e in truth.events(c["channel_id"])
-                          if e["headers"]["type"] == "operation.status")
+    per_channel = Counter(
+        c["channel_id"]
+        for c in channels
+        for e in truth.events(c["channel_id"])
+        if e["headers"]["type"] == "operation.status"
+    )
     return {
         "channels": len(channels),
         "channels with operations": len(per_channel),

@@ -11,8 +11,10 @@ import pytest
 
 from toolkit.sandbox import Sandbox
 
-SCRIPT = ("from toolkit.sandbox.serve import run_server; "
-          "run_server('127.0.0.1', 0, ('run-key',), ('nope-key',), 7, 0.2, False, 0.0, 0.0, None)")
+SCRIPT = (
+    "from toolkit.sandbox.serve import run_server; "
+    "run_server('127.0.0.1', 0, ('run-key',), ('nope-key',), 7, 0.2, False, 0.0, 0.0, None)"
+)
 
 
 def test_serve_refuses_non_loopback_hosts() -> None:
@@ -30,15 +32,22 @@ def test_server_context_manager_stops() -> None:
 def test_run_server_prints_address_and_stops_on_ctrl_c() -> None:
     # Ctrl-C as a terminal sends it: a shell running a job in the background starts it with SIGINT ignored, and
     # that disposition would be inherited, so the server starts with the default one
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         line = proc.stdout.readline()
         assert line.startswith("serving on http://127.0.0.1:") and line.rstrip().endswith("/v1")
         base = line.split()[-1]
         assert httpx.get(f"{base}/channels", headers={"Authorization": "Apikey run-key"}).status_code == 200
-        assert httpx.get(f"{base}/channels", headers={"Authorization": "Apikey nope-key"}).json()["type"] == \
-            "ORGANIZATION_NOT_FOUND"
+        assert (
+            httpx.get(f"{base}/channels", headers={"Authorization": "Apikey nope-key"}).json()["type"]
+            == "ORGANIZATION_NOT_FOUND"
+        )
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)  # a guard against a hang, not a speed check
     finally:

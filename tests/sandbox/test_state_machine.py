@@ -93,10 +93,18 @@ WALLET_MOVES: dict[str, frozenset[str]] = {
     "failed": frozenset({"archived"}),
     "archived": frozenset(),
 }
-MOVES = {"operation.status": OPERATION_MOVES, "query.status": QUERY_MOVES, "watcher.status": WATCHER_MOVES,
-         "wallet.status": WALLET_MOVES}
-TERMINAL = {"operation.status": spec.OPERATION_TERMINAL, "query.status": spec.QUERY_TERMINAL,
-            "watcher.status": spec.WATCHER_TERMINAL, "wallet.status": frozenset({"archived"})}
+MOVES = {
+    "operation.status": OPERATION_MOVES,
+    "query.status": QUERY_MOVES,
+    "watcher.status": WATCHER_MOVES,
+    "wallet.status": WALLET_MOVES,
+}
+TERMINAL = {
+    "operation.status": spec.OPERATION_TERMINAL,
+    "query.status": spec.QUERY_TERMINAL,
+    "watcher.status": spec.WATCHER_TERMINAL,
+    "wallet.status": frozenset({"archived"}),
+}
 #: watcher statuses that keep a channel from being archived
 BLOCKING_WATCHER = frozenset({"pending", "active", "archiving", "archive_failed"})
 SUMMARY_DROPS = ("events", "abi", "service_config")
@@ -140,8 +148,9 @@ class Env:
     def __init__(self, switch: Switch, server: ServerHandle) -> None:
         self.switch = switch
         self.client = Client(server.base_url, KEY, retry=RetryPolicy(attempts=1), timeout=30)
-        self.control = httpx.Client(base_url=server.base_url.removesuffix("/v1"),
-                                    headers={"Authorization": f"Apikey {KEY}"}, timeout=30)
+        self.control = httpx.Client(
+            base_url=server.base_url.removesuffix("/v1"), headers={"Authorization": f"Apikey {KEY}"}, timeout=30
+        )
 
     def close(self) -> None:
         """Close both clients."""
@@ -280,8 +289,13 @@ class SandboxMachine(RuleBasedStateMachine):
         assert record["status"] == "pending" and record["name"] == name and record["chain_selector"] == chain
         assert record.get("status_channel_id") == status_channel
         wid = record["wallet_id"]
-        self.wallet[wid] = {"name": name, "status": "pending", "address": record["address"], "chain": chain,
-                            "channel": status_channel}
+        self.wallet[wid] = {
+            "name": name,
+            "status": "pending",
+            "address": record["address"],
+            "chain": chain,
+            "channel": status_channel,
+        }
         if status_channel is not None:
             self.expected = {wid: ["pending"]}
         self.touched.append(("wallet", wid))
@@ -323,8 +337,14 @@ class SandboxMachine(RuleBasedStateMachine):
         self._begin()
         body: dict[str, Any] = {"name": name, "chain_selector": chain, "address": addr(2), "events": ["Transfer"]}
         if from_abi:
-            body["abi"] = [{"anonymous": False, "name": "Transfer", "type": "event", "inputs": [
-                {"indexed": True, "internalType": "address", "name": "from", "type": "address"}]}]
+            body["abi"] = [
+                {
+                    "anonymous": False,
+                    "name": "Transfer",
+                    "type": "event",
+                    "inputs": [{"indexed": True, "internalType": "address", "name": "from", "type": "address"}],
+                }
+            ]
         else:
             body["service"] = "dta"
         if not self._open(cid):
@@ -347,11 +367,15 @@ class SandboxMachine(RuleBasedStateMachine):
         wid = pick(self.watcher, w)
         self._begin()
         watcher = self.watcher[wid]
-        taken = any(w["channel"] == watcher["channel"] and w["name"] == name
-                    for other, w in self.watcher.items() if other != wid)
+        taken = any(
+            w["channel"] == watcher["channel"] and w["name"] == name
+            for other, w in self.watcher.items()
+            if other != wid
+        )
         if taken:
-            expect_error(ConflictError, "WATCHER_ALREADY_EXISTS", self.client.rename_watcher, watcher["channel"],
-                         wid, name)
+            expect_error(
+                ConflictError, "WATCHER_ALREADY_EXISTS", self.client.rename_watcher, watcher["channel"], wid, name
+            )
             return
         assert self.client.rename_watcher(watcher["channel"], wid, name)["name"] == name
         watcher["name"] = name
@@ -382,9 +406,13 @@ class SandboxMachine(RuleBasedStateMachine):
         self._begin()
         wallet = self.wallet[wid]
         due = 0 if deadline is None else self.now + deadline
-        body: dict[str, Any] = {"chain_selector": wallet["chain"], "address": wallet["address"],
-                                "wallet_operation_id": str(next(self.woid)), "deadline": due,
-                                "transactions": [{"to": addr(3), "value": "1000", "data": "0xa9059cbb"}]}
+        body: dict[str, Any] = {
+            "chain_selector": wallet["chain"],
+            "address": wallet["address"],
+            "wallet_operation_id": str(next(self.woid)),
+            "deadline": due,
+            "transactions": [{"to": addr(3), "value": "1000", "data": "0xa9059cbb"}],
+        }
         if signed:
             body["signature"] = "0x" + "ab" * 65
         if not self._open(cid):
@@ -411,14 +439,17 @@ class SandboxMachine(RuleBasedStateMachine):
         args = (op["channel"], oid)
         sign = {"signature": "0x" + "cd" * 65, "digest": "0x" + "ee" * 32}
         if op["status"] == "expired":
-            expect_error(ConflictError, "OPERATION_DEADLINE_ELAPSED",
-                         lambda: self.client.finalize_operation(*args, **sign))
+            expect_error(
+                ConflictError, "OPERATION_DEADLINE_ELAPSED", lambda: self.client.finalize_operation(*args, **sign)
+            )
         elif op["status"] != "pending_signature":
-            expect_error(ConflictError, "OPERATION_NOT_FINALIZABLE",
-                         lambda: self.client.finalize_operation(*args, **sign))
+            expect_error(
+                ConflictError, "OPERATION_NOT_FINALIZABLE", lambda: self.client.finalize_operation(*args, **sign)
+            )
         elif op["deadline"] and self.now >= op["deadline"] - spec.FINALIZE_DEADLINE_BUFFER_SECONDS:
-            expect_error(ConflictError, "OPERATION_DEADLINE_ELAPSED",
-                         lambda: self.client.finalize_operation(*args, **sign))
+            expect_error(
+                ConflictError, "OPERATION_DEADLINE_ELAPSED", lambda: self.client.finalize_operation(*args, **sign)
+            )
             op["status"] = "expired"
             self.expected = {oid: ["expired"]}
         else:
@@ -455,8 +486,12 @@ class SandboxMachine(RuleBasedStateMachine):
         cid = pick(self.channel, c)
         self._begin()
         block = {"type": "latest"} if variant == 0 else {"type": "block_number", "block_number": "123"}
-        body = {"idempotency_key": key, "query_kind": "evm_call", "chain_selector": ETH,
-                "params": {"contract_address": addr(4), "call_data": "0x70a08231", "block_selection": block}}
+        body = {
+            "idempotency_key": key,
+            "query_kind": "evm_call",
+            "chain_selector": ETH,
+            "params": {"contract_address": addr(4), "call_data": "0x70a08231", "block_selection": block},
+        }
         if not self._open(cid):
             expect_error(ValidationError, None, self.client.create_query, cid, body)
             return
@@ -505,8 +540,9 @@ class SandboxMachine(RuleBasedStateMachine):
             assert newest == log[::-1][:5], "poll without offset is the newest events, newest first"
         if self.expected is not None:
             subjects = set(added) | set(self.expected)
-            assert {s: added.get(s, []) for s in subjects} == {s: self.expected.get(s, []) for s in subjects}, \
+            assert {s: added.get(s, []) for s in subjects} == {s: self.expected.get(s, []) for s in subjects}, (
                 "a call must move exactly what it names, once per move"
+            )
             assert watcher_events == 0, "watchers observed events while the clock stood still"
         self._check_lists()
         self.healthy = True
@@ -526,8 +562,12 @@ class SandboxMachine(RuleBasedStateMachine):
             assert self.watcher[subject]["channel"] == cid
             assert self.history[subject][-1] == "active", "only an active watcher observes events"
             return 1
-        owner = {"operation.status": self.op, "query.status": self.query, "watcher.status": self.watcher,
-                 "wallet.status": self.wallet}[kind]
+        owner = {
+            "operation.status": self.op,
+            "query.status": self.query,
+            "watcher.status": self.watcher,
+            "wallet.status": self.wallet,
+        }[kind]
         assert subject in owner, f"{kind} event for a resource of no call: {subject}"
         assert owner[subject]["channel"] == cid, f"{kind} event outside its channel"
         status, trail = payload["status"], self.history.setdefault(subject, [])
@@ -535,8 +575,11 @@ class SandboxMachine(RuleBasedStateMachine):
             assert trail[-1] not in TERMINAL[kind], f"{kind}: {status} after terminal {trail[-1]}"
             assert status in MOVES[kind][trail[-1]], f"{kind}: illegal move {trail[-1]} -> {status}"
         else:
-            initial = self.op[subject]["initial"] if kind == "operation.status" else \
-                {"query.status": "accepted", "watcher.status": "pending", "wallet.status": "pending"}[kind]
+            initial = (
+                self.op[subject]["initial"]
+                if kind == "operation.status"
+                else {"query.status": "accepted", "watcher.status": "pending", "wallet.status": "pending"}[kind]
+            )
             assert status == initial, f"{kind}: first status {status}, expected {initial}"
         trail.append(status)
         added.setdefault(subject, []).append(status)
@@ -556,8 +599,9 @@ class SandboxMachine(RuleBasedStateMachine):
 
     def _check_lists(self) -> None:
         channels = {c["channel_id"]: c for c in self.client.iter_channels()}
-        assert {cid: (c["name"], c["status"]) for cid, c in channels.items()} == \
-            {cid: (m["name"], m["status"]) for cid, m in self.channel.items()}
+        assert {cid: (c["name"], c["status"]) for cid, c in channels.items()} == {
+            cid: (m["name"], m["status"]) for cid, m in self.channel.items()
+        }
         shown = {c["channel_id"] for page in self.client.channel_pages(status=None) for c in page.records}
         assert shown == {cid for cid, m in self.channel.items() if m["status"] != "archived"}
 
@@ -571,9 +615,11 @@ class SandboxMachine(RuleBasedStateMachine):
         assert shown == {wid for wid, m in self.wallet.items() if m["status"] != "archived"}
 
         served: dict[str, dict] = {"channel": channels, "wallet": wallets}
-        for kind, models, lister in (("watcher", self.watcher, self.client.iter_watchers),
-                                     ("operation", self.op, self.client.iter_operations),
-                                     ("query", self.query, self.client.iter_queries)):
+        for kind, models, lister in (
+            ("watcher", self.watcher, self.client.iter_watchers),
+            ("operation", self.op, self.client.iter_operations),
+            ("query", self.query, self.client.iter_queries),
+        ):
             listed = {r[f"{kind}_id"]: r for cid in self.channel for r in lister(cid)}
             assert set(listed) == set(models), f"every {kind} listed once in its channel"
             for rid, record in listed.items():
@@ -584,14 +630,16 @@ class SandboxMachine(RuleBasedStateMachine):
         for kind, rid in self.touched:
             self._check_get(kind, rid, served[kind][rid])
 
-    def _follow(self, rid: str, status: str, model: dict, moves: dict[str, frozenset[str]] | None,
-                has_events: bool) -> None:
+    def _follow(
+        self, rid: str, status: str, model: dict, moves: dict[str, frozenset[str]] | None, has_events: bool
+    ) -> None:
         """The served status is the last of the event history; without events it only moves forward."""
         if has_events:
             assert status == self.history[rid][-1], f"{rid}: served {status}, events say {self.history[rid]}"
         else:
-            assert moves is not None and status in reachable(moves, model["status"]), \
+            assert moves is not None and status in reachable(moves, model["status"]), (
                 f"{rid}: {model['status']} -> {status}"
+            )
             if self.expected is not None:
                 assert status == model["status"], "nothing moves while the clock stands still"
         model["status"] = status
@@ -622,7 +670,13 @@ class SandboxMachine(RuleBasedStateMachine):
 def test_random_calls_and_clock_advances_keep_every_invariant(env: Env) -> None:
     """Bounded: about 20-40 s of random sequences; Hypothesis prints the failing steps and a reproduce blob."""
     SandboxMachine.env = env
-    run_state_machine_as_test(SandboxMachine, settings=settings(
-        max_examples=75, stateful_step_count=40, deadline=None, print_blob=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    ))
+    run_state_machine_as_test(
+        SandboxMachine,
+        settings=settings(
+            max_examples=75,
+            stateful_step_count=40,
+            deadline=None,
+            print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        ),
+    )

@@ -13,20 +13,41 @@ SEPOLIA = "16015286601757825753"
 ETHEREUM = "5009297550715157269"
 
 
-def op_event(op: str, status: str, ts: int, *, chain: str = ETHEREUM, reason: str = "", event_id: str | None = None,
-             offset: int | None = None) -> dict:
+def op_event(
+    op: str,
+    status: str,
+    ts: int,
+    *,
+    chain: str = ETHEREUM,
+    reason: str = "",
+    event_id: str | None = None,
+    offset: int | None = None,
+) -> dict:
     """An ``operation.status`` event as the service sends it."""
     n = next(_ids)
     return {
         "event_id": event_id or f"00000000-0000-4000-8000-{n:012d}",
         "headers": {"type": "operation.status", "offset": n if offset is None else offset, "proofs": []},
-        "payload": {"operation_id": op, "status": status, "status_reason": reason, "wallet_operation_id": "1",
-                    "address": "0x" + "ab" * 20, "chain_selector": chain, "timestamp": ts},
+        "payload": {
+            "operation_id": op,
+            "status": status,
+            "status_reason": reason,
+            "wallet_operation_id": "1",
+            "address": "0x" + "ab" * 20,
+            "chain_selector": chain,
+            "timestamp": ts,
+        },
     }
 
 
-def load(path: Path, *, events: list[dict] = (), operations: list[dict] = (), networks: list[dict] = (),
-         channel: str = "ch-1") -> Warehouse:
+def load(
+    path: Path,
+    *,
+    events: list[dict] = (),
+    operations: list[dict] = (),
+    networks: list[dict] = (),
+    channel: str = "ch-1",
+) -> Warehouse:
     """A warehouse file holding exactly these records."""
     wh = Warehouse(path)
     with wh.transaction():

@@ -12,8 +12,9 @@ from toolkit.warehouse import TABLES, to_batch, transaction_records
 
 def test_event_batch_has_the_fixed_schema_and_flattened_fields() -> None:
     ev = op_event("op-1", "confirmed", T0)
-    ev["headers"]["proofs"] = [{"alg": "ecdsa", "ocr_report": "0x00", "ocr_context": "0x00",
-                                "signatures": ["0x" + "11" * 65] * 4}]
+    ev["headers"]["proofs"] = [
+        {"alg": "ecdsa", "ocr_report": "0x00", "ocr_context": "0x00", "signatures": ["0x" + "11" * 65] * 4}
+    ]
     batch, rejected = to_batch("events", [ev], defaults={"channel_id": "ch-1"})
     assert rejected == []
     assert batch.schema == TABLES["events"].schema
@@ -35,35 +36,55 @@ def test_unknown_fields_and_values_are_kept() -> None:
 
 
 def test_wrong_types_become_null_and_are_kept_in_extra() -> None:
-    op = {"operation_id": "op-1", "status": "accepted", "created_at": "not a time", "deadline": "17",
-          "chain_selector": 15971525489660198786, "updated_at": -5, "transactions": []}
+    op = {
+        "operation_id": "op-1",
+        "status": "accepted",
+        "created_at": "not a time",
+        "deadline": "17",
+        "chain_selector": 15971525489660198786,
+        "updated_at": -5,
+        "transactions": [],
+    }
     batch, rejected = to_batch("operations", [op], defaults={"channel_id": "c"})
     row = batch.to_pylist()[0]
     assert rejected == []
     assert row["created_at"] is None and row["updated_at"] is None
     assert row["deadline"] == 17
     assert row["chain_selector"] == "15971525489660198786"  # exact, as text, and noted: the wire sends text
-    assert json.loads(row["extra"]) == {"_invalid": {"created_at": "not a time", "updated_at": -5,
-                                                     "chain_selector": 15971525489660198786}}
+    assert json.loads(row["extra"]) == {
+        "_invalid": {"created_at": "not a time", "updated_at": -5, "chain_selector": 15971525489660198786}
+    }
 
 
 def test_fractional_numbers_are_rounded_down_with_a_note_and_big_integers_stay_exact() -> None:
-    op = {"operation_id": "op-1", "created_at": 1795000000.5, "updated_at": 1795000001, "deadline": 7.25,
-          "chain_selector": 2**64}
+    op = {
+        "operation_id": "op-1",
+        "created_at": 1795000000.5,
+        "updated_at": 1795000001,
+        "deadline": 7.25,
+        "chain_selector": 2**64,
+    }
     batch, rejected = to_batch("operations", [op], defaults={"channel_id": "c"})
     row = batch.to_pylist()[0]
     assert rejected == []
     assert row["created_at"].timestamp() == 1795000000 and row["deadline"] == 7
     assert row["chain_selector"] == "18446744073709551616"
-    assert json.loads(row["extra"]) == {"_invalid": {"created_at": 1795000000.5, "deadline": 7.25,
-                                                     "deadline_at": 7.25, "chain_selector": 2**64}}
-    event = {"event_id": "e-1", "headers": {"type": "operation.status", "offset": 4.5, "proofs": []},
-             "payload": {"status": "sent", "timestamp": 1795000000.5, "chain_selector": 2**64}}
+    assert json.loads(row["extra"]) == {
+        "_invalid": {"created_at": 1795000000.5, "deadline": 7.25, "deadline_at": 7.25, "chain_selector": 2**64}
+    }
+    event = {
+        "event_id": "e-1",
+        "headers": {"type": "operation.status", "offset": 4.5, "proofs": []},
+        "payload": {"status": "sent", "timestamp": 1795000000.5, "chain_selector": 2**64},
+    }
     batch, _ = to_batch("events", [event], defaults={"channel_id": "c"})
     row = batch.to_pylist()[0]
     assert row["offset"] == 4 and row["ts"].timestamp() == 1795000000 and row["chain_selector"] == str(2**64)
-    assert json.loads(row["extra"])["_invalid"] == {"headers.offset": 4.5, "payload.timestamp": 1795000000.5,
-                                                    "chain_selector": 2**64}
+    assert json.loads(row["extra"])["_invalid"] == {
+        "headers.offset": 4.5,
+        "payload.timestamp": 1795000000.5,
+        "chain_selector": 2**64,
+    }
 
 
 def test_records_without_a_key_are_rejected_by_name_and_the_rest_kept() -> None:
@@ -82,15 +103,20 @@ def test_same_key_twice_keeps_the_last() -> None:
 
 def test_transactions_keep_exact_values_and_selectors() -> None:
     big = str(10**30 + 7)
-    op = {"operation_id": "op-1", "transactions": [
-        {"to": "0x" + "cd" * 20, "value": big, "data": "0xa9059cbb" + "00" * 64},
-        {"to": "0x" + "ef" * 20, "value": "0", "data": "0x"},
-    ]}
+    op = {
+        "operation_id": "op-1",
+        "transactions": [
+            {"to": "0x" + "cd" * 20, "value": big, "data": "0xa9059cbb" + "00" * 64},
+            {"to": "0x" + "ef" * 20, "value": "0", "data": "0x"},
+        ],
+    }
     batch, rejected = to_batch("operation_transactions", transaction_records([op]))
     rows = batch.to_pylist()
     assert rejected == []
     assert [(r["idx"], r["value"], r["data_size"], r["selector"]) for r in rows] == [
-        (0, big, 68, "0xa9059cbb"), (1, "0", 0, None)]
+        (0, big, 68, "0xa9059cbb"),
+        (1, "0", 0, None),
+    ]
     assert batch.schema.field("value").type == pa.string()
 
 
@@ -102,10 +128,17 @@ def test_events_are_stored_under_the_channel_whose_log_they_came_from() -> None:
     from toolkit.warehouse.event_batches import events_batch
 
     records = [
-        {"event_id": "e1", "channel_id": "other", "headers": {"type": "operation.status", "offset": 1, "proofs": []},
-         "payload": {"status": "sent", "timestamp": 1}},
-        {"event_id": "e2", "headers": {"type": "operation.status", "offset": 2, "proofs": []},
-         "payload": {"status": "sent", "timestamp": 2}},
+        {
+            "event_id": "e1",
+            "channel_id": "other",
+            "headers": {"type": "operation.status", "offset": 1, "proofs": []},
+            "payload": {"status": "sent", "timestamp": 1},
+        },
+        {
+            "event_id": "e2",
+            "headers": {"type": "operation.status", "offset": 2, "proofs": []},
+            "payload": {"status": "sent", "timestamp": 2},
+        },
     ]
     batch, rejected = events_batch(records, channel_id="mine", stream_channel=True)
     assert rejected == []

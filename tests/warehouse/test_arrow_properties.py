@@ -20,8 +20,9 @@ text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_siz
 odd_text = st.one_of(text, st.text(max_size=3000), st.sampled_from(["", " ", "🙂", "\u202e", "a\x00b", "😀" * 500]))
 finite = st.floats(allow_nan=False, allow_infinity=False)  # JSON has no NaN or Infinity
 scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), finite, odd_text)
-json_value = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                          st.dictionaries(text, inner, max_size=3)), max_leaves=8)
+json_value = st.recursive(
+    scalar, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)), max_leaves=8
+)
 timestamp = st.one_of(st.integers(0, 4_000_000_000), scalar)
 uuidish = st.one_of(st.uuids().map(str), text, st.integers(), st.none())
 
@@ -31,15 +32,36 @@ def events(draw, *, documented: bool = False):
     """An event as a feed might send it; ``documented`` keeps to the wire format's field names and types."""
     etype = draw(st.sampled_from([*spec.EVENT_TYPES, "brand.new"]))
     value = text if documented else scalar
-    payload = {k: draw(value) for k in draw(st.sets(st.sampled_from(
-        ["status", "status_reason", "operation_id", "query_id", "watcher_id", "wallet_id", "chain_selector",
-         "address", "event_hash"])))}
+    payload = {
+        k: draw(value)
+        for k in draw(
+            st.sets(
+                st.sampled_from(
+                    [
+                        "status",
+                        "status_reason",
+                        "operation_id",
+                        "query_id",
+                        "watcher_id",
+                        "wallet_id",
+                        "chain_selector",
+                        "address",
+                        "event_hash",
+                    ]
+                )
+            )
+        )
+    }
     if draw(st.booleans()):
         payload["timestamp"] = draw(st.integers(0, 4_000_000_000) if documented else timestamp)
     if not documented:
         payload.update(draw(st.dictionaries(text, json_value, max_size=2)))
-    proofs = draw(st.lists(st.fixed_dictionaries(
-        {"alg": st.just("ecdsa"), "signatures": st.lists(st.text(max_size=8), max_size=5)}), max_size=1))
+    proofs = draw(
+        st.lists(
+            st.fixed_dictionaries({"alg": st.just("ecdsa"), "signatures": st.lists(st.text(max_size=8), max_size=5)}),
+            max_size=1,
+        )
+    )
     event = {
         "event_id": draw(st.uuids().map(str) if documented else uuidish),
         "headers": {"type": etype, "offset": draw(st.integers(0, 2**40) if documented else scalar), "proofs": proofs},
@@ -67,19 +89,20 @@ def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
     decoded = decode_event_page(body)
     assert decoded is not None, "a page in the documented shape takes the fast path"
     fast, fast_rejected = wire_events_batch(decoded, channel_id="ch")
-    careful, careful_rejected = events_batch(orjson.loads(body)["events"], channel_id="ch", stream_channel=True,
-                                             payload_texts=raw_payloads(body))
+    careful, careful_rejected = events_batch(
+        orjson.loads(body)["events"], channel_id="ch", stream_channel=True, payload_texts=raw_payloads(body)
+    )
     assert fast.schema == careful.schema
     assert fast.to_pylist() == careful.to_pylist()
     assert [str(r) for r in fast_rejected] == [str(r) for r in careful_rejected]
-    for row, text in zip(fast.to_pylist(), (r["payload"] for r in {r["event_id"]: r for r in records}.values()),
-                         strict=True):
+    for row, text in zip(
+        fast.to_pylist(), (r["payload"] for r in {r["event_id"]: r for r in records}.values()), strict=True
+    ):
         assert json.loads(row["payload"]) == text  # the payload text is the one sent, whatever its spacing
 
 
 @PROFILE
-@given(st.lists(st.lists(events(documented=True), max_size=8), min_size=1, max_size=4), st.booleans(),
-       st.data())
+@given(st.lists(st.lists(events(documented=True), max_size=8), min_size=1, max_size=4), st.booleans(), st.data())
 def test_pages_converted_together_equal_one_page_holding_them_all(pages, pretty, data) -> None:
     # the loader converts a channel's pages at once when it flushes them; an event sent on two pages (the same
     # record seen twice) is stored once, as its last copy, exactly as if one page had held every event in order
@@ -98,8 +121,11 @@ def test_pages_converted_together_equal_one_page_holding_them_all(pages, pretty,
 @PROFILE
 @given(st.lists(events(), min_size=1, max_size=10))
 def test_pages_in_another_shape_take_the_careful_path(records) -> None:
-    body = orjson.dumps({"events": records, "has_more": False}, option=orjson.OPT_NON_STR_KEYS) \
-        if _orjson_can(records) else None
+    body = (
+        orjson.dumps({"events": records, "has_more": False}, option=orjson.OPT_NON_STR_KEYS)
+        if _orjson_can(records)
+        else None
+    )
     if body is None:
         return
     decoded = decode_event_page(body)
@@ -107,8 +133,9 @@ def test_pages_in_another_shape_take_the_careful_path(records) -> None:
         assert decoded is None, "an unknown field must reach the careful path, which keeps it in extra"
     if decoded is not None:  # every event happened to be documented: both paths must then agree
         fast, _ = wire_events_batch(decoded, channel_id="ch")
-        careful, _ = events_batch(orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body),
-                                  stream_channel=True)
+        careful, _ = events_batch(
+            orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body), stream_channel=True
+        )
         assert fast.to_pylist() == careful.to_pylist()
 
 
@@ -121,8 +148,10 @@ def _orjson_can(value) -> bool:
 
 
 def test_invalid_utf8_in_a_payload_is_not_taken_for_a_documented_page() -> None:
-    body = b'{"events": [{"event_id": "e1", "headers": {"type": "operation.status", "offset": 1, "proofs": []},' \
-           b' "payload": {"status": "sent", "note": "\xff"}}], "has_more": false}'
+    body = (
+        b'{"events": [{"event_id": "e1", "headers": {"type": "operation.status", "offset": 1, "proofs": []},'
+        b' "payload": {"status": "sent", "note": "\xff"}}], "has_more": false}'
+    )
     assert decode_event_page(body) is None
 
 
@@ -131,13 +160,23 @@ def test_invalid_utf8_in_a_payload_is_not_taken_for_a_documented_page() -> None:
 def test_any_event_page_is_stored_or_rejected_by_name(records) -> None:
     batch, rejected = to_batch("events", records, defaults={"channel_id": "ch"})
     assert batch.schema == TABLES["events"].schema
-    usable = {str(r["event_id"]) for r in records
-              if isinstance(r.get("event_id"), str | int) and not isinstance(r.get("event_id"), bool)
-              and str(r["event_id"]).strip()}
+    usable = {
+        str(r["event_id"])
+        for r in records
+        if isinstance(r.get("event_id"), str | int)
+        and not isinstance(r.get("event_id"), bool)
+        and str(r["event_id"]).strip()
+    }
     assert sorted(batch.column("event_id").to_pylist()) == sorted(usable)
-    assert len(rejected) == sum(1 for r in records if not (
-        isinstance(r.get("event_id"), str | int) and not isinstance(r.get("event_id"), bool)
-        and str(r["event_id"]).strip()))
+    assert len(rejected) == sum(
+        1
+        for r in records
+        if not (
+            isinstance(r.get("event_id"), str | int)
+            and not isinstance(r.get("event_id"), bool)
+            and str(r["event_id"]).strip()
+        )
+    )
     for r in rejected:
         assert r.field == "event_id" and "events record" in str(r)
     for row in rows_of(batch):
@@ -164,13 +203,16 @@ def test_unknown_fields_and_bad_values_are_kept_not_lost(records) -> None:
             assert "headers.offset" in extra.get("_invalid", {})
 
 
-resource = st.dictionaries(st.sampled_from(["channel_id", "name", "status", "created_at", "description", "x-new"]),
-                           scalar, max_size=6)
+resource = st.dictionaries(
+    st.sampled_from(["channel_id", "name", "status", "created_at", "description", "x-new"]), scalar, max_size=6
+)
 
 
 @PROFILE
-@given(st.sampled_from([t for t in TABLES if t not in ("events", "operation_transactions")]),
-       st.lists(resource, max_size=10))
+@given(
+    st.sampled_from([t for t in TABLES if t not in ("events", "operation_transactions")]),
+    st.lists(resource, max_size=10),
+)
 def test_any_resource_page_converts_without_crashing(table, records) -> None:
     key = TABLES[table].key[0]
     for i, r in enumerate(records):

@@ -13,9 +13,10 @@ from toolkit.warehouse.store import WRITE_ROW_GROUP_SIZE
 
 
 def channel_rows(n: int) -> pa.RecordBatch:
-    batch, rejected = to_batch("channels", [
-        {"channel_id": f"ch-{i}", "name": f"channel {i}", "status": "active", "created_at": 1} for i in range(n)
-    ])
+    batch, rejected = to_batch(
+        "channels",
+        [{"channel_id": f"ch-{i}", "name": f"channel {i}", "status": "active", "created_at": 1} for i in range(n)],
+    )
     assert not rejected
     return batch
 
@@ -52,8 +53,7 @@ def test_a_writer_spills_beside_the_file_and_opens_a_path_with_a_quote(tmp_path)
         assert plain.execute("SELECT count(*) FROM channels").fetchall() == [(3,)]
 
 
-SETTINGS = ("SELECT current_setting('memory_limit'), current_setting('threads'), "
-            "current_setting('checkpoint_threshold')")
+SETTINGS = "SELECT current_setting('memory_limit'), current_setting('threads'), current_setting('checkpoint_threshold')"
 
 
 def index_memory(con: duckdb.DuckDBPyConnection) -> int:

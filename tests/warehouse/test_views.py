@@ -5,15 +5,24 @@ from __future__ import annotations
 from tests.warehouse.helpers import ETHEREUM, SEPOLIA, T0, load, op_event
 
 NETWORKS = [
-    {"chain_selector": ETHEREUM, "name": "Ethereum Mainnet", "chain_id": "1", "chain_family": "evm", "type": "mainnet",
-     "id": "n1", "created_at": T0, "updated_at": T0},
+    {
+        "chain_selector": ETHEREUM,
+        "name": "Ethereum Mainnet",
+        "chain_id": "1",
+        "chain_family": "evm",
+        "type": "mainnet",
+        "id": "n1",
+        "created_at": T0,
+        "updated_at": T0,
+    },
 ]
 
 
 def transitions(wh, op):
     return wh.con.execute(
         "SELECT status, epoch(entered_at)::BIGINT, next_status, seconds_in_status, network "
-        "FROM operation_transitions WHERE operation_id = ? ORDER BY entered_at, stage_rank", [op]
+        "FROM operation_transitions WHERE operation_id = ? ORDER BY entered_at, stage_rank",
+        [op],
     ).fetchall()
 
 
@@ -44,45 +53,64 @@ def test_duplicates_and_out_of_order_storage_do_not_change_transitions(tmp_path)
 
 
 def test_missing_intermediate_status_spans_the_gap(tmp_path) -> None:
-    events = [op_event("op-1", "accepted", T0), op_event("op-1", "broadcasting", T0 + 30),
-              op_event("op-1", "confirmed_latest", T0 + 42)]
+    events = [
+        op_event("op-1", "accepted", T0),
+        op_event("op-1", "broadcasting", T0 + 30),
+        op_event("op-1", "confirmed_latest", T0 + 42),
+    ]
     wh = load(tmp_path / "w.duckdb", events=events)
     assert [(r[0], r[3]) for r in transitions(wh, "op-1")] == [
-        ("accepted", 30), ("broadcasting", 12), ("confirmed_latest", None)]
+        ("accepted", 30),
+        ("broadcasting", 12),
+        ("confirmed_latest", None),
+    ]
 
 
 def test_several_statuses_in_one_second_follow_stage_order(tmp_path) -> None:
     events = [op_event("op-1", s, T0 + 1) for s in ("sent", "sending", "accepted")] + [
-        op_event("op-1", "broadcasting", T0 + 4)]
+        op_event("op-1", "broadcasting", T0 + 4)
+    ]
     wh = load(tmp_path / "w.duckdb", events=events)
     assert [(r[0], r[2], r[3]) for r in transitions(wh, "op-1")] == [
-        ("accepted", "sending", 0), ("sending", "sent", 0), ("sent", "broadcasting", 3),
-        ("broadcasting", None, None)]
+        ("accepted", "sending", 0),
+        ("sending", "sent", 0),
+        ("sent", "broadcasting", 3),
+        ("broadcasting", None, None),
+    ]
 
 
 def test_test_network_ends_at_confirmed_latest_without_a_terminal(tmp_path) -> None:
-    events = [op_event("op-t", s, T0 + t, chain=SEPOLIA) for s, t in
-              (("accepted", 0), ("sending", 1), ("sent", 2), ("broadcasting", 3), ("confirmed_latest", 15))]
+    events = [
+        op_event("op-t", s, T0 + t, chain=SEPOLIA)
+        for s, t in (("accepted", 0), ("sending", 1), ("sent", 2), ("broadcasting", 3), ("confirmed_latest", 15))
+    ]
     wh = load(tmp_path / "w.duckdb", events=events)
     row = wh.con.execute(
         "SELECT last_status, terminal_status, confirmed_latest_at IS NOT NULL, confirmed_at, network "
-        "FROM operation_lifecycle WHERE operation_id = 'op-t'").fetchone()
+        "FROM operation_lifecycle WHERE operation_id = 'op-t'"
+    ).fetchone()
     assert row == ("confirmed_latest", None, True, None, SEPOLIA)  # unknown network shows its selector
 
 
 def test_drafts_and_failures_in_the_lifecycle(tmp_path) -> None:
     events = [
-        op_event("d-1", "pending_signature", T0), op_event("d-1", "accepted", T0 + 60),
-        op_event("d-2", "pending_signature", T0), op_event("d-2", "cancelled", T0 + 10),
-        op_event("d-3", "pending_signature", T0), op_event("d-3", "expired", T0 + 3600),
-        op_event("f-1", "accepted", T0), op_event("f-1", "sending", T0 + 1),
+        op_event("d-1", "pending_signature", T0),
+        op_event("d-1", "accepted", T0 + 60),
+        op_event("d-2", "pending_signature", T0),
+        op_event("d-2", "cancelled", T0 + 10),
+        op_event("d-3", "pending_signature", T0),
+        op_event("d-3", "expired", T0 + 3600),
+        op_event("f-1", "accepted", T0),
+        op_event("f-1", "sending", T0 + 1),
         op_event("f-1", "failed", T0 + 9, reason="execution reverted: ERC20: transfer amount exceeds balance"),
     ]
     wh = load(tmp_path / "w.duckdb", events=events)
     rows = dict(
-        (r[0], r[1:]) for r in wh.con.execute(
+        (r[0], r[1:])
+        for r in wh.con.execute(
             "SELECT operation_id, last_status, terminal_status, status_reason, "
-            "epoch(terminal_at)::BIGINT - epoch(created_at)::BIGINT FROM operation_lifecycle").fetchall()
+            "epoch(terminal_at)::BIGINT - epoch(created_at)::BIGINT FROM operation_lifecycle"
+        ).fetchall()
     )
     assert rows["d-1"] == ("accepted", None, None, None)
     assert rows["d-2"] == ("cancelled", "cancelled", "", 10)
@@ -93,7 +121,10 @@ def test_drafts_and_failures_in_the_lifecycle(tmp_path) -> None:
 
 
 def test_unknown_status_is_kept_and_ordered_after_known_ones(tmp_path) -> None:
-    events = [op_event("op-1", "accepted", T0), op_event("op-1", "requeued", T0 + 3),
-              op_event("op-1", "sending", T0 + 3)]
+    events = [
+        op_event("op-1", "accepted", T0),
+        op_event("op-1", "requeued", T0 + 3),
+        op_event("op-1", "sending", T0 + 3),
+    ]
     wh = load(tmp_path / "w.duckdb", events=events)
     assert [r[0] for r in transitions(wh, "op-1")] == ["accepted", "sending", "requeued"]

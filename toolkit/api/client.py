@@ -168,8 +168,9 @@ class Client:
             raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
         except httpx.RemoteProtocolError as exc:
             if _cut_short(exc):  # the answer began and stopped part-way: a bad page, not a service that is down
-                raise ResponseFormatError(self.redact(f"the answer was cut short ({exc})"), method=method,
-                                          path=shown) from None
+                raise ResponseFormatError(
+                    self.redact(f"the answer was cut short ({exc})"), method=method, path=shown
+                ) from None
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
         except httpx.HTTPError as exc:
             # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
@@ -228,8 +229,15 @@ class Client:
             with _bad_page(EventPage([], False, path, request, next_offset=pager.offset)):
                 page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
             next_offset = pager.update(page)
-            yield EventPage(page.records, page.has_more, path, request, rejected=page.rejected,
-                            problem=pager.problem, next_offset=next_offset)
+            yield EventPage(
+                page.records,
+                page.has_more,
+                path,
+                request,
+                rejected=page.rejected,
+                problem=pager.problem,
+                next_offset=next_offset,
+            )
 
     def event_wire_pages(self, channel_id: str, *, start: int = 0, limit: int = 200) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
@@ -249,14 +257,23 @@ class Client:
             if isinstance(body, DecodedEvents):
                 highest = max((e.headers.offset for e in body.events), default=None)
                 next_offset = pager.advance(highest, body.has_more)
-                yield WireEventPage([], body.has_more, path, request, problem=pager.problem, next_offset=next_offset,
-                                    decoded=body)
+                yield WireEventPage(
+                    [], body.has_more, path, request, problem=pager.problem, next_offset=next_offset, decoded=body
+                )
                 continue
             if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
                 texts = None
             next_offset = pager.update(page)
-            yield WireEventPage(page.records, page.has_more, path, request, rejected=page.rejected,
-                                problem=pager.problem, next_offset=next_offset, payload_texts=texts)
+            yield WireEventPage(
+                page.records,
+                page.has_more,
+                path,
+                request,
+                rejected=page.rejected,
+                problem=pager.problem,
+                next_offset=next_offset,
+                payload_texts=texts,
+            )
 
     # ---- health and networks --------------------------------------------------------------------------------
 
@@ -344,7 +361,8 @@ class Client:
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/watchers`` (summaries; archived too unless ``status`` says otherwise)."""
         return self.offset_pages(
-            f"channels/{channel_id}/watchers", {"status": status, **filters},
+            f"channels/{channel_id}/watchers",
+            {"status": status, **filters},
             limit=spec.PAGE_LIMITS["watchers"].maximum,
         )
 
@@ -463,8 +481,13 @@ def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes |
 
 
 #: The id field of each offset list's records, by the last segment of its path.
-_ID_FIELDS = {"channels": "channel_id", "wallets": "wallet_id", "watchers": "watcher_id",
-              "operations": "operation_id", "queries": "query_id"}
+_ID_FIELDS = {
+    "channels": "channel_id",
+    "wallets": "wallet_id",
+    "watchers": "watcher_id",
+    "operations": "operation_id",
+    "queries": "query_id",
+}
 
 
 @contextlib.contextmanager

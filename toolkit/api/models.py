@@ -332,8 +332,9 @@ class WalletStatusPayload(TypedDict):
 
 
 #: The payload variant is chosen by ``headers.type``.
-EventPayload = (OperationStatusPayload | QueryStatusPayload | WatcherStatusPayload | WatcherEventPayload
-                | WalletStatusPayload)
+EventPayload = (
+    OperationStatusPayload | QueryStatusPayload | WatcherStatusPayload | WatcherEventPayload | WalletStatusPayload
+)
 
 
 class Event(TypedDict, total=False):

@@ -63,22 +63,27 @@ class WireEventPage(EventPage):
 def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[str, ...] = ("data",)) -> Page:
     """Check a list envelope and turn it into a :class:`Page`; a body of another shape is a ResponseFormatError."""
     if not isinstance(body, dict):
-        raise ResponseFormatError(f"expected a JSON object list envelope, got {type(body).__name__}", method="GET",
-                                  path=path)
+        raise ResponseFormatError(
+            f"expected a JSON object list envelope, got {type(body).__name__}", method="GET", path=path
+        )
     for key in keys:
         records = body.get(key)
         if isinstance(records, list):
             break
     else:
-        raise ResponseFormatError(f"the list envelope has no {' or '.join(repr(k) for k in keys)} array",
-                                  method="GET", path=path)
+        raise ResponseFormatError(
+            f"the list envelope has no {' or '.join(repr(k) for k in keys)} array", method="GET", path=path
+        )
     has_more = body.get("has_more", False)
     if not isinstance(has_more, bool):
         raise ResponseFormatError(f"has_more is {has_more!r}, not a boolean", method="GET", path=path)
     rejected: tuple[str, ...] = ()
     if not all(isinstance(r, dict) for r in records):
-        rejected = tuple(f"item #{i} of {key!r} is {_kind(r)}, not an object" for i, r in enumerate(records)
-                         if not isinstance(r, dict))
+        rejected = tuple(
+            f"item #{i} of {key!r} is {_kind(r)}, not an object"
+            for i, r in enumerate(records)
+            if not isinstance(r, dict)
+        )
         records = [r for r in records if isinstance(r, dict)]
     return Page(records=records, has_more=has_more, path=path, params=dict(params), rejected=rejected)
 
@@ -130,8 +135,9 @@ class OffsetPaginator(_Paginator):
     kept for the whole walk: memory stays small on a list of millions.)
     """
 
-    def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0,
-                 key: str | None = None) -> None:
+    def __init__(
+        self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0, key: str | None = None
+    ) -> None:
         super().__init__(path, params, limit=limit, start=start)
         self.key = key
         self.problem: str | None = None
@@ -152,8 +158,10 @@ class OffsetPaginator(_Paginator):
             fingerprint = hash(tuple(ids))
             if fingerprint in self._pages or all(i in self._seen for i in ids):
                 self.done = True
-                self.problem = (f"has_more is true but all {len(ids)} items were on an earlier page of this walk; "
-                                f"the walk stops here (rows past offset {asked} may be missing)")
+                self.problem = (
+                    f"has_more is true but all {len(ids)} items were on an earlier page of this walk; "
+                    f"the walk stops here (rows past offset {asked} may be missing)"
+                )
             self._remember(ids)
             self._pages.add(fingerprint)
 
@@ -179,8 +187,9 @@ class EventCursorPaginator(_Paginator):
 
     def update(self, page: Page) -> int | None:
         """Advance past ``page``; returns the next offset."""
-        return self.advance(max((o for o in map(event_offset, page.records) if o is not None), default=None),
-                            page.has_more)
+        return self.advance(
+            max((o for o in map(event_offset, page.records) if o is not None), default=None), page.has_more
+        )
 
     def advance(self, highest: int | None, has_more: bool) -> int:
         """Advance past a page whose highest event offset is ``highest``; returns the next offset."""
@@ -191,8 +200,10 @@ class EventCursorPaginator(_Paginator):
             return self.offset
         if highest < self.offset:
             self.done = True
-            self.problem = (f"offsets go backwards: the page's highest offset is {highest}, below the {self.offset} "
-                            "asked for; the walk stops here")
+            self.problem = (
+                f"offsets go backwards: the page's highest offset is {highest}, below the {self.offset} "
+                "asked for; the walk stops here"
+            )
             return self.offset
         self.offset = highest + 1
         self.done = not has_more

@@ -8,8 +8,14 @@ from toolkit.spec import ErrorType
 class ApiError(Exception):
     """An HTTP error answer: status, ``ApplicationError`` type, optional code, human message (never a secret)."""
 
-    def __init__(self, status: int, type_: str, message: str, code: str | None = None,
-                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    def __init__(
+        self,
+        status: int,
+        type_: str,
+        message: str,
+        code: str | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.type = type_

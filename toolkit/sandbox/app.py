@@ -95,7 +95,7 @@ class SandboxApp:
     def _dispatch(self, req: Request) -> Response:
         path = req.path
         if path.startswith("/sandbox/"):
-            return self._control(req, path[len("/sandbox/"):].rstrip("/"))
+            return self._control(req, path[len("/sandbox/") :].rstrip("/"))
         if not path.startswith("/v1/"):
             raise ApiError(404, ErrorType.NOT_FOUND, "no such endpoint")
         found = router.resolve(path[3:])

@@ -18,8 +18,11 @@ class Core:
         self.ids = stream(seed, org_index, "ids")
         self.timing = stream(seed, org_index, "timing")
         self.proof_rng = stream(seed, org_index, "proofs")
-        self.subject = {"subject_type": "api_key", "subject_id": new_uuid(stream(seed, org_index, "subject")),
-                        "subject_name": api_key_name}
+        self.subject = {
+            "subject_type": "api_key",
+            "subject_id": new_uuid(stream(seed, org_index, "subject")),
+            "subject_name": api_key_name,
+        }
 
     @property
     def now(self) -> int:
@@ -38,8 +41,9 @@ class Core:
         """A fresh 32-byte hex value (hashes)."""
         return new_hex(self.ids, 32)
 
-    def emit(self, channel_id: str | None, event_type: str, payload: dict, meta: EventMeta,
-             proof: dict | None = None) -> None:
+    def emit(
+        self, channel_id: str | None, event_type: str, payload: dict, meta: EventMeta, proof: dict | None = None
+    ) -> None:
         """Append one event to a channel's log (no-op without a channel)."""
         if channel_id is None:
             return

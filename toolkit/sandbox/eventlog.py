@@ -43,8 +43,12 @@ class TimeRange:
 
     def contains(self, ts: int) -> bool:
         """Whether ``ts`` is inside every bound."""
-        return ((self.gt is None or ts > self.gt) and (self.gte is None or ts >= self.gte)
-                and (self.lt is None or ts < self.lt) and (self.lte is None or ts <= self.lte))
+        return (
+            (self.gt is None or ts > self.gt)
+            and (self.gte is None or ts >= self.gte)
+            and (self.lt is None or ts < self.lt)
+            and (self.lte is None or ts <= self.lte)
+        )
 
 
 class EventLog:
@@ -76,8 +80,13 @@ class EventLog:
     def append(self, event_id: str, event_type: str, payload: dict, proofs: list, ts: int, meta: EventMeta) -> int:
         """Serialise and store one event; answer its offset."""
         offset = len(self._starts)
-        body = _dumps({"event_id": event_id, "headers": {"type": event_type, "offset": offset, "proofs": proofs},
-                       "payload": payload})
+        body = _dumps(
+            {
+                "event_id": event_id,
+                "headers": {"type": event_type, "offset": offset, "proofs": proofs},
+                "payload": payload,
+            }
+        )
         self._starts.append(len(self._buf))
         self._buf += body.encode()
         self._buf += b","
@@ -106,7 +115,7 @@ class EventLog:
 
     def event_bytes(self, offset: int) -> bytes:
         """The serialised event at ``offset``."""
-        return bytes(self._buf[self._starts[offset]:self._end(offset)])
+        return bytes(self._buf[self._starts[offset] : self._end(offset)])
 
     def offset_of(self, event_id: str) -> int | None:
         """The offset of an event id, or ``None``."""
@@ -118,9 +127,9 @@ class EventLog:
             return b""
         first, last = offsets[0], offsets[-1]
         if last - first == len(offsets) - 1:  # consecutive ascending: one slice
-            return bytes(self._buf[self._starts[first]:self._end(last)])
+            return bytes(self._buf[self._starts[first] : self._end(last)])
         buf, starts, end = self._buf, self._starts, self._end
-        return b",".join([buf[starts[o]:end(o)] for o in offsets])
+        return b",".join([buf[starts[o] : end(o)] for o in offsets])
 
     def all_events(self) -> Iterator[dict]:
         """Every event, decoded, in offset order (for test views, not for serving)."""
@@ -149,8 +158,9 @@ class EventLog:
                 hi = min(hi, bisect_right(self._ts, times.lte))
         return lo, hi
 
-    def _candidates(self, lo: int, hi: int, types: frozenset[str] | None, descending: bool,
-                    subject: str | None = None) -> Iterable[int]:
+    def _candidates(
+        self, lo: int, hi: int, types: frozenset[str] | None, descending: bool, subject: str | None = None
+    ) -> Iterable[int]:
         if subject is not None:  # the subject's own (short) offset list, filtered by type
             arr = self._by_subject.get(subject, array("q"))
             a, b = bisect_left(arr, lo), bisect_left(arr, hi)
@@ -171,9 +181,17 @@ class EventLog:
         merged = sorted(o for arr, a, b in spans for o in arr[a:b])
         return reversed(merged) if descending else merged
 
-    def select(self, start: int, limit: int, *, types: frozenset[str] | None = None, times: TimeRange | None = None,
-               match: Callable[[int], bool] | None = None, descending: bool = False,
-               subject: str | None = None) -> tuple[list[int], bool]:
+    def select(
+        self,
+        start: int,
+        limit: int,
+        *,
+        types: frozenset[str] | None = None,
+        times: TimeRange | None = None,
+        match: Callable[[int], bool] | None = None,
+        descending: bool = False,
+        subject: str | None = None,
+    ) -> tuple[list[int], bool]:
         """Offsets of up to ``limit`` matching events, and whether more match beyond them.
 
         Ascending from offset ``start``; or, with ``descending``, newest first from the end. ``subject`` limits the
@@ -196,9 +214,15 @@ class EventLog:
                 out.append(offset)
         return out, False
 
-    def matcher(self, *, status: frozenset[str] | None = None, chains: frozenset[str] | None = None,
-                addresses: frozenset[str] | None = None, extra: str | None = None,
-                services: frozenset[str] | None = None) -> Callable[[int], bool] | None:
+    def matcher(
+        self,
+        *,
+        status: frozenset[str] | None = None,
+        chains: frozenset[str] | None = None,
+        addresses: frozenset[str] | None = None,
+        extra: str | None = None,
+        services: frozenset[str] | None = None,
+    ) -> Callable[[int], bool] | None:
         """A predicate over offsets for the given filters (``None`` when there are none). Addresses compare
         case-insensitively (pass them lower-cased)."""
         checks: list[Callable[[int], bool]] = []

@@ -63,12 +63,17 @@ def search_events(b: Backend, req: Request, channel_id: str) -> Response:
     subject = next((one(q, name) for name in _SUBJECTS if name in present), None)
     addresses = many(q, "address")
     extra = one(q, "wallet_operation_id") if "wallet_operation_id" in present else one(q, "event_name")
-    match = log.matcher(status=many(q, "status"), chains=chains,
-                        addresses=frozenset(a.lower() for a in addresses) if addresses else None,
-                        extra=extra, services=many(q, "service"))
+    match = log.matcher(
+        status=many(q, "status"),
+        chains=chains,
+        addresses=frozenset(a.lower() for a in addresses) if addresses else None,
+        extra=extra,
+        services=many(q, "service"),
+    )
     all_types = len(types) == len(EVENT_TYPES)
-    offsets, more = log.select(offset, limit, types=None if all_types else types, times=times, match=match,
-                               subject=subject)
+    offsets, more = log.select(
+        offset, limit, types=None if all_types else types, times=times, match=match, subject=subject
+    )
     return events_response(log.render(offsets), more)
 
 

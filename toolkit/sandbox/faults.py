@@ -85,9 +85,13 @@ class FaultInjector:
                 if not bucket.take(self._wall()):
                     return Fault.RATE_LIMIT
             roll = self._rng.random()
-            for fault, rate in ((Fault.DROP, c.drop_rate), (Fault.FAIL, c.fail_rate),
-                                (Fault.TRUNCATE, c.truncate_rate), (Fault.MALFORMED, c.malformed_rate),
-                                (Fault.SLOW, c.slow_rate)):
+            for fault, rate in (
+                (Fault.DROP, c.drop_rate),
+                (Fault.FAIL, c.fail_rate),
+                (Fault.TRUNCATE, c.truncate_rate),
+                (Fault.MALFORMED, c.malformed_rate),
+                (Fault.SLOW, c.slow_rate),
+            ):
                 if roll < rate:
                     return fault
                 roll -= rate

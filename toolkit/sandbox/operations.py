@@ -179,9 +179,11 @@ class OperationsMixin(Core):
         if status not in _CONFIDENCE:
             return _REASONS[status]
         block = self._op_block[operation_id][0]
-        return {"confirmed_latest": f"included in block {block}",
-                "confirmed_safe": f"block {block} reached safe confidence",
-                "confirmed": f"block {block} finalized"}[status]
+        return {
+            "confirmed_latest": f"included in block {block}",
+            "confirmed_safe": f"block {block} reached safe confidence",
+            "confirmed": f"block {block} finalized",
+        }[status]
 
     # -- status moves and events -----------------------------------------------------------------------------------
 
@@ -197,9 +199,15 @@ class OperationsMixin(Core):
     def _op_event(self, op: dict, reason: str) -> None:
         status, oid, now = op["status"], op["operation_id"], self.now
         self.org.transitions.append((oid, status, now))
-        payload = {"status": status, "status_reason": reason, "operation_id": oid,
-                   "wallet_operation_id": op["wallet_operation_id"], "address": op["address"],
-                   "chain_selector": op["chain_selector"], "timestamp": now}
+        payload = {
+            "status": status,
+            "status_reason": reason,
+            "operation_id": oid,
+            "wallet_operation_id": op["wallet_operation_id"],
+            "address": op["address"],
+            "chain_selector": op["chain_selector"],
+            "timestamp": now,
+        }
         if op["digest"] is not None:
             payload["digest"] = op["digest"]
         if status in ("pending_signature", "accepted"):
@@ -207,13 +215,23 @@ class OperationsMixin(Core):
         proof = None
         if status in OPERATION_PROOF_STATUSES:
             block, _, tx_hash = self._op_block[oid]
-            blob = encode_blob({
-                "service": "_crec", "name": "OperationStatus", "chain_selector": op["chain_selector"],
-                "timestamp": rfc3339(now),
-                "data": {"operation_id": oid, "wallet_operation_id": op["wallet_operation_id"],
-                         "account": op["address"], "status": status, "confidence_level": _CONFIDENCE[status],
-                         "transaction_hash": tx_hash, "block_number": str(block)},
-            })
+            blob = encode_blob(
+                {
+                    "service": "_crec",
+                    "name": "OperationStatus",
+                    "chain_selector": op["chain_selector"],
+                    "timestamp": rfc3339(now),
+                    "data": {
+                        "operation_id": oid,
+                        "wallet_operation_id": op["wallet_operation_id"],
+                        "account": op["address"],
+                        "status": status,
+                        "confidence_level": _CONFIDENCE[status],
+                        "transaction_hash": tx_hash,
+                        "block_number": str(block),
+                    },
+                }
+            )
             payload["event_hash"] = event_hash(blob)
             payload["verifiable_event"] = blob
             proof = self.proof_for(payload["event_hash"])
@@ -238,6 +256,9 @@ def _transaction(tx: dict) -> dict:
     out = {"to": tx["to"], "value": tx["value"], "data": tx["data"]}
     preview = tx.get("preview")
     if preview is not None:
-        out["preview_snapshot"] = {"function_signature": preview["function_signature"], "execution_values": {},
-                                   **({"metadata": preview["metadata"]} if "metadata" in preview else {})}
+        out["preview_snapshot"] = {
+            "function_signature": preview["function_signature"],
+            "execution_values": {},
+            **({"metadata": preview["metadata"]} if "metadata" in preview else {}),
+        }
     return out

@@ -68,4 +68,4 @@ def uuid(query: dict[str, list[str]], name: str) -> str | None:
 
 def page(items: list, limit: int, offset: int) -> tuple[list, bool]:
     """Row-skip slice of ``items`` and whether more follow."""
-    return items[offset:offset + limit], offset + limit < len(items)
+    return items[offset : offset + limit], offset + limit < len(items)

@@ -41,22 +41,24 @@ def event_hash(blob: str) -> str:
 
 def ocr_proof(rng: random.Random, owner: bytes, hash_hex: str, ts: int, workflow_name: bytes = b"crec-event") -> dict:
     """One OCRProof whose report carries ``owner`` and ends with the 32-byte event hash."""
-    report = b"".join((
-        b"\x01",                                   # version
-        rng.randbytes(32),                         # workflow execution id
-        struct.pack(">I", ts & 0xFFFFFFFF),        # timestamp
-        struct.pack(">I", 1),                      # don id
-        struct.pack(">I", 7),                      # don config version
-        rng.randbytes(32),                         # workflow cid
-        workflow_name.ljust(10, b"\x00")[:10],     # workflow name
-        owner,                                     # workflow owner (20 bytes, @87)
-        b"\x00\x01",                               # report id
-        bytes.fromhex(hash_hex[2:]),               # payload: the event hash (@109..140)
-    ))
+    report = b"".join(
+        (
+            b"\x01",  # version
+            rng.randbytes(32),  # workflow execution id
+            struct.pack(">I", ts & 0xFFFFFFFF),  # timestamp
+            struct.pack(">I", 1),  # don id
+            struct.pack(">I", 7),  # don config version
+            rng.randbytes(32),  # workflow cid
+            workflow_name.ljust(10, b"\x00")[:10],  # workflow name
+            owner,  # workflow owner (20 bytes, @87)
+            b"\x00\x01",  # report id
+            bytes.fromhex(hash_hex[2:]),  # payload: the event hash (@109..140)
+        )
+    )
     sigs = rng.randbytes(65 * SIGNATURES_PER_REPORT)
     signatures = []
     for i in range(SIGNATURES_PER_REPORT):
-        sig = bytearray(sigs[i * 65:(i + 1) * 65])
+        sig = bytearray(sigs[i * 65 : (i + 1) * 65])
         sig[64] = 27 + (sig[64] & 1)
         signatures.append("0x" + sig.hex())
     return {

@@ -38,16 +38,26 @@ class QueriesMixin(Core):
         seen = self.org.idempotency.get(key)
         if seen is not None:
             if seen[0] != fingerprint:
-                raise conflict(ConflictCode.IDEMPOTENCY_KEY_MISMATCH,
-                               "idempotency key was already used with a different request")
+                raise conflict(
+                    ConflictCode.IDEMPOTENCY_KEY_MISMATCH, "idempotency key was already used with a different request"
+                )
             return self.org.queries[seen[1]], False
         params, now = body["params"], self.now
         query = {
-            "query_id": self.uuid(), "channel_id": channel_id, "status": "accepted", "query_kind": body["query_kind"],
+            "query_id": self.uuid(),
+            "channel_id": channel_id,
+            "status": "accepted",
+            "query_kind": body["query_kind"],
             "chain_selector": body["chain_selector"],
-            "target": {"from_address": params.get("from_address", ZERO_ADDRESS),
-                       "contract_address": params["contract_address"], "call_data": params["call_data"]},
-            "created_at": now, "updated_at": now, "expires_at": now + QUERY_TTL_SECONDS, "accepted_at": now,
+            "target": {
+                "from_address": params.get("from_address", ZERO_ADDRESS),
+                "contract_address": params["contract_address"],
+                "call_data": params["call_data"],
+            },
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": now + QUERY_TTL_SECONDS,
+            "accepted_at": now,
         }
         qid = query["query_id"]
         self.org.queries[qid] = query
@@ -105,29 +115,53 @@ class QueriesMixin(Core):
         model = MODELS[query["chain_selector"]]
         selection = self._query_selection.get(query["query_id"], {"type": "latest"})
         lag = 0 if selection["type"] != "finalized" or model.final_after is None else int(model.final_after[0])
-        block = int(selection["block_number"]) if selection["type"] == "block_number" else \
-            model.block_at(self.now - lag)
+        block = (
+            int(selection["block_number"]) if selection["type"] == "block_number" else model.block_at(self.now - lag)
+        )
         data: dict = {
-            "query_id": query["query_id"], "channel_id": query["channel_id"], "query_kind": query["query_kind"],
+            "query_id": query["query_id"],
+            "channel_id": query["channel_id"],
+            "query_kind": query["query_kind"],
             "target": query["target"],
-            "block_selection": {"requested": selection,
-                                "resolved": {"block_number": str(block), "block_hash": self.hex32(),
-                                             "block_timestamp": rfc3339(self.now - lag)}},
+            "block_selection": {
+                "requested": selection,
+                "resolved": {
+                    "block_number": str(block),
+                    "block_hash": self.hex32(),
+                    "block_timestamp": rfc3339(self.now - lag),
+                },
+            },
         }
         if error is None:
             data["result"] = {"raw_return_data": self.hex32()}
         else:
             data["error"] = {"code": error[0], "message": error[1], "raw_revert_data": "0x"}
-        return encode_blob({"service": "_crec", "name": "ChainQuery", "chain_selector": query["chain_selector"],
-                            "timestamp": rfc3339(self.now), "data": data})
+        return encode_blob(
+            {
+                "service": "_crec",
+                "name": "ChainQuery",
+                "chain_selector": query["chain_selector"],
+                "timestamp": rfc3339(self.now),
+                "data": data,
+            }
+        )
 
     def _query_event(self, query: dict, proof: dict | None) -> None:
         status = query["status"]
-        payload = {"query_id": query["query_id"], "status": status, "target": query["target"],
-                   "chain_selector": query["chain_selector"], "timestamp": self.now}
+        payload = {
+            "query_id": query["query_id"],
+            "status": status,
+            "target": query["target"],
+            "chain_selector": query["chain_selector"],
+            "timestamp": self.now,
+        }
         if proof is not None:
-            payload.update(event_hash=query["event_hash"], verifiable_result=query["verifiable_result"],
-                           workflow_id=query["workflow_id"], workflow_execution_id=query["workflow_execution_id"])
+            payload.update(
+                event_hash=query["event_hash"],
+                verifiable_result=query["verifiable_result"],
+                workflow_id=query["workflow_id"],
+                workflow_execution_id=query["workflow_execution_id"],
+            )
         meta = EventMeta(status, query["query_id"], query["chain_selector"])
         self.emit(query["channel_id"], "query.status", payload, meta, proof)
 

@@ -50,11 +50,17 @@ def list_wallets(b: Backend, req: Request) -> Response:
     chain, owner, addr = one(q, "chain_selector"), address(q, "owner"), address(q, "address")
     wtype = many(q, "type", tuple(t.value for t in WalletType))
     env = _environment(q)
-    items = [w for w in b.org.wallets.values()
-             if (statuses is None or w["status"] in statuses) and name in w["name"].lower()
-             and (chain is None or w["chain_selector"] == chain) and (env is None or w["chain_selector"] in env)
-             and (owner is None or w["wallet_owner_address"].lower() == owner)
-             and (addr is None or w["address"].lower() == addr) and (wtype is None or w["wallet_type"] in wtype)]
+    items = [
+        w
+        for w in b.org.wallets.values()
+        if (statuses is None or w["status"] in statuses)
+        and name in w["name"].lower()
+        and (chain is None or w["chain_selector"] == chain)
+        and (env is None or w["chain_selector"] in env)
+        and (owner is None or w["wallet_owner_address"].lower() == owner)
+        and (addr is None or w["address"].lower() == addr)
+        and (wtype is None or w["wallet_type"] in wtype)
+    ]
     return list_response(*page(items, limit, offset))
 
 
@@ -69,8 +75,11 @@ def list_channels(b: Backend, req: Request) -> Response:
     limit, offset = paging(q, PAGE_LIMITS["channels"])
     statuses = _statuses(q, CHANNEL_STATUSES, True)
     name = (one(q, "name") or "").lower()
-    items = [c for c in b.org.channels.values()
-             if (statuses is None or c["status"] in statuses) and name in c["name"].lower()]
+    items = [
+        c
+        for c in b.org.channels.values()
+        if (statuses is None or c["status"] in statuses) and name in c["name"].lower()
+    ]
     return list_response(*page(items, limit, offset))
 
 
@@ -89,12 +98,17 @@ def list_watchers(b: Backend, req: Request, channel_id: str) -> Response:
     chain, addr, event_name = one(q, "chain_selector"), address(q, "address"), one(q, "event_name")
     services, env = many(q, "service"), _environment(q)
     watchers = (b.org.watchers[w] for w in b.org.channel_watchers[channel_id])
-    items = [watcher_summary(w) for w in watchers
-             if (statuses is None or w["status"] in statuses) and name in (w.get("name") or "").lower()
-             and (chain is None or w["chain_selector"] == chain) and (env is None or w["chain_selector"] in env)
-             and (addr is None or w["address"].lower() == addr)
-             and (services is None or w.get("service") in services)
-             and (event_name is None or event_name in w["events"])]
+    items = [
+        watcher_summary(w)
+        for w in watchers
+        if (statuses is None or w["status"] in statuses)
+        and name in (w.get("name") or "").lower()
+        and (chain is None or w["chain_selector"] == chain)
+        and (env is None or w["chain_selector"] in env)
+        and (addr is None or w["address"].lower() == addr)
+        and (services is None or w.get("service") in services)
+        and (event_name is None or event_name in w["events"])
+    ]
     return list_response(*page(items, limit, offset))
 
 
@@ -116,10 +130,15 @@ def list_operations(b: Backend, req: Request, channel_id: str) -> Response:
         return list_response([b.org.operations[o] for o in window], more)
     owner = b.org.operation_wallet
     ops = (b.org.operations[o] for o in ids)
-    items = [o for o in ops
-             if (statuses is None or o["status"] in statuses) and (chain is None or o["chain_selector"] == chain)
-             and (env is None or o["chain_selector"] in env) and (addr is None or o["address"].lower() == addr)
-             and (wallet_id is None or owner.get(o["operation_id"]) == wallet_id)]
+    items = [
+        o
+        for o in ops
+        if (statuses is None or o["status"] in statuses)
+        and (chain is None or o["chain_selector"] == chain)
+        and (env is None or o["chain_selector"] in env)
+        and (addr is None or o["address"].lower() == addr)
+        and (wallet_id is None or owner.get(o["operation_id"]) == wallet_id)
+    ]
     return list_response(*page(items, limit, offset))
 
 
@@ -141,9 +160,14 @@ def list_queries(b: Backend, req: Request, channel_id: str) -> Response:
         window, more = page(ids, limit, offset)
         return list_response([b.org.queries[x] for x in window], more)
     queries = (b.org.queries[x] for x in ids)
-    items = [x for x in queries
-             if (statuses is None or x["status"] in statuses) and (kinds is None or x["query_kind"] in kinds)
-             and (chain is None or x["chain_selector"] == chain) and (env is None or x["chain_selector"] in env)]
+    items = [
+        x
+        for x in queries
+        if (statuses is None or x["status"] in statuses)
+        and (kinds is None or x["query_kind"] in kinds)
+        and (chain is None or x["chain_selector"] == chain)
+        and (env is None or x["chain_selector"] in env)
+    ]
     return list_response(*page(items, limit, offset))
 
 

@@ -34,29 +34,39 @@ class ResourcesMixin(Core):
         wallet = {"wallet_id": self.uuid(), "name": body["name"]}
         if body.get("description"):
             wallet["description"] = body["description"]
-        wallet.update({
-            "address": self.address(),
-            "wallet_owner_address": body["wallet_owner_address"],
-            "chain_selector": body["chain_selector"],
-            "wallet_type": body["wallet_type"],
-            "status": "pending",
-        })
+        wallet.update(
+            {
+                "address": self.address(),
+                "wallet_owner_address": body["wallet_owner_address"],
+                "chain_selector": body["chain_selector"],
+                "wallet_type": body["wallet_type"],
+                "status": "pending",
+            }
+        )
         if channel_id is not None:
             wallet["status_channel_id"] = channel_id
-        wallet.update({
-            "configuration": body.get("configuration") or {},
-            "created_at": self.now,
-            "allowed_rsa_signers": body.get("allowed_rsa_signers") or [],
-            "allowed_ecdsa_signers": body.get("allowed_ecdsa_signers") or [],
-        })
+        wallet.update(
+            {
+                "configuration": body.get("configuration") or {},
+                "created_at": self.now,
+                "allowed_rsa_signers": body.get("allowed_rsa_signers") or [],
+                "allowed_ecdsa_signers": body.get("allowed_ecdsa_signers") or [],
+            }
+        )
         self.org.wallets[wallet["wallet_id"]] = wallet
         self._wallet_event(wallet, "wallet creation accepted")
         self.engine.schedule(self.now + self.timing.uniform(2, 12), self._wallet_deploying, wallet["wallet_id"])
         return wallet
 
     def _wallet_event(self, wallet: dict, reason: str) -> None:
-        payload = {"status": wallet["status"], "status_reason": reason, "wallet_id": wallet["wallet_id"],
-                   "address": wallet["address"], "chain_selector": wallet["chain_selector"], "timestamp": self.now}
+        payload = {
+            "status": wallet["status"],
+            "status_reason": reason,
+            "wallet_id": wallet["wallet_id"],
+            "address": wallet["address"],
+            "chain_selector": wallet["chain_selector"],
+            "timestamp": self.now,
+        }
         meta = EventMeta(wallet["status"], wallet["wallet_id"], wallet["chain_selector"], wallet["address"])
         self.emit(wallet.get("status_channel_id"), "wallet.status", payload, meta)
 
@@ -78,8 +88,13 @@ class ResourcesMixin(Core):
         forced = self.forced.pop(wallet_id, None)
         if forced if forced is not None else self.timing.random() < model.fail_rate:
             wallet["status"] = "failed"
-            reason = self.timing.choice(("deployment reverted: execution reverted", "intrinsic gas too low",
-                                         "chain unavailable: RPC endpoint timeout"))
+            reason = self.timing.choice(
+                (
+                    "deployment reverted: execution reverted",
+                    "intrinsic gas too low",
+                    "chain unavailable: RPC endpoint timeout",
+                )
+            )
         else:
             wallet["status"] = "deployed"
             reason = f"smart account deployed in block {model.block_at(self.now)}"
@@ -143,8 +158,9 @@ class ResourcesMixin(Core):
         if name is not None and name != channel["name"] and self.org.channel_by_name(name) is not None:
             raise conflict(ConflictCode.CHANNEL_ALREADY_EXISTS, "a channel with this name already exists")
         archive = body.get("status") == "archived" and channel["status"] != "archived"
-        if archive and any(self.org.watchers[w]["status"] in _ACTIVE_WATCHER
-                           for w in self.org.channel_watchers[channel_id]):
+        if archive and any(
+            self.org.watchers[w]["status"] in _ACTIVE_WATCHER for w in self.org.channel_watchers[channel_id]
+        ):
             raise conflict(None, "channel has active watchers; archive them first")
         if body.get("status") == "active" and channel["status"] == "archived":
             raise validation("an archived channel cannot be reactivated")
@@ -164,9 +180,15 @@ class ResourcesMixin(Core):
         names = (self.org.watchers[w].get("name") for w in self.org.channel_watchers[channel_id])
         if body["name"] in names:
             raise conflict(ConflictCode.WATCHER_ALREADY_EXISTS, "a watcher with this name already exists")
-        watcher = {"watcher_id": self.uuid(), "name": body["name"], "channel_id": channel_id,
-                   "created_at": self.now, "status": "pending", "chain_selector": body["chain_selector"],
-                   "address": body["address"]}
+        watcher = {
+            "watcher_id": self.uuid(),
+            "name": body["name"],
+            "channel_id": channel_id,
+            "created_at": self.now,
+            "status": "pending",
+            "chain_selector": body["chain_selector"],
+            "address": body["address"],
+        }
         if "service" in body:
             watcher["service"] = body["service"]
         watcher["events"] = list(body["events"])
@@ -184,8 +206,13 @@ class ResourcesMixin(Core):
         return watcher
 
     def _watcher_status(self, watcher: dict, reason: str) -> None:
-        payload = {"status": watcher["status"], "status_reason": reason, "watcher_id": watcher["watcher_id"],
-                   "chain_selector": watcher["chain_selector"], "timestamp": self.now}
+        payload = {
+            "status": watcher["status"],
+            "status_reason": reason,
+            "watcher_id": watcher["watcher_id"],
+            "chain_selector": watcher["chain_selector"],
+            "timestamp": self.now,
+        }
         if "service" in watcher:
             payload["service"] = watcher["service"]
         payload["workflow_id"] = watcher["workflow_id"]
@@ -222,21 +249,34 @@ class ResourcesMixin(Core):
         name = rng.choice(watcher["events"])
         model = MODELS[watcher["chain_selector"]]
         decoded = {
-            "service": watcher.get("service", "_crec"), "name": name, "chain_selector": watcher["chain_selector"],
+            "service": watcher.get("service", "_crec"),
+            "name": name,
+            "chain_selector": watcher["chain_selector"],
             "timestamp": rfc3339(now),
-            "data": {"address": watcher["address"], "event": name, "block_number": str(model.block_at(now)),
-                     "tx_hash": self.hex32(), "log_index": rng.randrange(0, 400),
-                     "confidence_level": "latest" if model.is_testnet else "finalized",
-                     "params": {"from": self.address(), "to": self.address(),
-                                "value": str(rng.randrange(10**15, 10**22))}},
+            "data": {
+                "address": watcher["address"],
+                "event": name,
+                "block_number": str(model.block_at(now)),
+                "tx_hash": self.hex32(),
+                "log_index": rng.randrange(0, 400),
+                "confidence_level": "latest" if model.is_testnet else "finalized",
+                "params": {"from": self.address(), "to": self.address(), "value": str(rng.randrange(10**15, 10**22))},
+            },
         }
         blob = encode_blob(decoded)
         digest = event_hash(blob)
-        payload = {"watcher_id": watcher["watcher_id"], "event_hash": digest, "verifiable_event": blob,
-                   "chain_selector": watcher["chain_selector"], "timestamp": now,
-                   "workflow_id": watcher["workflow_id"], "workflow_execution_id": self.hex32()}
-        meta = EventMeta(None, watcher["watcher_id"], watcher["chain_selector"], watcher["address"], name,
-                         watcher.get("service"))
+        payload = {
+            "watcher_id": watcher["watcher_id"],
+            "event_hash": digest,
+            "verifiable_event": blob,
+            "chain_selector": watcher["chain_selector"],
+            "timestamp": now,
+            "workflow_id": watcher["workflow_id"],
+            "workflow_execution_id": self.hex32(),
+        }
+        meta = EventMeta(
+            None, watcher["watcher_id"], watcher["chain_selector"], watcher["address"], name, watcher.get("service")
+        )
         self.emit(watcher["channel_id"], "watcher.event", payload, meta, self.proof_for(digest))
 
     def watcher(self, channel_id: str, watcher_id: str) -> dict:

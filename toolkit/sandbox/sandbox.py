@@ -43,11 +43,25 @@ class Sandbox:
     ``long-lived``, ``query-heavy``; default the usual five channels).
     """
 
-    def __init__(self, orgs: Iterable[str] = ("sandbox-key",), not_onboarded: Iterable[str] = (), seed: int = 7,
-                 days: float = 3, operations_per_day: float = 400, empty: bool = False, speed: float = 0.0,
-                 start: int | None = None, fail_rate: float = 0.0, rate_limit: float | None = None,
-                 slow_rate: float = 0.0, slow_seconds: float = 5.0, truncate_rate: float = 0.0,
-                 drop_rate: float = 0.0, malformed_rate: float = 0.0, shape: str = "default") -> None:
+    def __init__(
+        self,
+        orgs: Iterable[str] = ("sandbox-key",),
+        not_onboarded: Iterable[str] = (),
+        seed: int = 7,
+        days: float = 3,
+        operations_per_day: float = 400,
+        empty: bool = False,
+        speed: float = 0.0,
+        start: int | None = None,
+        fail_rate: float = 0.0,
+        rate_limit: float | None = None,
+        slow_rate: float = 0.0,
+        slow_seconds: float = 5.0,
+        truncate_rate: float = 0.0,
+        drop_rate: float = 0.0,
+        malformed_rate: float = 0.0,
+        shape: str = "default",
+    ) -> None:
         if isinstance(orgs, str):
             orgs = (orgs,)
         if isinstance(not_onboarded, str):
@@ -69,12 +83,25 @@ class Sandbox:
         self._not_onboarded = frozenset(not_onboarded) - set(keys)
         with _gc_paused():  # the backfill allocates many long-lived containers; cyclic GC passes only cost time
             if seeded:
-                Scenario(self._backends[keys[0]], seed, self.start, days, operations_per_day,
-                         live=speed > 0, shape=SHAPES[shape]).schedule()
+                Scenario(
+                    self._backends[keys[0]],
+                    seed,
+                    self.start,
+                    days,
+                    operations_per_day,
+                    live=speed > 0,
+                    shape=SHAPES[shape],
+                ).schedule()
             self._engine.run_until(self.start)
-        config = FaultConfig(fail_rate=fail_rate, rate_limit=rate_limit, slow_rate=slow_rate,
-                             slow_seconds=slow_seconds, truncate_rate=truncate_rate, drop_rate=drop_rate,
-                             malformed_rate=malformed_rate)
+        config = FaultConfig(
+            fail_rate=fail_rate,
+            rate_limit=rate_limit,
+            slow_rate=slow_rate,
+            slow_seconds=slow_seconds,
+            truncate_rate=truncate_rate,
+            drop_rate=drop_rate,
+            malformed_rate=malformed_rate,
+        )
         self.app = SandboxApp(self, FaultInjector(config, seed))
 
     def __repr__(self) -> str:

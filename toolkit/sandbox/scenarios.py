@@ -21,14 +21,30 @@ from toolkit.spec import KNOWN_NETWORKS
 
 _NET = {n.name: n.chain_selector for n in KNOWN_NETWORKS}
 DRAFT_SHARE = 0.10
-TRANSFER_EVENT_ABI = [{"anonymous": False, "name": "Transfer", "type": "event", "inputs": [
-    {"indexed": True, "internalType": "address", "name": "from", "type": "address"},
-    {"indexed": True, "internalType": "address", "name": "to", "type": "address"},
-    {"indexed": False, "internalType": "uint256", "name": "value", "type": "uint256"}]}]
-ANSWER_UPDATED_ABI = [{"anonymous": False, "name": "AnswerUpdated", "type": "event", "inputs": [
-    {"indexed": True, "internalType": "int256", "name": "current", "type": "int256"},
-    {"indexed": True, "internalType": "uint256", "name": "roundId", "type": "uint256"},
-    {"indexed": False, "internalType": "uint256", "name": "updatedAt", "type": "uint256"}]}]
+TRANSFER_EVENT_ABI = [
+    {
+        "anonymous": False,
+        "name": "Transfer",
+        "type": "event",
+        "inputs": [
+            {"indexed": True, "internalType": "address", "name": "from", "type": "address"},
+            {"indexed": True, "internalType": "address", "name": "to", "type": "address"},
+            {"indexed": False, "internalType": "uint256", "name": "value", "type": "uint256"},
+        ],
+    }
+]
+ANSWER_UPDATED_ABI = [
+    {
+        "anonymous": False,
+        "name": "AnswerUpdated",
+        "type": "event",
+        "inputs": [
+            {"indexed": True, "internalType": "int256", "name": "current", "type": "int256"},
+            {"indexed": True, "internalType": "uint256", "name": "roundId", "type": "uint256"},
+            {"indexed": False, "internalType": "uint256", "name": "updatedAt", "type": "uint256"},
+        ],
+    }
+]
 
 CHANNELS = (
     ("treasury-ops", "Treasury transfers and rebalancing"),
@@ -79,15 +95,20 @@ class Shape:
 
 
 #: The shapes ``Sandbox(shape=...)`` and ``chainops sandbox --shape`` know.
-SHAPES: dict[str, Shape] = {shape.name: shape for shape in (
-    Shape("default"),
-    Shape("one-channel", channels=1),
-    Shape("many-channels", channels=300),
-    Shape("many-transactions", transactions=(16,)),
-    # drafts signed hours to days after they were made: operations stay in flight across many syncs
-    Shape("long-lived", draft_share=0.6, finalize_after=(3600.0, 3 * 86400.0), deadline_after=(4 * 86400, 5 * 86400)),
-    Shape("query-heavy", queries_per_operation=10.0),
-)}
+SHAPES: dict[str, Shape] = {
+    shape.name: shape
+    for shape in (
+        Shape("default"),
+        Shape("one-channel", channels=1),
+        Shape("many-channels", channels=300),
+        Shape("many-transactions", transactions=(16,)),
+        # drafts signed hours to days after they were made: operations stay in flight across many syncs
+        Shape(
+            "long-lived", draft_share=0.6, finalize_after=(3600.0, 3 * 86400.0), deadline_after=(4 * 86400, 5 * 86400)
+        ),
+        Shape("query-heavy", queries_per_operation=10.0),
+    )
+}
 
 
 @dataclass
@@ -101,8 +122,16 @@ class _Wallet:
 class Scenario:
     """Schedules the seeded organisation's setup and workload on the engine."""
 
-    def __init__(self, backend: Backend, seed: int, start: int, days: float, operations_per_day: float,
-                 live: bool, shape: Shape = SHAPES["default"]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        seed: int,
+        start: int,
+        days: float,
+        operations_per_day: float,
+        live: bool,
+        shape: Shape = SHAPES["default"],
+    ) -> None:
         self.b = backend
         self.shape = shape
         self.rng = stream(seed, "scenario")
@@ -153,9 +182,14 @@ class Scenario:
 
     def _create_wallet(self, spec: tuple) -> None:
         name, network, home, status_channel, weight, fate = spec
-        body = {"name": name, "wallet_owner_address": self.b.address(), "chain_selector": _NET[network],
-                "wallet_type": "ecdsa", "configuration": {"threshold": 1},
-                "allowed_ecdsa_signers": [self.b.address()]}
+        body = {
+            "name": name,
+            "wallet_owner_address": self.b.address(),
+            "chain_selector": _NET[network],
+            "wallet_type": "ecdsa",
+            "configuration": {"threshold": 1},
+            "allowed_ecdsa_signers": [self.b.address()],
+        }
         if status_channel is not None:
             body["status_channel_id"] = self._channel(status_channel)
         wallet = self.b.create_wallet(body)
@@ -207,8 +241,13 @@ class Scenario:
 
     def _usable_wallets(self) -> list[_Wallet]:
         org = self.b.org
-        return [w for w in self.wallets if org.wallets[w.wallet_id]["status"] == "deployed" and w.weight > 0
-                and org.channels[w.channel_id]["status"] == "active"]
+        return [
+            w
+            for w in self.wallets
+            if org.wallets[w.wallet_id]["status"] == "deployed"
+            and w.weight > 0
+            and org.channels[w.channel_id]["status"] == "active"
+        ]
 
     def _active(self, channel_id: str) -> bool:
         return self.b.org.channels[channel_id]["status"] == "active"
@@ -233,9 +272,12 @@ class Scenario:
             return
         draft = rng.random() < shape.draft_share
         txs = [self._transfer() for _ in range(rng.choice(shape.transactions))]
-        body: dict = {"chain_selector": wallet.chain_selector,
-                      "address": self.b.org.wallets[wallet.wallet_id]["address"],
-                      "wallet_operation_id": str(now * 1000 + self._counter % 1000), "transactions": txs}
+        body: dict = {
+            "chain_selector": wallet.chain_selector,
+            "address": self.b.org.wallets[wallet.wallet_id]["address"],
+            "wallet_operation_id": str(now * 1000 + self._counter % 1000),
+            "transactions": txs,
+        }
         if draft:
             body["deadline"] = 0 if rng.random() < 0.1 else now + rng.randint(*shape.deadline_after)
         else:
@@ -259,8 +301,9 @@ class Scenario:
 
     def _finalize(self, channel_id: str, operation_id: str) -> None:
         if self._running() and self.b.org.operations[operation_id]["status"] == "pending_signature":
-            self.b.finalize_operation(channel_id, operation_id, "0x" + self.rng.randbytes(65).hex(),
-                                      "0x" + self.rng.randbytes(32).hex())
+            self.b.finalize_operation(
+                channel_id, operation_id, "0x" + self.rng.randbytes(65).hex(), "0x" + self.rng.randbytes(32).hex()
+            )
 
     def _cancel(self, channel_id: str, operation_id: str) -> None:
         if self._running() and self.b.org.operations[operation_id]["status"] == "pending_signature":
@@ -270,8 +313,11 @@ class Scenario:
         rng = self.rng
         to = f"{rng.getrandbits(160):040x}"
         amount = rng.randrange(10**6, 10**12)
-        return {"to": "0x" + f"{rng.getrandbits(160):040x}", "value": "0",
-                "data": "0xa9059cbb" + to.rjust(64, "0") + f"{amount:064x}"}
+        return {
+            "to": "0x" + f"{rng.getrandbits(160):040x}",
+            "value": "0",
+            "data": "0xa9059cbb" + to.rjust(64, "0") + f"{amount:064x}",
+        }
 
     def _next_query(self, due: float) -> None:
         """One arrival of the query workload (fractional clock, as :meth:`_next_operation`)."""
@@ -290,9 +336,12 @@ class Scenario:
             else:
                 selection = {"type": "block_number", "block_number": str(MODELS[chain].block_at(self.b.now) - 50)}
             call = "0x70a08231" + f"{rng.getrandbits(160):064x}" if rng.random() < 0.7 else "0x50d25bcd"
-            body = {"idempotency_key": f"scn-{self.b.now}-{rng.getrandbits(32):08x}", "query_kind": "evm_call",
-                    "chain_selector": chain,
-                    "params": {"contract_address": self.b.address(), "call_data": call, "block_selection": selection}}
+            body = {
+                "idempotency_key": f"scn-{self.b.now}-{rng.getrandbits(32):08x}",
+                "query_kind": "evm_call",
+                "chain_selector": chain,
+                "params": {"contract_address": self.b.address(), "call_data": call, "block_selection": selection},
+            }
             channel_id = self._workload_channel(rng.choice(channels))
             if self._active(channel_id):
                 self.b.create_query(channel_id, body)

@@ -81,8 +81,16 @@ def start_server(app: Any, host: str = "127.0.0.1", port: int = 0, timeout: floa
     sock.bind((host, port))
     sock.listen(128)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on", http="h11",
-                            loop="asyncio", ws="none", timeout_keep_alive=30)
+    config = uvicorn.Config(
+        app,
+        log_level="error",
+        access_log=False,
+        lifespan="on",
+        http="h11",
+        loop="asyncio",
+        ws="none",
+        timeout_keep_alive=30,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="sandbox-server", daemon=True)
     thread.start()
@@ -97,21 +105,48 @@ def start_server(app: Any, host: str = "127.0.0.1", port: int = 0, timeout: floa
     raise RuntimeError("sandbox server did not start")
 
 
-def run_server(host: str = "127.0.0.1", port: int = 8080, orgs: Iterable[str] = ("sandbox-key",),
-               not_onboarded: Iterable[str] = (), seed: int = 7, days: float = 3, empty: bool = False,
-               speed: float = 0.0, fail_rate: float = 0.0, rate_limit: float | None = None,
-               operations_per_day: float = 400, start: int | None = None, slow_rate: float = 0.0,
-               slow_seconds: float = 5.0, truncate_rate: float = 0.0, drop_rate: float = 0.0,
-               malformed_rate: float = 0.0, shape: str = "default") -> None:
+def run_server(
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    orgs: Iterable[str] = ("sandbox-key",),
+    not_onboarded: Iterable[str] = (),
+    seed: int = 7,
+    days: float = 3,
+    empty: bool = False,
+    speed: float = 0.0,
+    fail_rate: float = 0.0,
+    rate_limit: float | None = None,
+    operations_per_day: float = 400,
+    start: int | None = None,
+    slow_rate: float = 0.0,
+    slow_seconds: float = 5.0,
+    truncate_rate: float = 0.0,
+    drop_rate: float = 0.0,
+    malformed_rate: float = 0.0,
+    shape: str = "default",
+) -> None:
     """Build a :class:`Sandbox`, serve it, print ``serving on http://HOST:PORT/v1`` once it answers, and block
     until Ctrl-C (which stops it cleanly)."""
     from toolkit.sandbox.sandbox import Sandbox
 
-    sandbox = Sandbox(orgs=tuple(orgs), not_onboarded=tuple(not_onboarded), seed=seed, days=days,
-                      operations_per_day=operations_per_day, empty=empty, speed=speed, start=start,
-                      fail_rate=fail_rate, rate_limit=rate_limit, slow_rate=slow_rate, slow_seconds=slow_seconds,
-                      truncate_rate=truncate_rate, drop_rate=drop_rate, malformed_rate=malformed_rate,
-                      shape=shape)
+    sandbox = Sandbox(
+        orgs=tuple(orgs),
+        not_onboarded=tuple(not_onboarded),
+        seed=seed,
+        days=days,
+        operations_per_day=operations_per_day,
+        empty=empty,
+        speed=speed,
+        start=start,
+        fail_rate=fail_rate,
+        rate_limit=rate_limit,
+        slow_rate=slow_rate,
+        slow_seconds=slow_seconds,
+        truncate_rate=truncate_rate,
+        drop_rate=drop_rate,
+        malformed_rate=malformed_rate,
+        shape=shape,
+    )
     handle = start_server(sandbox.app, host, port)
     print(f"serving on http://{host}:{handle.port}/v1", flush=True)
     try:

@@ -60,8 +60,14 @@ def _required(obj: dict, names: tuple[str, ...], where: str) -> None:
             raise validation(f"{where}: {name} is required")
 
 
-def _str(value: Any, where: str, pattern: re.Pattern | None = None, min_len: int = 0, max_len: int | None = None,
-         non_blank: bool = False) -> str:
+def _str(
+    value: Any,
+    where: str,
+    pattern: re.Pattern | None = None,
+    min_len: int = 0,
+    max_len: int | None = None,
+    non_blank: bool = False,
+) -> str:
     if not isinstance(value, str):
         raise validation(f"{where} must be a string")
     if len(value) < min_len or (max_len is not None and len(value) > max_len):
@@ -222,8 +228,9 @@ def _transaction(tx: Any, index: int) -> None:
 
 def create_operation(body: dict) -> dict:
     """``CreateOperation`` (closed)."""
-    _closed(body, {"chain_selector", "address", "wallet_operation_id", "deadline", "transactions", "signature"},
-            "operation")
+    _closed(
+        body, {"chain_selector", "address", "wallet_operation_id", "deadline", "transactions", "signature"}, "operation"
+    )
     for name in ("chain_selector", "address", "wallet_operation_id", "deadline", "transactions"):
         if name not in body:
             raise validation(f"operation: {name} is required")
@@ -290,4 +297,3 @@ def create_query(body: dict) -> dict:
         if len(json.dumps(body["metadata"])) > 16 * 1024:
             raise validation("metadata must be at most 16 KB")
     return body
-

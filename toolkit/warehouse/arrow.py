@@ -105,27 +105,70 @@ def _i(name: str, source: str | None = None) -> Column:
     return Column(name, "int", source)
 
 
-NETWORKS = _table("networks", ("chain_selector",), [
-    _t("chain_selector"), _t("network_id", "id"), _t("name"), _t("chain_id"), _t("chain_family"),
-    # 0.8 names it `type` (ChainEnvironment); older answers may say `network_type`
-    Column("network_type", "text", getter=lambda r: r.get("type", r.get("network_type"))),
-    _ts("created_at"), _ts("updated_at"),
-], also_consumed={"type", "network_type"})
+NETWORKS = _table(
+    "networks",
+    ("chain_selector",),
+    [
+        _t("chain_selector"),
+        _t("network_id", "id"),
+        _t("name"),
+        _t("chain_id"),
+        _t("chain_family"),
+        # 0.8 names it `type` (ChainEnvironment); older answers may say `network_type`
+        Column("network_type", "text", getter=lambda r: r.get("type", r.get("network_type"))),
+        _ts("created_at"),
+        _ts("updated_at"),
+    ],
+    also_consumed={"type", "network_type"},
+)
 
-CHANNELS = _table("channels", ("channel_id",), [
-    _t("channel_id"), _t("name"), _t("description"), _t("status"), _ts("created_at"),
-])
+CHANNELS = _table(
+    "channels",
+    ("channel_id",),
+    [
+        _t("channel_id"),
+        _t("name"),
+        _t("description"),
+        _t("status"),
+        _ts("created_at"),
+    ],
+)
 
-WALLETS = _table("wallets", ("wallet_id",), [
-    _t("wallet_id"), _t("name"), _t("description"), _t("address"), _t("wallet_owner_address"),
-    _t("chain_selector"), _t("wallet_type"), _t("status"), _t("status_channel_id"), _j("configuration"),
-    _ts("created_at"),
-])
+WALLETS = _table(
+    "wallets",
+    ("wallet_id",),
+    [
+        _t("wallet_id"),
+        _t("name"),
+        _t("description"),
+        _t("address"),
+        _t("wallet_owner_address"),
+        _t("chain_selector"),
+        _t("wallet_type"),
+        _t("status"),
+        _t("status_channel_id"),
+        _j("configuration"),
+        _ts("created_at"),
+    ],
+)
 
-WATCHERS = _table("watchers", ("watcher_id",), [
-    _t("watcher_id"), _t("channel_id"), _t("name"), _t("status"), _t("chain_selector"), _t("address"),
-    _t("service"), _j("event_names", "events"), _t("don_family"), _t("workflow_id"), _ts("created_at"),
-])
+WATCHERS = _table(
+    "watchers",
+    ("watcher_id",),
+    [
+        _t("watcher_id"),
+        _t("channel_id"),
+        _t("name"),
+        _t("status"),
+        _t("chain_selector"),
+        _t("address"),
+        _t("service"),
+        _j("event_names", "events"),
+        _t("don_family"),
+        _t("workflow_id"),
+        _ts("created_at"),
+    ],
+)
 
 
 def _tx_count(record: Record) -> int | None:
@@ -133,41 +176,109 @@ def _tx_count(record: Record) -> int | None:
     return len(txs) if isinstance(txs, list) else None
 
 
-OPERATIONS = _table("operations", ("operation_id",), [
-    _t("operation_id"), _t("channel_id"), _t("status"), _t("chain_selector"), _t("address"),
-    _t("wallet_operation_id"), _i("deadline"),
-    Column("deadline_at", "ts", getter=lambda r: r.get("deadline") or None),
-    Column("transaction_count", "int", getter=_tx_count),
-    _t("signature"), _t("digest"), _j("initiator"), _j("signer"), _j("canceller"),
-    _ts("signed_at"), _ts("cancelled_at"), _ts("confirmed_at"), _ts("created_at"), _ts("updated_at"),
-    _t("operation_writer_workflow_id"), _t("operation_writer_workflow_execution_id"),
-    _t("operation_status_workflow_id"), _t("operation_status_workflow_execution_id"),
-], also_consumed={"transactions"})
+OPERATIONS = _table(
+    "operations",
+    ("operation_id",),
+    [
+        _t("operation_id"),
+        _t("channel_id"),
+        _t("status"),
+        _t("chain_selector"),
+        _t("address"),
+        _t("wallet_operation_id"),
+        _i("deadline"),
+        Column("deadline_at", "ts", getter=lambda r: r.get("deadline") or None),
+        Column("transaction_count", "int", getter=_tx_count),
+        _t("signature"),
+        _t("digest"),
+        _j("initiator"),
+        _j("signer"),
+        _j("canceller"),
+        _ts("signed_at"),
+        _ts("cancelled_at"),
+        _ts("confirmed_at"),
+        _ts("created_at"),
+        _ts("updated_at"),
+        _t("operation_writer_workflow_id"),
+        _t("operation_writer_workflow_execution_id"),
+        _t("operation_status_workflow_id"),
+        _t("operation_status_workflow_execution_id"),
+    ],
+    also_consumed={"transactions"},
+)
 
-OPERATION_TRANSACTIONS = _table("operation_transactions", ("operation_id", "idx"), [
-    _t("operation_id"), _i("idx"), _t("to_address", "to"), _t("value"),
-    Column("data_size", "int", getter=lambda r: _data_size(r.get("data"))),
-    Column("selector", "text", getter=lambda r: _selector(r.get("data"))),
-    Column("function_signature", "text", getter=lambda r: (r.get("preview_snapshot") or {}).get("function_signature")
-           if isinstance(r.get("preview_snapshot"), dict) else None),
-], also_consumed={"data", "preview_snapshot"})
+OPERATION_TRANSACTIONS = _table(
+    "operation_transactions",
+    ("operation_id", "idx"),
+    [
+        _t("operation_id"),
+        _i("idx"),
+        _t("to_address", "to"),
+        _t("value"),
+        Column("data_size", "int", getter=lambda r: _data_size(r.get("data"))),
+        Column("selector", "text", getter=lambda r: _selector(r.get("data"))),
+        Column(
+            "function_signature",
+            "text",
+            getter=lambda r: (
+                (r.get("preview_snapshot") or {}).get("function_signature")
+                if isinstance(r.get("preview_snapshot"), dict)
+                else None
+            ),
+        ),
+    ],
+    also_consumed={"data", "preview_snapshot"},
+)
 
-QUERIES = _table("queries", ("query_id",), [
-    _t("query_id"), _t("channel_id"), _t("status"), _t("query_kind"), _t("chain_selector"), _j("target"),
-    _t("event_hash"), Column("has_proof", "bool", getter=lambda r: bool(r.get("proof"))),
-    _ts("created_at"), _ts("updated_at"), _ts("expires_at"),
-    *(_ts(f"{s}_at") for s in spec.QUERY_STATUSES),
-    _t("workflow_id"), _t("workflow_execution_id"),
-], also_consumed={"proof", "verifiable_result"})
+QUERIES = _table(
+    "queries",
+    ("query_id",),
+    [
+        _t("query_id"),
+        _t("channel_id"),
+        _t("status"),
+        _t("query_kind"),
+        _t("chain_selector"),
+        _j("target"),
+        _t("event_hash"),
+        Column("has_proof", "bool", getter=lambda r: bool(r.get("proof"))),
+        _ts("created_at"),
+        _ts("updated_at"),
+        _ts("expires_at"),
+        *(_ts(f"{s}_at") for s in spec.QUERY_STATUSES),
+        _t("workflow_id"),
+        _t("workflow_execution_id"),
+    ],
+    also_consumed={"proof", "verifiable_result"},
+)
 
 
 # The events table is converted by its own module (event_batches.py, a fast and a careful path); these columns give
 # its schema and the kind of each value. Nested wire fields are named by the column.
-EVENTS = _table("events", ("event_id",), [
-    _t("event_id"), _t("channel_id"), _t("type"), _i("offset"), _ts("ts"), _t("status"), _t("status_reason"),
-    _t("subject_id"), _t("operation_id"), _t("query_id"), _t("watcher_id"), _t("wallet_id"), _t("chain_selector"),
-    _t("address"), _t("event_hash"), _i("proof_count"), _i("signature_count"), _j("payload"),
-])
+EVENTS = _table(
+    "events",
+    ("event_id",),
+    [
+        _t("event_id"),
+        _t("channel_id"),
+        _t("type"),
+        _i("offset"),
+        _ts("ts"),
+        _t("status"),
+        _t("status_reason"),
+        _t("subject_id"),
+        _t("operation_id"),
+        _t("query_id"),
+        _t("watcher_id"),
+        _t("wallet_id"),
+        _t("chain_selector"),
+        _t("address"),
+        _t("event_hash"),
+        _i("proof_count"),
+        _i("signature_count"),
+        _j("payload"),
+    ],
+)
 
 TABLES: dict[str, TableSpec] = {
     t.name: t for t in (NETWORKS, CHANNELS, WALLETS, WATCHERS, OPERATIONS, OPERATION_TRANSACTIONS, QUERIES, EVENTS)

@@ -28,8 +28,17 @@ Record = dict[str, Any]
 _S = pa.string()
 _EVENT_TOP = frozenset({"event_id", "headers", "payload", "type", "event_hash", "proofs", "channel_id"})
 _EMPTY: dict[str, Any] = {}
-_PAYLOAD_TEXT_FIELDS = ("status", "status_reason", "operation_id", "query_id", "watcher_id", "wallet_id",
-                        "chain_selector", "address", "event_hash")
+_PAYLOAD_TEXT_FIELDS = (
+    "status",
+    "status_reason",
+    "operation_id",
+    "query_id",
+    "watcher_id",
+    "wallet_id",
+    "chain_selector",
+    "address",
+    "event_hash",
+)
 #: Columns filled only for the event type that names that kind of subject.
 _ONLY_FOR_TYPE = {"operation_id": "operation.status", "query_id": "query.status", "wallet_id": "wallet.status"}
 
@@ -66,8 +75,15 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
             del kept[key]
         for i, key in enumerate(ids):
             if not key.strip():  # every copy is reported, as the careful path does
-                rejected.append(RejectedRecord("events", i, "event_id", _key_problem(key) or "is empty",
-                                               key=f"offset {events[i].headers.offset}"))
+                rejected.append(
+                    RejectedRecord(
+                        "events",
+                        i,
+                        "event_id",
+                        _key_problem(key) or "is empty",
+                        key=f"offset {events[i].headers.offset}",
+                    )
+                )
         order = sorted(kept.values())
         events = [events[i] for i in order]
         payloads = [payloads[i] for i in order]
@@ -79,10 +95,14 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
     fields = {name: pa.array(list(map(attrgetter(name), payloads)), _S) for name in _PAYLOAD_TEXT_FIELDS}
     for name, kind in _ONLY_FOR_TYPE.items():
         fields[name] = pc.if_else(pc.equal(types, kind), fields[name], pa.nulls(n, _S))
-    subject = pc.case_when(
-        pc.make_struct(*(pc.fill_null(pc.equal(types, t), False) for t in spec.EVENT_SUBJECT_FIELD)),
-        *(fields[f] for f in spec.EVENT_SUBJECT_FIELD.values()),
-    ) if n else pa.nulls(0, _S)
+    subject = (
+        pc.case_when(
+            pc.make_struct(*(pc.fill_null(pc.equal(types, t), False) for t in spec.EVENT_SUBJECT_FIELD)),
+            *(fields[f] for f in spec.EVENT_SUBJECT_FIELD.values()),
+        )
+        if n
+        else pa.nulls(0, _S)
+    )
     proofs = [h.proofs for h in heads]
     arrays = [
         pa.array(ids, _S),

@@ -20,8 +20,13 @@ WRITE_FAILURES: tuple[type[BaseException], ...] = (duckdb.IOException, duckdb.Tr
 _FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 _FULL_TEXT = ("no space left", "file too large", "disk quota")
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENOENT)
-_DENIED_TEXT = ("permission denied", "read-only file system", "not a directory", "is a directory",
-                "no such file or directory")
+_DENIED_TEXT = (
+    "permission denied",
+    "read-only file system",
+    "not a directory",
+    "is a directory",
+    "no such file or directory",
+)
 
 
 def _kind(exc: BaseException) -> str:
@@ -47,8 +52,11 @@ def write_failure(path: str | os.PathLike[str], exc: BaseException) -> Warehouse
             f"Cannot write the warehouse {path}: {detail}. Check that its directory exists and is writable, or "
             "point --warehouse / CHAINOPS_WAREHOUSE at another file."
         )
-    cause = "the disk is full or a file size limit was reached" if kind == "full" else \
-        "the disk may be full, or the file system refused the write"
+    cause = (
+        "the disk is full or a file size limit was reached"
+        if kind == "full"
+        else "the disk may be full, or the file system refused the write"
+    )
     return WarehouseError(
         f"Writing to the warehouse {path} failed ({detail}): {cause}. Free some space and run the sync again: "
         "everything committed before the failure is kept and the next run continues from there."

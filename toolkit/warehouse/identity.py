@@ -83,8 +83,11 @@ def check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     expected = _HEADER_BYTES + block_size * used_blocks
     actual = path.stat().st_size
     if actual < expected:
-        raise _damaged(path, f"the DuckDB file is damaged: it holds {actual:,} bytes of the {expected:,} its header "
-                             "counts in use (probably cut short while copied)")
+        raise _damaged(
+            path,
+            f"the DuckDB file is damaged: it holds {actual:,} bytes of the {expected:,} its header "
+            "counts in use (probably cut short while copied)",
+        )
 
 
 def classify(con: duckdb.DuckDBPyConnection, path: Path) -> Kind:
@@ -99,8 +102,11 @@ def classify(con: duckdb.DuckDBPyConnection, path: Path) -> Kind:
     if not columns:
         return "empty"
     if MARKER_TABLE in columns:
-        found = dict(con.execute(f"SELECT key, value FROM {MARKER_TABLE}").fetchall()) \
-            if {"key", "value"} <= columns[MARKER_TABLE] else {}
+        found = (
+            dict(con.execute(f"SELECT key, value FROM {MARKER_TABLE}").fetchall())
+            if {"key", "value"} <= columns[MARKER_TABLE]
+            else {}
+        )
         if found.get("format") == FORMAT:
             return "marked"
     elif all(need <= columns.get(table, set()) for table, need in _LEGACY_COLUMNS.items()):
@@ -130,5 +136,14 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
         raise
 
 
-__all__ = ["CONNECTION_CONFIG", "FORMAT", "MARKER_SQL", "MARKER_TABLE", "SCHEMA_VERSION", "check_complete",
-           "classify", "inspect_file", "open_error"]
+__all__ = [
+    "CONNECTION_CONFIG",
+    "FORMAT",
+    "MARKER_SQL",
+    "MARKER_TABLE",
+    "SCHEMA_VERSION",
+    "check_complete",
+    "classify",
+    "inspect_file",
+    "open_error",
+]

@@ -18,8 +18,7 @@ from typing import TypeVar
 
 import duckdb
 
-_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30,
-          "TIB": 2**40}
+_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 T = TypeVar("T")
 
 #: The highest limit a retry raises to, as a share of the machine's memory, and never more than this many bytes.

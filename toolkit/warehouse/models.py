@@ -78,8 +78,10 @@ class _Piece:
 
     def split(self) -> tuple[_Piece, _Piece]:
         half = max(self.size // 2, 1)
-        return (_Piece(self.lo, self.hi, self.parts * 2, self.part, half),
-                _Piece(self.lo, self.hi, self.parts * 2, self.part + self.parts, half))
+        return (
+            _Piece(self.lo, self.hi, self.parts * 2, self.part, half),
+            _Piece(self.lo, self.hi, self.parts * 2, self.part + self.parts, half),
+        )
 
 
 def _watermarks(wh: Warehouse) -> tuple[str | None, str | None]:
@@ -127,14 +129,16 @@ def _plan(wh: Warehouse, size: int) -> list[_Piece]:
     (a delete's bookkeeping grows with the vectors it touches). The stale operations are counted per time bucket
     and consecutive buckets grouped; a bucket busier than ``size`` is split by id hash."""
     con = wh.con
-    lo, hi = con.execute(f"SELECT min(created_s), max(created_s) FROM _model_stale WHERE created_s < {_NO_TIME}"
-                         ).fetchone()
+    lo, hi = con.execute(
+        f"SELECT min(created_s), max(created_s) FROM _model_stale WHERE created_s < {_NO_TIME}"
+    ).fetchone()
     lo, hi = (int(lo), int(hi)) if lo is not None else (0, 0)
     width = max(1, -(-(hi - lo + 1) // PLAN_BUCKETS))
     # operations without a record (known from events only) go last, in a bucket of their own
     counts = con.execute(
         f"SELECT CASE WHEN created_s >= {_NO_TIME} THEN {PLAN_BUCKETS} ELSE (created_s - ?) // ? END AS b, count(*) "
-        "FROM _model_stale GROUP BY b ORDER BY b", [lo, width],
+        "FROM _model_stale GROUP BY b ORDER BY b",
+        [lo, width],
     ).fetchall()
     if not counts:
         return []
@@ -176,6 +180,7 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
     every piece is in), so an out-of-memory error costs one piece, which is retried on one thread, then split, then
     with a higher limit. ``between`` runs between two pieces; when it returns True the connection was reopened
     (a reader was let in) and the stale set is staged again (it has not changed: the watermark has not moved)."""
+
     def stage_and_plan() -> list[_Piece]:
         _stage_stale(wh)
         return _plan(wh, _chunk_operations(wh))
@@ -314,7 +319,12 @@ def refresh_models(
         n_ops, n_rows, pieces, retries = _fold_in(wh, rebuilt, between)
         used = wh.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
         with wh.transaction():
-            wh.set_cursor(MODELS_STREAM, {
-                "version": MODEL_VERSION, "events_synced_at": events_wm, "operations_synced_at": ops_wm,
-            })
+            wh.set_cursor(
+                MODELS_STREAM,
+                {
+                    "version": MODEL_VERSION,
+                    "events_synced_at": events_wm,
+                    "operations_synced_at": ops_wm,
+                },
+            )
     return RefreshResult(n_ops, n_rows, rebuilt, time.perf_counter() - started, pieces, retries, str(used))

@@ -134,12 +134,12 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
     latest = f"""
         SELECT operation_id,
                any_value(channel_id) AS channel_id,
-               arg_max(status, ({_op_rank('status')}, ts)) AS status,
+               arg_max(status, ({_op_rank("status")}, ts)) AS status,
                max(ts) AS ts,
-               max({_op_rank('status')}) AS rank
+               max({_op_rank("status")}) AS rank
         FROM {view}
         WHERE type = 'operation.status' AND operation_id IS NOT NULL AND ts IS NOT NULL
-          AND {_op_rank('status')} IS NOT NULL
+          AND {_op_rank("status")} IS NOT NULL
         GROUP BY operation_id
     """
     con.execute(f"CREATE OR REPLACE TEMP TABLE _latest_operation_moves AS {latest}")
@@ -155,8 +155,8 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
         CREATE OR REPLACE TEMP TABLE _operation_moves AS
         SELECT l.* FROM _latest_operation_moves l JOIN operations o USING (operation_id)
         WHERE NOT list_contains({_OP_TERMINAL}, o.status)
-          AND {_op_rank('o.status')} IS NOT NULL
-          AND (list_contains({_OP_TERMINAL}, l.status) OR l.rank > {_op_rank('o.status')})
+          AND {_op_rank("o.status")} IS NOT NULL
+          AND (list_contains({_OP_TERMINAL}, l.status) OR l.rank > {_op_rank("o.status")})
     """)
     if not con.execute("SELECT count(*) FROM _operation_moves").fetchall()[0][0]:
         return
@@ -168,7 +168,7 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
         CREATE OR REPLACE TEMP TABLE _operation_workflows AS
         SELECT e.operation_id, {workflow}
         FROM {view} e SEMI JOIN _operation_moves m ON e.operation_id = m.operation_id
-        WHERE e.type = 'operation.status' AND e.ts IS NOT NULL AND {_op_rank('e.status')} IS NOT NULL
+        WHERE e.type = 'operation.status' AND e.ts IS NOT NULL AND {_op_rank("e.status")} IS NOT NULL
         GROUP BY e.operation_id
     """)
     con.execute(f"""
@@ -186,20 +186,18 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
 
 def apply_query_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
     """Apply the ``query.status`` events of ``view`` to ``queries`` (status and each ``<status>_at``)."""
-    per_status = ",\n".join(
-        f"min(ts) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.QUERY_STATUSES
-    )
+    per_status = ",\n".join(f"min(ts) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.QUERY_STATUSES)
     latest = f"""
         SELECT query_id,
                any_value(channel_id) AS channel_id,
-               arg_max(status, ({_q_rank('status')}, ts)) AS status,
+               arg_max(status, ({_q_rank("status")}, ts)) AS status,
                max(ts) AS ts,
-               max({_q_rank('status')}) AS rank,
+               max({_q_rank("status")}) AS rank,
                arg_max(event_hash, ts) FILTER (WHERE event_hash IS NOT NULL) AS event_hash,
                bool_or(proof_count > 0) AS has_proof,
                {per_status}
         FROM {view}
-        WHERE type = 'query.status' AND query_id IS NOT NULL AND ts IS NOT NULL AND {_q_rank('status')} IS NOT NULL
+        WHERE type = 'query.status' AND query_id IS NOT NULL AND ts IS NOT NULL AND {_q_rank("status")} IS NOT NULL
         GROUP BY query_id
     """
     sets = ",\n".join(f"{s}_at = coalesce(q.{s}_at, l.{s}_at)" for s in spec.QUERY_STATUSES)
@@ -224,6 +222,6 @@ def apply_query_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
         FROM ({latest}) l
         WHERE q.query_id = l.query_id
           AND NOT list_contains({_Q_TERMINAL}, q.status)
-          AND {_q_rank('q.status')} IS NOT NULL
-          AND (list_contains({_Q_TERMINAL}, l.status) OR l.rank > {_q_rank('q.status')})
+          AND {_q_rank("q.status")} IS NOT NULL
+          AND (list_contains({_Q_TERMINAL}, l.status) OR l.rank > {_q_rank("q.status")})
     """)

@@ -217,7 +217,8 @@ class Warehouse:
         the keys were dropped; see schema.sql). DuckDB cannot drop a constraint, so the rows are copied to a new table
         that takes the old one's name, in one transaction: a crash leaves the table as it was."""
         keyed = [
-            name for (name,) in self.con.execute(
+            name
+            for (name,) in self.con.execute(
                 "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE database_name = current_database() "
                 "AND constraint_type = 'PRIMARY KEY' AND list_contains(?, table_name)",
                 [list(KEYLESS_TABLES)],

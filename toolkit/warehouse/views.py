@@ -60,16 +60,32 @@ OPERATION_AT_COLUMNS: tuple[str, ...] = tuple(f"{_ident(s)}_at" for s in spec.OP
 QUERY_AT_COLUMNS: tuple[str, ...] = tuple(f"{_ident(s)}_at" for s in spec.QUERY_STATUSES)
 
 TRANSITION_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("operation_id", "VARCHAR"), ("channel_id", "VARCHAR"), ("chain_selector", "VARCHAR"), ("address", "VARCHAR"),
-    ("status", "VARCHAR"), ("stage_rank", "INTEGER"), ("entered_at", "TIMESTAMPTZ"), ("exited_at", "TIMESTAMPTZ"),
-    ("next_status", "VARCHAR"), ("seconds_in_status", "DOUBLE"), ("seconds_since_created", "DOUBLE"),
+    ("operation_id", "VARCHAR"),
+    ("channel_id", "VARCHAR"),
+    ("chain_selector", "VARCHAR"),
+    ("address", "VARCHAR"),
+    ("status", "VARCHAR"),
+    ("stage_rank", "INTEGER"),
+    ("entered_at", "TIMESTAMPTZ"),
+    ("exited_at", "TIMESTAMPTZ"),
+    ("next_status", "VARCHAR"),
+    ("seconds_in_status", "DOUBLE"),
+    ("seconds_since_created", "DOUBLE"),
     ("status_reason", "VARCHAR"),
 )
 LIFECYCLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("operation_id", "VARCHAR"), ("channel_id", "VARCHAR"), ("chain_selector", "VARCHAR"), ("address", "VARCHAR"),
-    ("created_at", "TIMESTAMPTZ"), *((c, "TIMESTAMPTZ") for c in OPERATION_AT_COLUMNS),
-    ("last_status", "VARCHAR"), ("last_status_at", "TIMESTAMPTZ"), ("current_status", "VARCHAR"),
-    ("terminal_status", "VARCHAR"), ("terminal_at", "TIMESTAMPTZ"), ("status_reason", "VARCHAR"),
+    ("operation_id", "VARCHAR"),
+    ("channel_id", "VARCHAR"),
+    ("chain_selector", "VARCHAR"),
+    ("address", "VARCHAR"),
+    ("created_at", "TIMESTAMPTZ"),
+    *((c, "TIMESTAMPTZ") for c in OPERATION_AT_COLUMNS),
+    ("last_status", "VARCHAR"),
+    ("last_status_at", "TIMESTAMPTZ"),
+    ("current_status", "VARCHAR"),
+    ("terminal_status", "VARCHAR"),
+    ("terminal_at", "TIMESTAMPTZ"),
+    ("status_reason", "VARCHAR"),
 )
 
 
@@ -247,8 +263,10 @@ def _transitions_live_view() -> str:
 
 def _lifecycle_live_view() -> str:
     """One row per stale operation, from the live transitions and the ``operations`` records."""
-    return ("CREATE OR REPLACE VIEW model_operation_lifecycle_live AS "
-            f"{lifecycle_select('model_operation_transitions_live', STALE_SCOPE)}")
+    return (
+        "CREATE OR REPLACE VIEW model_operation_lifecycle_live AS "
+        f"{lifecycle_select('model_operation_transitions_live', STALE_SCOPE)}"
+    )
 
 
 def _transitions_view() -> str:
@@ -309,8 +327,11 @@ def _query_lifecycle_view() -> str:
     )
     status_cols = ",\n    ".join(f"coalesce(q.{c}, ev.{c}) AS {c}" for c in QUERY_AT_COLUMNS)
     terminal_at = ", ".join(f"q.{s}_at, ev.{s}_at" for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL)
-    query_rank = "CASE status " + " ".join(
-        f"WHEN {_literal(s)} THEN {r}" for s, r in spec.QUERY_STAGE_ORDER.items()) + f" ELSE {UNKNOWN_RANK} END"
+    query_rank = (
+        "CASE status "
+        + " ".join(f"WHEN {_literal(s)} THEN {r}" for s, r in spec.QUERY_STAGE_ORDER.items())
+        + f" ELSE {UNKNOWN_RANK} END"
+    )
     return f"""
 CREATE OR REPLACE VIEW query_lifecycle AS
 WITH ev AS (
