@@ -75,10 +75,16 @@ def check_api_key(value: str | Secret) -> Secret:
     return value if isinstance(value, Secret) and key == raw else Secret(key)
 
 
+#: Keys shorter than this are not redacted: a key of a few characters (a local sandbox's ``k``) cannot be told
+#: apart from ordinary text, and replacing it everywhere mangled every message ("sync o*** in 5.1s").
+REDACT_MIN_LENGTH = 8
+
+
 def redact(text: str, key: Secret | None) -> str:
-    """``text`` with every occurrence of the key replaced by ``***`` (a service or proxy may echo it back)."""
+    """``text`` with every occurrence of the key replaced by ``***`` (a service or proxy may echo it back); a key
+    shorter than :data:`REDACT_MIN_LENGTH` is left as it is."""
     secret = key.reveal() if key is not None else ""
-    return text.replace(secret, "***") if secret and secret in text else text
+    return text.replace(secret, "***") if len(secret) >= REDACT_MIN_LENGTH and secret in text else text
 
 
 def is_loopback_host(host: str | None) -> bool:

@@ -91,3 +91,11 @@ def test_a_key_echoed_by_the_server_reaches_no_output_row_or_export(echo, tmp_pa
     for file in files:
         assert TEST_KEY.encode() not in file.read_bytes()
         assert TEST_KEY not in str(pq.read_table(file).to_pylist())
+
+
+def test_redaction_hides_a_real_key_and_leaves_text_alone_for_a_one_letter_sandbox_key() -> None:
+    from toolkit.config import Secret, redact
+
+    assert redact(f"API key {TEST_KEY} is not valid", Secret(TEST_KEY)) == "API key *** is not valid"
+    # a local sandbox started with --org k: every "k" is not the key, and the summary must stay readable
+    assert redact("sync ok: networks +10", Secret("k")) == "sync ok: networks +10"
