@@ -140,7 +140,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
     settings = Settings.load(warehouse=args.warehouse)
     func = metrics.METRICS[args.name]
-    accepts = inspect.signature(func).parameters
+    accepts = {*inspect.signature(func).parameters, *getattr(func, "filter_names", ())}
     given = {
         "since": args.since,
         "until": args.until,

@@ -32,6 +32,7 @@ import pandas as pd
 from . import metrics
 from .atomic import atomic_dir, atomic_file
 from .display import frame_for_csv, frame_for_terminal, shorten
+from .times import now_utc, parse_period
 from .warehouse import Warehouse
 
 if TYPE_CHECKING:
@@ -191,23 +192,12 @@ def _portable(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-_AGE_RE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
-_AGE_UNITS = {"s": "s", "m": "min", "h": "h", "d": "D", "w": "W"}
-
-
-def _as_time(value: metrics.TimeLike, end: pd.Timestamp | None) -> pd.Timestamp | None:
-    """A time; an age such as ``7d`` counts back from ``end`` (so the period is exactly that long) or from now."""
-    if isinstance(value, str) and (m := _AGE_RE.match(value)):
-        base = end if end is not None else pd.Timestamp.now(tz="UTC").floor("min")
-        return base - pd.Timedelta(int(m.group(1)), unit=_AGE_UNITS[m.group(2)])
-    return metrics.to_utc(value)
-
-
 def _period(since: metrics.TimeLike, until: metrics.TimeLike) -> tuple[pd.Timestamp, pd.Timestamp]:
-    end = _as_time(until, None) if until is not None else pd.Timestamp.now(tz="UTC").floor("min")
-    start = _as_time(since, end) if since is not None else end - pd.Timedelta(days=7)
-    if end is None or start is None or start >= end:
-        raise ValueError(f"the period is empty: since {start} is not before until {end}")
+    """The report's period: ``until`` defaults to now (to the minute), ``since`` to 7 days before ``until``."""
+    start, end = parse_period(since, until if until is not None else now_utc().floor("min"))
+    assert end is not None
+    if start is None:
+        start = end - pd.Timedelta(days=7)
     return start, end
 
 

@@ -51,7 +51,7 @@ def test_channel_network_status_and_period_filters(warehouse) -> None:
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_filter_values_are_bound_not_pasted(warehouse, value) -> None:
     for name, func in metrics.METRICS.items():
-        params = inspect.signature(func).parameters
+        params = {*inspect.signature(func).parameters, *func.filter_names}
         kwargs = {k: value for k in ("channel", "network", "status") if k in params}
         df = func(warehouse, **kwargs)
         assert df.empty, name

@@ -1,0 +1,265 @@
+"""Plumbing shared by every metric: the filter object, bound SQL, grouping, time buckets and result tidying."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypedDict, TypeVar
+
+import pandas as pd
+
+from .. import spec
+from ..config import Settings
+from ..times import DurationLike, TimeLike, parse_duration, parse_period
+from ..warehouse import Warehouse
+
+WarehouseLike = Warehouse | str | os.PathLike[str] | None
+Values = str | Sequence[str] | None
+
+#: Buckets are aligned on Monday 1970-01-05 00:00 UTC (so days start at midnight and weeks on Monday).
+_BUCKET_ORIGIN_US = 4 * 86_400 * 1_000_000
+
+FILTER_NAMES = ("channel", "network", "status", "since", "until")
+
+
+class FilterArgs(TypedDict, total=False):
+    """The filter keywords every metric shares (each metric says which it takes)."""
+
+    channel: Values
+    network: Values
+    status: Values
+    since: TimeLike
+    until: TimeLike
+
+
+def _values(value: Values) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a metric looks at: channels, networks (names or chain selectors), statuses and the period
+    ``[since, until)``. Each list is None for "all". Build one with :meth:`of`; pass it to any metric as ``where``.
+    """
+
+    channel: tuple[str, ...] | None = None
+    network: tuple[str, ...] | None = None
+    status: tuple[str, ...] | None = None
+    since: pd.Timestamp | None = None
+    until: pd.Timestamp | None = None
+
+    @classmethod
+    def of(cls, where: Filters | None = None, **filters: Any) -> Filters:
+        """Filters from keywords (``channel``, ``network``, ``status``, ``since``, ``until``) over ``where``.
+
+        ``since``/``until`` are read by :func:`toolkit.times.parse_period`: an age in ``since`` counts back from
+        ``until`` when it is given. Raises ``TypeError`` for an unknown keyword, ``ValueError`` for a bad time.
+        """
+        unknown = sorted(set(filters) - set(FILTER_NAMES))
+        if unknown:
+            raise TypeError(f"unknown filter {unknown}; filters are {list(FILTER_NAMES)}")
+        base = where or cls()
+        lists = {k: filters[k] for k in ("channel", "network", "status") if k in filters}
+        since = filters.get("since", base.since)
+        until = filters.get("until", base.until)
+        start, end = parse_period(since, until)
+        return cls(
+            channel=_tuple(lists["channel"]) if "channel" in lists else base.channel,
+            network=_tuple(lists["network"]) if "network" in lists else base.network,
+            status=_tuple(lists["status"]) if "status" in lists else base.status,
+            since=start,
+            until=end,
+        )
+
+    def given(self) -> list[str]:
+        """The names of the filters that are set."""
+        return [name for name in FILTER_NAMES if getattr(self, name) is not None]
+
+    def sql(self, time_column: str, *, alias: str = "", status_column: str | None = None) -> Sql:
+        """Bound WHERE clauses over the relation ``alias``: channel, network (``network`` or ``chain_selector``),
+        status (on ``status_column``) and the period on ``time_column``."""
+        a = f"{alias}." if alias else ""
+        q = Sql().one_of(self.channel, f"{a}channel_id")
+        q.one_of(self.network, f"{a}network", f"{a}chain_selector")
+        if status_column is not None:
+            q.one_of(self.status, status_column)
+        return q.period(time_column, self.since, self.until)
+
+    def events_sql(self) -> Sql:
+        """Channel, network and period filters on raw events ``e``; a network name is resolved through
+        ``networks`` (a tiny table) so the events themselves need no join."""
+        q = Sql().one_of(self.channel, "e.channel_id")
+        if self.network is not None:
+            ref = q.bind(list(self.network))
+            q.clauses.append(
+                f"(list_contains({ref}, e.chain_selector) OR e.chain_selector IN "
+                f"(SELECT chain_selector FROM networks WHERE list_contains({ref}, name)))"
+            )
+        return q.period("e.ts", self.since, self.until)
+
+
+def _tuple(value: Values) -> tuple[str, ...] | None:
+    values = _values(value)
+    return None if values is None else tuple(values)
+
+
+F = TypeVar("F", bound=Callable[..., pd.DataFrame])
+
+
+def takes_filters(*names: str) -> Callable[[F], F]:
+    """Decorate a metric that takes the filters ``names``: the keywords become one :class:`Filters` passed as
+    ``where`` (merged over a ``where`` the caller gave). A filter the metric does not take is a ``TypeError``.
+    The accepted names are kept on the function as ``filter_names`` (the command line reads them)."""
+    bad = set(names) - set(FILTER_NAMES)
+    if bad:
+        raise ValueError(f"not filters: {sorted(bad)}")
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def metric(warehouse: WarehouseLike = None, *args: Any, where: Filters | None = None, **kwargs: Any):
+            given = {k: kwargs.pop(k) for k in FILTER_NAMES if k in kwargs}
+            refused = sorted(k for k, v in given.items() if v is not None and k not in names)
+            if refused:
+                raise TypeError(f"{func.__name__} does not filter by {refused}; it takes {list(names)}")
+            if where is not None and (extra := [k for k in where.given() if k not in names]):
+                raise TypeError(f"{func.__name__} does not filter by {extra}; it takes {list(names)}")
+            filters = Filters.of(where, **{k: v for k, v in given.items() if v is not None})
+            return func(warehouse, *args, where=filters, **kwargs)
+
+        metric.filter_names = tuple(names)  # type: ignore[attr-defined]
+        # help() and the command line see the filters as the keywords they are
+        signature = inspect.signature(func)
+        params = [p for p in signature.parameters.values() if p.name != "where"]
+        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names]
+        params.append(inspect.Parameter("where", inspect.Parameter.KEYWORD_ONLY, default=None))
+        metric.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        return metric  # type: ignore[return-value]
+
+    return decorate
+
+
+@contextmanager
+def open_warehouse(warehouse: WarehouseLike) -> Iterator[Warehouse]:
+    """The given warehouse, or the path (default: the configured one) opened read-only for the block."""
+    if isinstance(warehouse, Warehouse):
+        yield warehouse
+        return
+    path = warehouse if warehouse is not None else Settings.load().warehouse
+    with Warehouse(path, read_only=True) as wh:
+        yield wh
+
+
+def status_categorical(values: pd.Series, order: Sequence[str] = spec.OPERATION_STATUSES) -> pd.Series:
+    """Statuses as an ordered categorical in lifecycle order; unknown values are kept, after the known ones.
+
+    Arguments: ``values`` the statuses, ``order`` the known ones in order. Returns the categorical.
+    """
+    present = [v for v in pd.unique(values.dropna()) if v not in order]
+    return pd.Categorical(values, categories=[*order, *sorted(present)], ordered=True)  # type: ignore[return-value]
+
+
+def bucket_seconds(bucket: DurationLike) -> int:
+    """The width in seconds of a time bucket given as ``15m``, ``1h``, ``1d``, ``1w``, seconds or a timedelta.
+
+    Arguments: ``bucket``. Returns whole seconds (at least 1). Raises ``ValueError`` for anything else.
+    """
+    return parse_duration(bucket)
+
+
+@dataclass
+class Sql:
+    """WHERE clauses and named parameters of one statement: every value is bound (``$p0``, ...), never pasted."""
+
+    clauses: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def bind(self, value: Any) -> str:
+        """Keep ``value`` as a named parameter; returns its placeholder."""
+        name = f"p{len(self.params)}"
+        self.params[name] = value
+        return f"${name}"
+
+    def one_of(self, value: Values, *columns: str) -> Sql:
+        """Require one of ``columns`` to be one of ``value`` (no filter when None); returns self."""
+        values = _values(value)
+        if values is not None:
+            ref = self.bind(values)
+            self.clauses.append("(" + " OR ".join(f"list_contains({ref}, {c})" for c in columns) + ")")
+        return self
+
+    def period(self, column: str, start: pd.Timestamp | None, end: pd.Timestamp | None) -> Sql:
+        """Require ``column`` in ``[start, end)`` (each bound optional); returns self."""
+        if start is not None:
+            self.clauses.append(f"{column} >= {self.bind(start.to_pydatetime())}")
+        if end is not None:
+            self.clauses.append(f"{column} < {self.bind(end.to_pydatetime())}")
+        return self
+
+    def where(self, keyword: str = "WHERE") -> str:
+        """The clauses joined by AND after ``keyword``; returns "" when there are none."""
+        return f"{keyword} " + " AND ".join(self.clauses) if self.clauses else ""
+
+
+def grouping(by: Sequence[str] | str | None, allowed: Sequence[str], metric: str) -> list[str]:
+    """The grouping columns of ``by``, checked against the metric's allow-list (``ValueError`` names them)."""
+    cols = [by] if isinstance(by, str) else list(by or [])
+    bad = [c for c in cols if c not in allowed]
+    if bad:
+        raise ValueError(f"cannot group {metric} by {bad}; choose from {list(allowed)}")
+    return list(dict.fromkeys(cols))
+
+
+def bucket_sql(q: Sql, column: str, bucket: str | int | timedelta | None) -> str:
+    """SQL for the start of ``column``'s bucket in epoch microseconds (an integer: grouping stays cheap)."""
+    if bucket is None:
+        return ""
+    width = q.bind(bucket_seconds(bucket) * 1_000_000)
+    origin = q.bind(_BUCKET_ORIGIN_US)
+    return f"((epoch_us({column}) - {origin}) // {width}) * {width} + {origin}"
+
+
+def bucket_to_time(df: pd.DataFrame) -> pd.DataFrame:
+    """The ``bucket`` column (epoch microseconds) as tz-aware UTC timestamps."""
+    if "bucket" in df.columns:
+        df["bucket"] = pd.to_datetime(df["bucket"].astype("Int64"), unit="us", utc=True)
+    return df
+
+
+def select_groups(cols: Sequence[str], bucket: str = "", exprs: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(select list prefix, GROUP BY list) of the grouping columns (``exprs`` maps a column to its SQL) and the
+    optional bucket. Column names come from a metric's allow-list."""
+    exprs = exprs or {}
+    pairs = [(exprs.get(c, c), c) for c in cols] + ([(bucket, "bucket")] if bucket else [])
+    select = "".join(f"{e} AS {name}, " for e, name in pairs)
+    return select, (", ".join(e for e, _ in pairs) if pairs else "()")
+
+
+def sort_rows(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """``df`` sorted by the ``keys`` it has (missing values last), with a fresh index."""
+    keys = [k for k in keys if k in df.columns]
+    if keys and len(df):
+        df = df.sort_values(keys, kind="stable", na_position="last")
+    return df.reset_index(drop=True)
+
+
+def run(warehouse: WarehouseLike, sql: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Run one bound statement on the warehouse; returns its result."""
+    with open_warehouse(warehouse) as wh:
+        return wh.query(sql, dict(params or {}))
+
+
+def latest_event_time(warehouse: WarehouseLike = None) -> pd.Timestamp | None:
+    """The newest event time in the warehouse: the time the data is as of (ages and censoring are measured to it).
+
+    Arguments: ``warehouse``. Returns a UTC timestamp, or None for a warehouse without events.
+    """
+    df = run(warehouse, "SELECT max(ts) AS ts FROM events")
+    value = df["ts"].iloc[0] if len(df) else None
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).tz_convert("UTC")

@@ -1,0 +1,114 @@
+"""Events that must carry DON proofs and do, and their signatures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import spec
+from .common import (
+    Filters,
+    WarehouseLike,
+    grouping,
+    run,
+    select_groups,
+    sort_rows,
+    takes_filters,
+)
+from .stats import rates
+
+PROOF_GROUPS = ("type", "status", "network", "chain_selector", "channel_id")
+
+_PROOF_COLUMNS = (
+    "events",
+    "must_have_proof",
+    "with_proof",
+    "missing_proof",
+    "coverage",
+    "coverage_low",
+    "coverage_high",
+    "min_signatures",
+    "enough_signatures",
+    "too_few_signatures",
+    "signatures_min",
+    "signatures_p50",
+    "signatures_max",
+    "unexpected_proofs",
+)
+
+
+@takes_filters("channel", "network", "status", "since", "until")
+def proof_coverage(
+    warehouse: WarehouseLike = None,
+    *,
+    where: Filters,
+    by: Sequence[str] = ("type",),
+) -> pd.DataFrame:
+    """Events that must carry DON proofs (:func:`toolkit.spec.event_requires_proof`) and do, and their signatures.
+
+    Events with ``ts`` in the period, grouped by ``by`` (any of ``type``, ``status``, ``network``,
+    ``chain_selector``, ``channel_id``). Columns: ``events``, ``must_have_proof``, ``with_proof`` (of those),
+    ``missing_proof``, ``coverage`` with its 95% Wilson interval, the ``min_signatures`` a verifier requires
+    (:data:`toolkit.spec.PROOF_MIN_SIGNATURES`), ``enough_signatures`` and ``too_few_signatures`` among the proofs,
+    ``signatures_min``/``signatures_p50``/``signatures_max``, and ``unexpected_proofs`` (on events that need none).
+
+    Returns the DataFrame.
+    """
+    cols = grouping(by, PROOF_GROUPS, "proof_coverage")
+    q = where.events_sql().one_of(where.status, "e.status")
+    keys = list(dict.fromkeys(["type", "status", *cols]))
+    exprs = {"network": "coalesce(n.name, e.chain_selector)"}
+    join = "LEFT JOIN networks n ON n.chain_selector = e.chain_selector" if "network" in keys else ""
+    select, group = select_groups(keys, exprs={k: exprs.get(k, f"e.{k}") for k in keys})
+    sql = f"""
+        SELECT {select} coalesce(e.proof_count, 0) > 0 AS has_proof, e.signature_count, count(*) AS n
+        FROM events e {join}
+        {q.where()}
+        GROUP BY {group}, coalesce(e.proof_count, 0) > 0, e.signature_count
+    """
+    return _proof_table(run(warehouse, sql, q.params), cols)
+
+
+def _proof_table(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Fold (type, status, proof?, signatures, n) rows into the coverage table, judging each pair with the spec."""
+    pairs = {(t, s) for t, s in zip(df["type"], df["status"], strict=True)}
+    need = {(t, s): spec.event_requires_proof(t, None if s is None or s is pd.NA or s != s else s) for t, s in pairs}
+    must = pd.Series([need[(t, s)] for t, s in zip(df["type"], df["status"], strict=True)], index=df.index, dtype=bool)
+    proof = df["has_proof"].astype(bool)
+    enough = (df["signature_count"].astype("Float64") >= spec.PROOF_MIN_SIGNATURES).fillna(False).astype(bool)
+    n = df["n"].astype("int64")
+    df = df.assign(
+        events=n,
+        must_have_proof=n.where(must, 0),
+        with_proof=n.where(must & proof, 0),
+        enough_signatures=n.where(must & proof & enough, 0),
+        unexpected_proofs=n.where(~must & proof, 0),
+        _all=0,
+    )
+    keys = cols or ["_all"]
+    counted = ["events", "must_have_proof", "with_proof", "enough_signatures", "unexpected_proofs"]
+    out = df.groupby(keys, dropna=False)[counted].sum()
+    stats = _signature_stats(df[must & proof], keys)
+    out = out.join(stats, how="left").reset_index()
+    out["missing_proof"] = out["must_have_proof"] - out["with_proof"]
+    out["too_few_signatures"] = out["with_proof"] - out["enough_signatures"]
+    out = rates(out, ("with_proof",), "must_have_proof", ("coverage",))
+    out["min_signatures"] = spec.PROOF_MIN_SIGNATURES
+    return sort_rows(out[[*cols, *_PROOF_COLUMNS]], cols)
+
+
+def _signature_stats(proved: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Min, median and max signature count per group, from (signature_count, n) rows (n = how many events)."""
+    rows = []
+    proved = proved.dropna(subset=["signature_count"])
+    for key, g in proved.groupby(keys, dropna=False) if len(proved) else []:
+        g = g.sort_values("signature_count")
+        cum = g["n"].cumsum().to_numpy()
+        values = g["signature_count"].to_numpy(dtype=float)
+        middle = np.searchsorted(cum, [(cum[-1] - 1) // 2 + 1, cum[-1] // 2 + 1])  # the two middle positions
+        median = float(values[middle].mean())
+        rows.append((*(key if isinstance(key, tuple) else (key,)), values[0], median, values[-1]))
+    names = ["signatures_min", "signatures_p50", "signatures_max"]
+    return pd.DataFrame(rows, columns=[*keys, *names]).set_index(keys)

@@ -1,0 +1,127 @@
+"""Operations sitting in a non-terminal status for longer than their network usually takes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from .. import spec
+from ..times import TimeLike, parse_time
+from ..warehouse import Warehouse
+from .common import (
+    Filters,
+    Sql,
+    WarehouseLike,
+    grouping,
+    latest_event_time,
+    open_warehouse,
+    sort_rows,
+    status_categorical,
+    takes_filters,
+)
+from .outcomes import latest_only_sql
+
+STUCK_GROUPS = ("network", "chain_selector", "channel_id", "address", "status")
+
+STUCK_COLUMNS = (
+    "operation_id",
+    "channel_id",
+    "chain_selector",
+    "network",
+    "address",
+    "status",
+    "entered_at",
+    "age_s",
+    "threshold_s",
+    "network_p90_s",
+)
+
+
+@takes_filters("channel", "network", "status", "since", "until")
+def stuck_operations(
+    warehouse: WarehouseLike = None,
+    *,
+    where: Filters,
+    by: Sequence[str] | None = None,
+    now: TimeLike = None,
+    multiple: float = 3.0,
+    min_seconds: float = 60.0,
+    thresholds: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Operations sitting in a non-terminal status for longer than a threshold, as of ``now``.
+
+    ``now`` defaults to the newest event time in the warehouse, so results are reproducible. The threshold of a
+    status is ``thresholds[status]`` when given, else ``multiple`` x the p90 of the time operations on that network
+    spent in that status (transitions that ended by ``now``), at least ``min_seconds``; a status with no history
+    on its network has no threshold. ``confirmed_latest`` on a network where only the latest stage is active is
+    final, never stuck. Filters: channel, network, status (the status the operation is in) and ``created_at`` in
+    ``[since, until)``.
+
+    Returns one row per stuck operation (``age_s``, ``threshold_s``, ``network_p90_s``), the most overdue first;
+    with ``by`` (any of ``network``, ``chain_selector``, ``channel_id``, ``address``, ``status``), one row per
+    group with the count and the median and maximum age.
+    """
+    cols = grouping(by, STUCK_GROUPS, "stuck_operations") if by else []
+    with open_warehouse(warehouse) as wh:
+        at = parse_time(now) or latest_event_time(wh)
+        df = (
+            pd.DataFrame(columns=list(STUCK_COLUMNS))
+            if at is None
+            else _stuck_rows(
+                wh,
+                at,
+                where.sql("l.created_at", alias="c", status_column="c.status"),
+                multiple,
+                min_seconds,
+                thresholds or {},
+            )
+        )
+    df["status"] = status_categorical(df["status"])
+    if not cols:
+        return df
+    grouped = df.groupby(cols, observed=True, dropna=False)["age_s"]
+    summary = grouped.agg(stuck="count", median_age_s="median", max_age_s="max").reset_index()
+    return sort_rows(summary, cols)
+
+
+def _stuck_rows(
+    wh: Warehouse, at: pd.Timestamp, q: Sql, multiple: float, min_seconds: float, thresholds: Mapping[str, float]
+) -> pd.DataFrame:
+    now = q.bind(at.to_pydatetime())
+    thr_status, thr_seconds = q.bind(list(thresholds)), q.bind([float(v) for v in thresholds.values()])
+    terminal = q.bind(sorted(spec.OPERATION_TERMINAL))
+    sql = f"""
+        WITH latest_only AS ({latest_only_sql()}),
+        p90 AS (
+            SELECT chain_selector, status, quantile_cont(seconds_in_status, 0.9) AS p90_s
+            FROM operation_transitions
+            WHERE seconds_in_status IS NOT NULL AND exited_at <= {now}
+            GROUP BY chain_selector, status
+        ),
+        explicit AS (SELECT unnest({thr_status}::VARCHAR[]) AS status, unnest({thr_seconds}::DOUBLE[]) AS seconds),
+        current AS (
+            SELECT t.operation_id, t.channel_id, t.chain_selector, t.network, t.address, t.status, t.entered_at,
+                epoch({now}) - epoch(t.entered_at) AS age_s
+            FROM operation_transitions t
+            WHERE t.entered_at <= {now} AND (t.exited_at IS NULL OR t.exited_at > {now})
+              AND NOT list_contains({terminal}, t.status)
+              AND NOT (t.status = 'confirmed_latest' AND t.chain_selector IN (SELECT chain_selector FROM latest_only))
+        ),
+        judged AS (
+            SELECT cur.*, p.p90_s AS network_p90_s,
+                coalesce(x.seconds, CASE WHEN p.p90_s IS NOT NULL
+                    THEN greatest({q.bind(float(multiple))} * p.p90_s, {q.bind(float(min_seconds))}) END)
+                    AS threshold_s
+            FROM current cur
+            LEFT JOIN p90 p ON p.chain_selector IS NOT DISTINCT FROM cur.chain_selector AND p.status = cur.status
+            LEFT JOIN explicit x ON x.status = cur.status
+        )
+        SELECT {", ".join(f"c.{col}" for col in STUCK_COLUMNS)}
+        FROM judged c
+        JOIN operation_lifecycle l ON l.operation_id = c.operation_id
+        WHERE c.age_s > c.threshold_s AND NOT coalesce(l.terminal_at <= {now}, false)
+            {q.where("AND")}
+        ORDER BY c.age_s / c.threshold_s DESC, c.operation_id
+    """
+    return wh.query(sql, q.params)

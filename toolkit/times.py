@@ -1,0 +1,131 @@
+"""The one parser of times, ages and durations for the whole toolkit (metrics, report, dashboard, command line).
+
+- A *time* is a datetime, a ``pd.Timestamp``, an ISO 8601 string (a naive one is UTC), or an *age* counted back
+  from an anchor: ``7d``, ``12h``, ``30m``, ``7days``, ``2 weeks``, ``yesterday`` (midnight UTC of the day before
+  the anchor's day) or ``now``/``today``.
+- A *duration* (a bucket width, an age) is ``15m``, ``1h``, ``1d``, ``1w``, ``7days``, whole seconds or a
+  timedelta.
+- A *period* ``[since, until)`` reads ``until`` first (an age counts back from now) and then ``since`` counting back
+  from ``until``, so ``--since 1d --until 2026-01-01`` is the last day of 2025 in every command.
+
+Every time comes back tz-aware in UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+TimeLike = datetime | str | pd.Timestamp | None
+DurationLike = str | int | timedelta | pd.Timedelta
+
+#: Seconds per unit; every spelling of a unit maps to one entry.
+_UNIT_SECONDS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86_400,
+    "day": 86_400,
+    "days": 86_400,
+    "w": 604_800,
+    "wk": 604_800,
+    "week": 604_800,
+    "weeks": 604_800,
+}
+_AGE_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*(?:ago)?\s*$", re.I)
+
+
+def now_utc() -> pd.Timestamp:
+    """The wall-clock time in UTC, to the second."""
+    return pd.Timestamp.now(tz="UTC").floor("s")
+
+
+def age_seconds(text: str) -> int | None:
+    """Seconds of an age such as ``7d``, ``12h``, ``7days`` or ``2 weeks``; None when ``text`` is not an age."""
+    m = _AGE_RE.match(text)
+    if not m or m.group(2).lower() not in _UNIT_SECONDS:
+        return None
+    return int(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
+
+
+def parse_duration(value: DurationLike) -> int:
+    """Whole seconds (at least 1) of ``15m``, ``1h``, ``1d``, ``1w``, ``7days``, an int of seconds or a timedelta.
+
+    Raises ``ValueError`` naming the accepted forms.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int):
+        seconds = value
+    elif isinstance(value, timedelta | pd.Timedelta):
+        seconds = int(pd.Timedelta(value).total_seconds())
+    elif isinstance(value, str) and (parsed := age_seconds(value)) is not None:
+        seconds = parsed
+    else:
+        raise ValueError(f"not a duration: {value!r}; use e.g. '15m', '1h', '1d', '1w'")
+    if seconds < 1:
+        raise ValueError(f"a duration must be at least one second, not {value!r}")
+    return seconds
+
+
+def parse_time(value: TimeLike, *, anchor: TimeLike = None) -> pd.Timestamp | None:
+    """A tz-aware UTC timestamp from a datetime, an ISO string, or an age counted back from ``anchor``.
+
+    Arguments: ``value`` (None gives None); ``anchor`` the time ages count back from (default: now). Raises
+    ``ValueError`` for text that is neither.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        base = parse_time(anchor) if anchor is not None else now_utc()
+        assert base is not None
+        if text == "now":
+            return base
+        if text == "today":
+            return base.floor("D")
+        if text == "yesterday":
+            return base.floor("D") - pd.Timedelta(days=1)
+        if (seconds := age_seconds(text)) is not None:
+            return base - pd.Timedelta(seconds=seconds)
+        try:
+            ts = pd.Timestamp(value.strip())
+        except ValueError:
+            raise ValueError(
+                f"not a time: {value!r}; use an ISO time such as 2026-01-01T00:00Z, an age such as 7d or 12h, "
+                "or now/today/yesterday"
+            ) from None
+    else:
+        ts = pd.Timestamp(value)
+    if pd.isna(ts):
+        raise ValueError(f"not a time: {value!r}")
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+def parse_period(
+    since: TimeLike, until: TimeLike, *, now: TimeLike = None
+) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    """The bounds of ``[since, until)``: ``until`` read first (ages count back from ``now``), then ``since``
+    (ages count back from ``until`` when it is given, so the period is exactly that long).
+
+    Returns ``(start, end)``, either None when not given. Raises ``ValueError`` when the period is empty.
+    """
+    end = parse_time(until, anchor=now)
+    start = parse_time(since, anchor=end if end is not None else now)
+    if start is not None and end is not None and start >= end:
+        raise ValueError(f"the period is empty: since {start} is not before until {end}")
+    return start, end
