@@ -684,28 +684,60 @@ class Loader:
         """Re-read once any hole in the channel's stored offsets; record the holes that survive."""
         self.settle()
         holes = self._holes(channel_id)
+        served_twice: set[int] = set()
         for lo, hi in holes:
             for page in _tolerant(self.client.event_wire_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT)):
                 if page.problem is not None:  # the hole stays, and is recorded below
                     self._note_page(page)
                     break
-                self.write("events", self.event_batch(page, channel_id))
+                batch = self.event_batch(page, channel_id)
+                self.settle()
+                self.write("events", self._without_stored_elsewhere(batch, channel_id, served_twice))
                 if page.next_offset is None or page.next_offset > hi:
                     break
         self.settle()
-        left = self._holes(channel_id) if holes else []
+        left = self._holes(channel_id, served_twice) if holes else []
         if left:
             self.result.gaps.setdefault(channel_id, []).extend([list(h) for h in left])
 
-    def _holes(self, channel_id: str) -> list[tuple[int, int]]:
+    def _without_stored_elsewhere(self, batch: pa.RecordBatch, channel_id: str, served_twice: set[int]) -> pa.Table:
+        """The re-read ``batch`` without the events already stored at another offset of the channel.
+
+        A service may serve one event id at two offsets; the warehouse keeps one row per event id, so the other
+        offset looks like a hole. The offsets of such an event (where it is stored, and where it was served
+        again) join ``served_twice`` and count as read; the stored row stays where it is."""
+        if batch.num_rows == 0 or "offset" not in batch.schema.names:
+            return pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        ids = batch.column("event_id").to_pylist()
+        stored = dict(
+            self.wh.con.execute(
+                'SELECT event_id, "offset" FROM events WHERE channel_id = ? AND list_contains(?, event_id)',
+                [channel_id, [i for i in ids if i is not None]],
+            ).fetchall()
+        )
+        offsets = batch.column("offset").to_pylist()
+        keep = []
+        for event_id, offset in zip(ids, offsets, strict=True):
+            elsewhere = stored.get(event_id)
+            moved = elsewhere is not None and offset is not None and elsewhere != offset
+            if moved:
+                served_twice.update((int(elsewhere), int(offset)))
+            keep.append(not moved)
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        return table.filter(pa.array(keep, type=pa.bool_()))
+
+    def _holes(self, channel_id: str, served_twice: set[int] | None = None) -> list[tuple[int, int]]:
+        """Runs of offsets missing between the channel's stored ones (and the offsets ``served_twice``)."""
         rows = self.wh.con.execute(
             """
             SELECT prev + 1 AS lo, "offset" - 1 AS hi FROM (
-                SELECT "offset", lag("offset") OVER (ORDER BY "offset") AS prev
-                FROM events WHERE channel_id = ? AND "offset" IS NOT NULL
+                SELECT "offset", lag("offset") OVER (ORDER BY "offset") AS prev FROM (
+                    SELECT "offset" FROM events WHERE channel_id = ? AND "offset" IS NOT NULL
+                    UNION SELECT unnest(?::BIGINT[])
+                )
             ) WHERE "offset" - prev > 1 ORDER BY lo
             """,
-            [channel_id],
+            [channel_id, sorted(served_twice or ())],
         ).fetchall()
         return [(int(lo), int(hi)) for lo, hi in rows]
 
