@@ -32,7 +32,7 @@ from .signals import (
 DEMO_KEY = "sandbox-demo-key"
 #: The sandbox's scenario shapes (toolkit.sandbox.scenarios.SHAPES; named here so that building the parser never
 #: imports the sandbox; a test keeps the two equal).
-SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions", "long-lived", "query-heavy")
+SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions", "long-lived", "query-heavy", "messy")
 
 
 class UsageError(ChainopsError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from toolkit.sandbox.apierror import conflict, not_found
 from toolkit.sandbox.core import Core
 from toolkit.sandbox.eventlog import EventMeta
+from toolkit.sandbox.messy import Mess
 from toolkit.sandbox.networks import MODELS, NetworkModel
 from toolkit.sandbox.proofs import encode_blob, event_hash, rfc3339
 from toolkit.spec import (
@@ -35,6 +36,8 @@ class OperationsMixin(Core):
     """Operation lifecycle."""
 
     forced: dict[str, bool]
+    #: messy event histories (the ``messy`` scenario shape); None serves every event once, in order
+    mess: Mess | None = None
 
     def create_operation(self, channel_id: str, body: dict) -> dict:
         """POST /channels/{id}/operations: ``accepted`` when signed, else a ``pending_signature`` draft."""
@@ -117,6 +120,8 @@ class OperationsMixin(Core):
         op = self.org.operations[operation_id]
         model = MODELS[op["chain_selector"]]
         plan = self._plan(model, self.forced.pop(operation_id, None))
+        if self.mess is not None:
+            plan = self.mess.replan(operation_id, plan)
         self._op_plan[operation_id] = plan
         self._schedule_step(operation_id, 0)
 
@@ -241,7 +246,10 @@ class OperationsMixin(Core):
             if key in op:
                 payload[key] = op[key]
         meta = EventMeta(status, oid, op["chain_selector"], op["address"], op["wallet_operation_id"])
-        self.emit(self._op_channel[oid], "operation.status", payload, meta, proof)
+        if self.mess is not None:
+            self.mess.emit(self, self._op_channel[oid], payload, meta, proof)
+        else:
+            self.emit(self._op_channel[oid], "operation.status", payload, meta, proof)
 
     # state the mixin needs (set up by Backend)
     _op_channel: dict[str, str]

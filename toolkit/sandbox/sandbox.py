@@ -40,7 +40,7 @@ class Sandbox:
     is simulated seconds per wall second (0 = a frozen clock moved only by :meth:`advance`). The fault rates apply
     to ``/v1`` (never to the health check nor to ``/sandbox``). ``shape`` lays the seeded history out as one of
     :data:`~toolkit.sandbox.scenarios.SHAPES` (``one-channel``, ``many-channels``, ``many-transactions``,
-    ``long-lived``, ``query-heavy``; default the usual five channels).
+    ``long-lived``, ``query-heavy``, ``messy``; default the usual five channels).
     """
 
     def __init__(

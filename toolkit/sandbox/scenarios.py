@@ -2,7 +2,7 @@
 
 A :class:`Shape` changes how the same workload is laid out, for testing the toolkit on data other than the default's:
 one channel holding everything, hundreds of tiny channels, operations with many transactions, long-lived
-operations, or ten times more queries than operations (see :data:`SHAPES`).
+operations, ten times more queries than operations, or messy event histories (see :data:`SHAPES`).
 
 History is made by the same backend and engine that serve live requests: the scenario schedules its actions on the
 engine from ``start - days*86400`` and the engine runs them up to ``start``. Work still in flight at ``start`` moves
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.ids import stream
+from toolkit.sandbox.messy import Mess
 from toolkit.sandbox.networks import MODELS
 from toolkit.spec import KNOWN_NETWORKS
 
@@ -92,6 +93,8 @@ class Shape:
     finalize_after: tuple[float, float] | None = None
     deadline_after: tuple[int, int] = (900, 6 * 3600)
     queries_per_operation: float = 1 / 6
+    #: serve some operations' events messily (duplicates, disorder, reorgs, a skewed clock, an unknown status)
+    messy: bool = False
 
 
 #: The shapes ``Sandbox(shape=...)`` and ``chainops sandbox --shape`` know.
@@ -107,6 +110,8 @@ SHAPES: dict[str, Shape] = {
             "long-lived", draft_share=0.6, finalize_after=(3600.0, 3 * 86400.0), deadline_after=(4 * 86400, 5 * 86400)
         ),
         Shape("query-heavy", queries_per_operation=10.0),
+        # the default workload with messy event histories (toolkit/sandbox/messy.py)
+        Shape("messy", messy=True),
     )
 }
 
@@ -135,6 +140,8 @@ class Scenario:
         self.b = backend
         self.shape = shape
         self.rng = stream(seed, "scenario")
+        if shape.messy:
+            backend.mess = Mess(stream(seed, "messy"))
         self.start = int(start)
         self.t0 = int(start - days * 86400)
         self.window = max(self.start - self.t0, 1)

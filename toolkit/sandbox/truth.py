@@ -69,6 +69,12 @@ class Truth:
             return [] if log is None else list(log.all_events())
 
     @property
+    def messy(self) -> dict[str, str]:
+        """Operation id -> the kind of trouble the ``messy`` shape gave its events (empty for other shapes)."""
+        mess = self._b.mess
+        return {} if mess is None else dict(mess.kinds)
+
+    @property
     def transitions(self) -> list[tuple[str, str, int]]:
         """(operation_id, status, unix_ts) of every operation move the engine made, in order."""
         with self._sandbox.lock:

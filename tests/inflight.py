@@ -1,0 +1,187 @@
+"""Estimates for operations still in flight against the values their cohort has once finished (issue 13, section 1).
+
+A sandbox with a frozen clock is synced over real HTTP; failure rates and finality shares (by network) are computed
+for the last hours before its clock; the clock moves 10 days on, every operation of those cohorts finishes, and the
+final values are read from the raw HTTP answers (:mod:`tests.rawhistory`), not from the metrics. Used by
+``tests/integration/test_inflight_estimates.py`` and ``benchmarks/inflight_check.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from tests import rawhistory as raw
+from toolkit import metrics
+from toolkit.config import Settings
+from toolkit.sandbox import Sandbox
+from toolkit.sync import sync
+
+KEY = "ck_test_inflight-5e1d0a7c93"
+START = 1_795_000_000
+PERIOD_HOURS = (1, 3)
+MIN_OPERATIONS = 20
+ADVANCE_SECONDS = 10 * 86400
+SHARES = ("latest", "safe", "finalized", "failed")
+
+
+@dataclass
+class Row:
+    """One (seed, period, network) row with at least :data:`MIN_OPERATIONS` relayed operations."""
+
+    seed: int
+    hours: int
+    network: str
+    relayed: int
+    in_flight: int
+    #: measure -> (final value, point estimate, low, high, finished-only reading)
+    values: dict[str, tuple[float, float, float, float, float]] = field(default_factory=dict)
+    #: stage -> (final median, estimated median or NaN)
+    medians: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+@dataclass
+class Figures:
+    """The comparison over every row."""
+
+    rows: list[Row]
+
+    def pairs(self) -> list[tuple[Row, str, tuple[float, float, float, float, float]]]:
+        """Every (row, measure, values)."""
+        return [(r, m, v) for r in self.rows for m, v in r.values.items()]
+
+    @property
+    def coverage(self) -> float:
+        """Share of (row, measure) whose first interval holds the final value."""
+        pairs = self.pairs()
+        held = sum(_within(v[0], v[2], v[3]) for _, _, v in pairs)
+        return held / len(pairs) if pairs else math.nan
+
+    def misses(self) -> list[str]:
+        """The (row, measure) whose interval missed, described."""
+        return [
+            f"seed {r.seed} {r.hours}h {r.network} {m}: final {v[0]:.4f} not in [{v[2]:.4f}, {v[3]:.4f}]"
+            for r, m, v in self.pairs()
+            if not _within(v[0], v[2], v[3])
+        ]
+
+    @property
+    def mae_estimate(self) -> float:
+        """Mean absolute error of the point estimates against the final values."""
+        errors = [abs(v[1] - v[0]) if not math.isnan(v[1]) else 1.0 for _, _, v in self.pairs()]
+        return sum(errors) / len(errors) if errors else math.nan
+
+    @property
+    def mae_finished_only(self) -> float:
+        """Mean absolute error of the finished-only reading (nothing finished counts as an error of 1)."""
+        errors = [abs(v[4] - v[0]) if not math.isnan(v[4]) else 1.0 for _, _, v in self.pairs()]
+        return sum(errors) / len(errors) if errors else math.nan
+
+    @property
+    def median_within(self) -> float:
+        """Share of (row, stage) whose estimated median is within 20% of the final one (NULL is a miss)."""
+        checks = [_close(est, final) for r in self.rows for final, est in r.medians.values()]
+        return sum(checks) / len(checks) if checks else math.nan
+
+    def summary(self) -> str:
+        """The figures in one paragraph."""
+        medians = sum(len(r.medians) for r in self.rows)
+        return (
+            f"{len(self.rows)} network rows with >= {MIN_OPERATIONS} operations "
+            f"({sum(r.in_flight for r in self.rows)} operations in flight at the first reading); "
+            f"interval coverage {self.coverage:.1%} of {len(self.pairs())}; "
+            f"MAE estimate {self.mae_estimate:.4f} vs finished-only {self.mae_finished_only:.4f}; "
+            f"median time to stage within 20%: {self.median_within:.1%} of {medians}"
+        )
+
+
+def _within(value: float, low: float, high: float) -> bool:
+    return not (math.isnan(low) or math.isnan(high)) and low - 1e-9 <= value <= high + 1e-9
+
+
+def _close(estimate: float, final: float) -> bool:
+    if estimate is None or pd.isna(estimate):
+        return False
+    return abs(estimate - final) <= 0.2 * final if final > 0 else estimate == final
+
+
+def _num(row: pd.Series, col: str) -> float:
+    value = row.get(col, math.nan)
+    return math.nan if value is None or pd.isna(value) else float(value)
+
+
+def _sync(base_url: str, path: Path) -> None:
+    result = sync(Settings.load(base_url=base_url, api_key=KEY, warehouse=path, environ={}), quiet=True)
+    assert result.outcome == "ok", result.summary()
+
+
+def _first_reading(path: Path, since: pd.Timestamp, until: pd.Timestamp) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rates = metrics.failure_rates(str(path), since=since, until=until).set_index("network")
+    finality = metrics.finality_breakdown(str(path), since=since, until=until).set_index("network")
+    return rates, finality
+
+
+def run_seed(seed: int, workdir: Path, days: float = 1, per_day: float = 3600) -> list[Row]:
+    """Freeze, sync, read; advance 10 days, sync, read the truth; answer the rows of both periods."""
+    sandbox = Sandbox(orgs=(KEY,), seed=seed, days=days, operations_per_day=per_day, start=START)
+    path = workdir / f"inflight-{seed}.duckdb"
+    until = pd.Timestamp(START, unit="s", tz="UTC")
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        _sync(server.base_url, path)
+        early_ops = raw.read_operations(server.base_url, KEY)
+        first = {h: _first_reading(path, until - pd.Timedelta(hours=h), until) for h in PERIOD_HOURS}
+        sandbox.advance(ADVANCE_SECONDS)
+        _sync(server.base_url, path)
+        late_ops = raw.read_operations(server.base_url, KEY)
+    early_lo, late_lo = raw.latest_only_networks(early_ops), raw.latest_only_networks(late_ops)
+    early = {o.operation_id: o for o in early_ops}
+    rows = []
+    for hours in PERIOD_HOURS:
+        rates, finality = first[hours]
+        cohort = [o for o in late_ops if START - hours * 3600 <= o.created_at < START and o.relayed()]
+        for network in sorted({o.network for o in cohort}):
+            ops = [o for o in cohort if o.network == network]
+            if len(ops) < MIN_OPERATIONS:
+                continue
+            # what was already relayed at the first reading, and what of it had finished
+            then = [early[o.operation_id] for o in ops if o.operation_id in early and early[o.operation_id].relayed()]
+            done = [o for o in then if raw.outcome(o, early_lo) is not None]
+            row = Row(seed, hours, network, len(ops), len(then) - len(done))
+            final_failed = sum(raw.outcome(o, late_lo) == "failed" for o in ops) / len(ops)
+            done_failed = sum(raw.outcome(o, early_lo) == "failed" for o in done) / len(done) if done else math.nan
+            r = rates.loc[network] if network in rates.index else pd.Series(dtype=float)
+            row.values["failure_rate"] = (
+                final_failed,
+                _num(r, "failure_rate"),
+                _num(r, "failure_rate_low"),
+                _num(r, "failure_rate_high"),
+                done_failed,
+            )
+            f = finality.loc[network] if network in finality.index else pd.Series(dtype=float)
+            for share in SHARES:
+                if share == "failed":
+                    final, finished = final_failed, done_failed
+                else:
+                    final = sum(raw.reached(o, share) for o in ops) / len(ops)
+                    finished = sum(raw.reached(o, share) for o in done) / len(done) if done else math.nan
+                row.values[f"{share}_share"] = (
+                    final,
+                    _num(f, f"{share}_share"),
+                    _num(f, f"{share}_share_low"),
+                    _num(f, f"{share}_share_high"),
+                    finished,
+                )
+            for stage in ("latest", "safe", "finalized"):
+                final_median = raw.median([t for o in ops if (t := raw.time_to(o, stage)) is not None])
+                if final_median is not None:
+                    row.medians[stage] = (final_median, _num(f, f"to_{stage}_p50_s"))
+            rows.append(row)
+    return rows
+
+
+def run(seeds: list[int], workdir: Path, days: float = 1, per_day: float = 3600) -> Figures:
+    """The comparison over several seeds."""
+    return Figures([row for seed in seeds for row in run_seed(seed, workdir, days, per_day)])

@@ -1,0 +1,36 @@
+"""Issue 13, section 1: estimates for operations still in flight cover the value their cohort has once finished.
+
+Three seeded sandboxes with a frozen clock are synced over real HTTP; failure rates and finality shares by network are
+computed for the last 1 and 3 hours; the clock moves 10 days on, everything finishes, a second sync follows. The final
+values come from the raw HTTP answers (:mod:`tests.rawhistory`), never from the metrics (see :mod:`tests.inflight`).
+"""
+
+from __future__ import annotations
+
+from tests import inflight, rawhistory
+from toolkit.sandbox import Sandbox
+
+SEEDS = [1, 2, 3]
+
+
+def test_a_frozen_sandbox_has_operations_in_flight_that_advancing_finishes() -> None:
+    sandbox = Sandbox(orgs=(inflight.KEY,), seed=1, days=1, operations_per_day=3600, start=inflight.START)
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        before = rawhistory.read_operations(server.base_url, inflight.KEY)
+        sandbox.advance(inflight.ADVANCE_SECONDS)
+        after = rawhistory.read_operations(server.base_url, inflight.KEY)
+    recent = {o.operation_id for o in before if o.created_at >= inflight.START - 3 * 3600 and o.relayed()}
+    latest_only = rawhistory.latest_only_networks(after)
+    in_flight = [o for o in before if o.operation_id in recent and rawhistory.outcome(o, latest_only) is None]
+    assert len(in_flight) >= 20
+    assert all(rawhistory.outcome(o, latest_only) is not None for o in after if o.operation_id in recent)
+    assert len(after) == len(before)  # a frozen, non-live sandbox makes no new work when advanced
+
+
+def test_in_flight_estimates_cover_the_final_values(tmp_path) -> None:
+    figures = inflight.run(SEEDS, tmp_path)
+    print(figures.summary())
+    assert len(figures.rows) >= 10
+    assert figures.coverage >= 0.90, "\n".join(figures.misses())
+    assert figures.mae_estimate <= figures.mae_finished_only, figures.summary()
+    assert figures.median_within >= 0.80, figures.summary()
