@@ -690,9 +690,9 @@ class Loader:
                 if page.problem is not None:  # the hole stays, and is recorded below
                     self._note_page(page)
                     break
-                batch = self.event_batch(page, channel_id)
                 self.settle()
-                self.write("events", self._without_stored_elsewhere(batch, channel_id, served_twice))
+                served_twice |= self._served_twice(page, channel_id)
+                self.write("events", self.event_batch(page, channel_id))
                 if page.next_offset is None or page.next_offset > hi:
                     break
         self.settle()
@@ -700,31 +700,25 @@ class Loader:
         if left:
             self.result.gaps.setdefault(channel_id, []).extend([list(h) for h in left])
 
-    def _without_stored_elsewhere(self, batch: pa.RecordBatch, channel_id: str, served_twice: set[int]) -> pa.Table:
-        """The re-read ``batch`` without the events already stored at another offset of the channel.
-
-        A service may serve one event id at two offsets; the warehouse keeps one row per event id, so the other
-        offset looks like a hole. The offsets of such an event (where it is stored, and where it was served
-        again) join ``served_twice`` and count as read; the stored row stays where it is."""
-        if batch.num_rows == 0 or "offset" not in batch.schema.names:
-            return pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-        ids = batch.column("event_id").to_pylist()
-        stored = dict(
-            self.wh.con.execute(
-                'SELECT event_id, "offset" FROM events WHERE channel_id = ? AND list_contains(?, event_id)',
-                [channel_id, [i for i in ids if i is not None]],
-            ).fetchall()
-        )
-        offsets = batch.column("offset").to_pylist()
-        keep = []
-        for event_id, offset in zip(ids, offsets, strict=True):
-            elsewhere = stored.get(event_id)
-            moved = elsewhere is not None and offset is not None and elsewhere != offset
-            if moved:
-                served_twice.update((int(elsewhere), int(offset)))
-            keep.append(not moved)
-        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-        return table.filter(pa.array(keep, type=pa.bool_()))
+    def _served_twice(self, page: WireEventPage, channel_id: str) -> set[int]:
+        """Offsets of ``page`` whose event id is served at another offset too (in the page, or where the channel
+        stores it). A service may serve one event id at two offsets; the warehouse keeps one row per event id, so
+        the other offset would look like a hole. Both offsets count as read."""
+        if page.decoded is not None:
+            pairs = [(e.event_id, e.headers.offset) for e in page.decoded.events]
+        else:
+            pairs = [(r.get("event_id"), event_offset(r)) for r in page.records if isinstance(r, dict)]
+        pairs = [(i, o) for i, o in pairs if isinstance(i, str) and o is not None]
+        if not pairs:
+            return set()
+        stored = self.wh.con.execute(
+            'SELECT event_id, "offset" FROM events WHERE channel_id = ? AND list_contains(?, event_id)',
+            [channel_id, sorted({i for i, _ in pairs})],
+        ).fetchall()
+        seen: defaultdict[str, set[int]] = defaultdict(set)
+        for event_id, offset in [*pairs, *((i, o) for i, o in stored if o is not None)]:
+            seen[event_id].add(int(offset))
+        return {o for offsets in seen.values() if len(offsets) > 1 for o in offsets}
 
     def _holes(self, channel_id: str, served_twice: set[int] | None = None) -> list[tuple[int, int]]:
         """Runs of offsets missing between the channel's stored ones (and the offsets ``served_twice``)."""
