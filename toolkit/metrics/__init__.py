@@ -50,7 +50,7 @@ from .outcomes import (
 )
 from .proofs import PROOF_GROUPS, proof_coverage
 from .queries import QUERY_GROUPS, QUERY_OUTCOMES, query_latency
-from .stats import Z95, wilson_interval
+from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
 from .stuck import STUCK_COLUMNS, STUCK_GROUPS, stuck_operations
 from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
 
@@ -99,6 +99,7 @@ __all__ = [
     "finality_breakdown",
     "finality_times",
     "latest_event_time",
+    "newcombe_interval",
     "open_warehouse",
     "proof_coverage",
     "query_latency",
@@ -106,6 +107,7 @@ __all__ = [
     "status_durations",
     "status_latency",
     "stuck_operations",
+    "two_proportion_p",
     "watcher_activity",
     "watcher_status_history",
     "wilson_interval",
