@@ -157,7 +157,7 @@ def test_failure_rates_by_wallet_channel_and_week(tmp_path, mode) -> None:
         ("insufficient funds for gas * price + value", "failed", "gas"),
         ("max fee per gas less than block base fee", "failed", "gas"),
         ("nonce too low", "failed", "nonce"),
-        ("replacement transaction underpriced", "failed", "nonce"),
+        ("replacement transaction underpriced", "failed", "gas"),
         ("chain unavailable: RPC endpoint timeout", "failed", "chain_unavailable"),
         ("deadline elapsed before broadcast", "expired", "deadline"),
         ("", "expired", "deadline"),
