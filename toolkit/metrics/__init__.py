@@ -16,7 +16,7 @@ and ``by``, the grouping columns (each metric lists the ones it accepts), and ``
 ``1h``, ``1d`` or ``1w`` (buckets start at UTC midnight, weeks on Monday) for the metrics measured over time.
 
 One module per family: :mod:`.latency`, :mod:`.outcomes`, :mod:`.finality`, :mod:`.queries`, :mod:`.stuck`,
-:mod:`.proofs`, :mod:`.watchers`, over :mod:`.common` (filters, SQL plumbing) and :mod:`.stats`.
+:mod:`.revisits`, :mod:`.proofs`, :mod:`.watchers`, over :mod:`.common` (filters, SQL plumbing) and :mod:`.stats`.
 :data:`METRICS` maps the kebab-case names of ``chainops metrics NAME`` to these functions.
 """
 
@@ -51,6 +51,7 @@ from .outcomes import (
 from .proofs import PROOF_GROUPS, proof_coverage
 from .queries import QUERY_GROUPS, QUERY_OUTCOMES, query_latency
 from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
+from .revisits import REVISIT_GROUPS, revisits
 from .stuck import STUCK_COLUMNS, STUCK_GROUPS, stuck_operations
 from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
 
@@ -66,6 +67,7 @@ METRICS: dict[str, Callable[..., pd.DataFrame]] = {
     "finality-breakdown": finality_breakdown,
     "query-latency": query_latency,
     "stuck-operations": stuck_operations,
+    "revisits": revisits,
     "proof-coverage": proof_coverage,
     "watcher-activity": watcher_activity,
     "watcher-status-history": watcher_status_history,
@@ -82,6 +84,7 @@ __all__ = [
     "PROOF_GROUPS",
     "QUERY_GROUPS",
     "QUERY_OUTCOMES",
+    "REVISIT_GROUPS",
     "STATUS_LATENCY_GROUPS",
     "STUCK_COLUMNS",
     "STUCK_GROUPS",
@@ -103,6 +106,7 @@ __all__ = [
     "open_warehouse",
     "proof_coverage",
     "query_latency",
+    "revisits",
     "status_categorical",
     "status_durations",
     "status_latency",
