@@ -50,8 +50,8 @@ from .outcomes import (
 )
 from .proofs import PROOF_GROUPS, proof_coverage
 from .queries import QUERY_GROUPS, QUERY_OUTCOMES, query_latency
-from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
 from .revisits import REVISIT_GROUPS, revisits
+from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
 from .stuck import STUCK_COLUMNS, STUCK_GROUPS, stuck_operations
 from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
 
