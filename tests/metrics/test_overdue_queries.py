@@ -54,7 +54,7 @@ def test_queries_past_expiry_without_an_end_are_overdue(tmp_path: Path) -> None:
     assert later["query_id"].tolist() == ["stale-1", "stale-2", "young-1"]
     grouped = metrics.overdue_queries(wh, by=["network"])
     assert dict(zip(grouped["network"], grouped["overdue"], strict=True)) == {
-        "Ethereum Mainnet": 1,
+        "Ethereum Mainnet": 2,  # stale-1 and ended-later (it ends after the as-of time)
         "Ethereum Sepolia": 1,
     }
     assert metrics.METRICS["overdue-queries"] is metrics.overdue_queries
