@@ -68,12 +68,24 @@ def newcombe_interval(k1: Any, n1: Any, k2: Any, n2: Any, z: float = Z95) -> tup
     l1, u1 = wilson_interval(k1, n1, z)
     l2, u2 = wilson_interval(k2, n2, z)
     with np.errstate(invalid="ignore", divide="ignore"):
-        p1, p2 = k1 / n1, k2 / n2
-        diff = p1 - p2
-        low = diff - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
-        high = diff + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+        diff, low, high = difference_interval(k1 / n1, l1, u1, k2 / n2, l2, u2)
     ok = (n1 > 0) & (n2 > 0)
     return np.where(ok, diff, np.nan), np.where(ok, low, np.nan), np.where(ok, high, np.nan)
+
+
+def difference_interval(
+    p1: Any, low1: Any, high1: Any, p2: Any, low2: Any, high2: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The interval of ``p1 - p2`` recovered from an interval of each (Newcombe's square-and-add, the "MOVER"
+    construction): ``low = d - sqrt((p1 - low1)² + (high2 - p2)²)``, ``high = d + sqrt((high1 - p1)² + (p2 -
+    low2)²)``. With Wilson intervals of plain proportions this is :func:`newcombe_interval`; it also takes the
+    metrics' in-flight intervals. Returns ``(difference, low, high)`` arrays (NaN propagates).
+    """
+    p1, low1, high1, p2, low2, high2 = (np.asarray(v, dtype=float) for v in (p1, low1, high1, p2, low2, high2))
+    diff = p1 - p2
+    low = diff - np.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
+    high = diff + np.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
+    return diff, low, high
 
 
 def two_proportion_p(k1: Any, n1: Any, k2: Any, n2: Any) -> np.ndarray:
