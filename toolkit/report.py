@@ -32,6 +32,7 @@ import pandas as pd
 from . import metrics
 from .atomic import atomic_dir, atomic_file
 from .display import frame_for_csv, frame_for_terminal, shorten
+from .metrics.stats import difference_interval, two_proportion_p
 from .times import now_utc, parse_period
 from .warehouse import Warehouse
 
@@ -48,15 +49,34 @@ SUMMARY_VALUES: dict[str, str] = {
     "expiry_rate": "expired / terminal operations created in the period",
     "cancel_rate": "cancelled / terminal operations created in the period",
     "previous_failure_rate": "the failure rate of the previous period of equal length",
-    "failure_rate_change": "failure_rate - previous_failure_rate (NaN when either is unknown)",
-    "worst_failure_rate": "the highest failure rate of one network",
+    "failure_rate_change": (
+        "failure_rate - previous_failure_rate (NaN when either is unknown); a --fail-on threshold on it breaches "
+        "only when its whole 95% interval lies past the limit (> or >=: the low end; < or <=: the high end)"
+    ),
+    "failure_rate_change_low": "low end of the change's 95% interval (Newcombe's hybrid score interval)",
+    "failure_rate_change_high": "high end of the change's 95% interval (Newcombe's hybrid score interval)",
+    "failure_rate_change_p": (
+        "two-sided p-value of the change (pooled two-proportion z-test on the finished relayed operations)"
+    ),
+    "worst_failure_rate": (
+        "the failure rate of the worst network: among networks with at least 20 operations, the highest lower "
+        "bound of the 95% interval"
+    ),
     "stuck": "operations stuck in a status at the end of the period",
+    "overdue_queries": "chain queries past their expires_at with no terminal status, as of the newest event",
+    "reorgs": "moves back from a finality stage to broadcasting or earlier, operations created in the period",
     "query_failure_rate": "failed / finished chain queries created in the period",
     "query_expiry_rate": "expired / finished chain queries created in the period",
     "proof_coverage": "share of the events that must carry a DON proof and do",
-    "slowest_p90_s": "the highest p90 seconds spent in one status on one network",
+    "slowest_p90_s": "the highest p90 seconds spent in one status on one network (rows with n >= 10)",
     "sync_age_h": "hours from the last successful sync to the end of the period",
 }
+
+#: Summary values with a 95% interval (``<name>_low``/``<name>_high``) that a threshold judges by the interval.
+INTERVAL_VALUES: frozenset[str] = frozenset({"failure_rate_change"})
+#: Headlines use only groups at least this large: operations for a network's failure rate, ``n`` for a p90.
+HEADLINE_MIN_OPERATIONS = 20
+HEADLINE_MIN_N_P90 = 10
 
 _THRESHOLD_RE = re.compile(
     r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
@@ -85,8 +105,15 @@ class Threshold:
         return f"{self.name}{self.op}{self.limit:g}"
 
     def breached(self, summary: Mapping[str, float]) -> bool:
-        """Whether the condition holds for ``summary`` (an unknown value, NaN, never breaches)."""
+        """Whether the condition holds for ``summary`` (an unknown value, NaN, never breaches).
+
+        A value with an interval (:data:`INTERVAL_VALUES`, the failure-rate change) breaches an ordering only
+        when the whole interval lies past the limit: ``>``/``>=`` test its low end, ``<``/``<=`` its high end, so
+        a change that may be noise never alerts.
+        """
         value = summary.get(self.name)
+        if self.name in INTERVAL_VALUES and self.op in (">", ">=", "<", "<="):
+            value = summary.get(f"{self.name}_{'low' if self.op.startswith('>') else 'high'}")
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return False
         return bool(_COMPARE[self.op](float(value), self.limit))
@@ -255,12 +282,19 @@ def build_report(
         latest = metrics.latest_event_time(wh)
         at = min(end, latest) if latest is not None else end
         stuck = metrics.stuck_operations(wh, now=at)
+        overdue = metrics.overdue_queries(wh, now=at)
+        revisits = metrics.revisits(wh, by=["network"], **period)
         proofs = metrics.proof_coverage(wh, by=["type"], **period)
         proof_all = _rate_row(metrics.proof_coverage(wh, by=[], **period))
         span = end - start
         heat = "1h" if span <= pd.Timedelta(days=3) else "6h" if span <= pd.Timedelta(days=14) else "1d"
         activity = metrics.watcher_activity(wh, by=["watcher_id"], bucket=heat, **period)
-    timed = latency.dropna(subset=["p90_s"])
+    timed = _eligible_latency(latency)
+    change, change_low, change_high = difference_interval(
+        *(_value(overall, c) for c in ("failure_rate", "failure_rate_low", "failure_rate_high")),
+        *(_value(before, c) for c in ("failure_rate", "failure_rate_low", "failure_rate_high")),
+    )
+    worst = _worst_network(rates)
     summary = {
         "operations": _value(overall, "operations") if overall is not None else 0.0,
         "terminal": _value(overall, "terminal") if overall is not None else 0.0,
@@ -268,11 +302,14 @@ def build_report(
         "expiry_rate": _value(overall, "expiry_rate"),
         "cancel_rate": _value(overall, "cancel_rate"),
         "previous_failure_rate": _value(before, "failure_rate"),
-        "failure_rate_change": _value(overall, "failure_rate") - _value(before, "failure_rate"),
-        "worst_failure_rate": float(rates["failure_rate"].max())
-        if rates["failure_rate"].notna().any()
-        else float("nan"),
+        "failure_rate_change": float(change),
+        "failure_rate_change_low": float(change_low),
+        "failure_rate_change_high": float(change_high),
+        "failure_rate_change_p": float(two_proportion_p(*_finished_failures(overall), *_finished_failures(before))),
+        "worst_failure_rate": _value(worst, "failure_rate"),
         "stuck": float(len(stuck)),
+        "overdue_queries": float(len(overdue)),
+        "reorgs": float(revisits["reorgs"].sum()) if len(revisits) else 0.0,
         "query_failure_rate": _value(query_all, "failure_rate"),
         "query_expiry_rate": _value(query_all, "expiry_rate"),
         "proof_coverage": _value(proof_all, "coverage"),
@@ -287,6 +324,8 @@ def build_report(
         "finality": finality,
         "query_latency": queries,
         "stuck_operations": stuck,
+        "overdue_queries": overdue,
+        "revisits": revisits,
         "proof_coverage": proofs,
         "watcher_activity": activity,
     }
@@ -307,6 +346,34 @@ def build_report(
     )
     report.findings = _findings(report, stuck_at=at)
     return report
+
+
+def _finished_failures(row: pd.Series | None) -> tuple[float, float]:
+    """(failed, finished relayed operations) of a failure-rate row: the counts of the change's z-test."""
+    if row is None:
+        return 0.0, 0.0
+    finished = _value(row, "terminal") - sum(
+        v for c in ("draft_expired", "draft_cancelled", "unknown") if not math.isnan(v := _value(row, c))
+    )
+    return _value(row, "failed"), finished
+
+
+def _eligible_latency(latency: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the status latency with a p90 from at least :data:`HEADLINE_MIN_N_P90` observations."""
+    return latency[latency["p90_s"].notna() & (latency["n"] >= HEADLINE_MIN_N_P90)]
+
+
+def _worst_network(rates: pd.DataFrame) -> pd.Series | None:
+    """The worst network by failure rate: among networks with at least :data:`HEADLINE_MIN_OPERATIONS` operations,
+    the highest lower bound of the 95% interval (then the highest rate, then the name: deterministic)."""
+    rows = rates[rates["failure_rate_low"].notna() & (rates["operations"] >= HEADLINE_MIN_OPERATIONS)]
+    if not len(rows):
+        return None
+    rows = rows.assign(_name=rows["network"].astype(str))
+    order = rows.sort_values(
+        ["failure_rate_low", "failure_rate", "_name"], ascending=[False, False, True], kind="stable"
+    )
+    return order.iloc[0]
 
 
 def _with_channel_names(wh: Warehouse, df: pd.DataFrame) -> pd.DataFrame:
@@ -330,6 +397,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
+def _points(value: float) -> str:
+    return "unknown" if value is None or math.isnan(value) else f"{value * 100:+.1f} pp"
+
+
 def _short(value: Any) -> str:
     """A value from the service as it reads in a finding (a name of any length stays one line long)."""
     return shorten(str(value), 80)
@@ -339,26 +410,28 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     """Plain-text findings (escaped when rendered): slowest status, worst network, failure-rate change, stuck."""
     s, t = report.summary, report.tables
     out = []
-    latency = t["status_latency"].dropna(subset=["p90_s"])
+    latency = _eligible_latency(t["status_latency"])
     if len(latency):
-        row = latency.loc[latency["p90_s"].idxmax()]
+        order = latency.assign(_net=latency["network"].astype(str), _st=latency["status"].astype(str))
+        row = order.sort_values(["p90_s", "n", "_net", "_st"], ascending=[False, False, True, True]).iloc[0]
         out.append(
             f"Slowest status: {_short(row['status'])} on {_short(row['network'])}, "
-            f"p90 {_duration(row['p90_s'])} (p50 {_duration(row['p50_s'])}, "
-            f"{int(row['n']):,} operations left it)."
+            f"p90 {_duration(row['p90_s'])} (p50 {_duration(row['p50_s'])}, n={int(row['n']):,})."
         )
     else:
-        out.append("Slowest status: no operation left a status in the period.")
-    rates = t["failure_rates"].dropna(subset=["failure_rate"])
-    if len(rates):
-        row = rates.sort_values(["failure_rate", "terminal"], ascending=[False, False], kind="stable").iloc[0]
+        out.append(f"Slowest status: no status on a network has a p90 from n >= {HEADLINE_MIN_N_P90} in the period.")
+    row = _worst_network(t["failure_rates"])
+    if row is not None:
         out.append(
-            f"Worst network by failure rate: {_short(row['network'])}, {_pct(row['failure_rate'])} of "
-            f"{int(row['terminal']):,} finished operations failed (95% interval "
-            f"{_pct(row['failure_rate_low'])} to {_pct(row['failure_rate_high'])})."
+            f"Worst network by failure rate: {_short(row['network'])}, {_pct(row['failure_rate'])} "
+            f"(95% interval {_pct(row['failure_rate_low'])} to {_pct(row['failure_rate_high'])}, "
+            f"n={int(row['operations']):,} operations), ranked by the interval's lower bound."
         )
     else:
-        out.append("Worst network by failure rate: no operation created in the period has finished.")
+        out.append(
+            f"Worst network by failure rate: no network has {HEADLINE_MIN_OPERATIONS} or more operations with a "
+            "failure rate in the period."
+        )
     now, before = s["failure_rate"], s["previous_failure_rate"]
     days = (report.until - report.since) / pd.Timedelta(days=1)
     if math.isnan(now) or math.isnan(before):
@@ -369,9 +442,12 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     else:
         change = (now - before) * 100
         word = "up" if change > 0 else "down" if change < 0 else "unchanged"
+        low, high, p = s["failure_rate_change_low"], s["failure_rate_change_high"], s["failure_rate_change_p"]
+        sure = "" if math.isnan(low) or low > 0 or high < 0 else "; the interval includes no change"
+        p_text = "unknown" if math.isnan(p) else f"{p:.3g}"
         out.append(
             f"Failure rate {_pct(now)}, {word} {abs(change):.1f} percentage points from {_pct(before)} "
-            f"in the previous {days:g} days."
+            f"in the previous {days:g} days (95% interval {_points(low)} to {_points(high)}, p={p_text}{sure})."
         )
     stuck = t["stuck_operations"]
     if len(stuck):
@@ -451,7 +527,18 @@ _SHOWN: dict[str, tuple[str, ...]] = {
         "failure_rate",
         "expiry_rate",
     ),
-    "stuck_operations": ("operation_id", "channel_id", "network", "status", "entered_at", "age_s", "threshold_s"),
+    "stuck_operations": (
+        "operation_id",
+        "channel_id",
+        "network",
+        "status",
+        "entered_at",
+        "age_s",
+        "threshold_s",
+        "threshold_basis",
+    ),
+    "overdue_queries": ("query_id", "channel_id", "network", "status", "created_at", "expires_at", "overdue_s"),
+    "revisits": ("network", "operations", "operations_revisited", "revisits", "operations_reorged", "reorgs"),
     "proof_coverage": (
         "type",
         "events",
@@ -578,6 +665,47 @@ _SECTIONS = (
 )
 
 
+_PERIOD_BY_CREATION = (
+    "Period: operations created in it, observed up to the newest event in the warehouse. Operations still in "
+    "flight are projected from finished ones that were in the same status at the same age (see docs/metrics.md), "
+    "so each rate estimates the cohort's final value; in_flight says how many were projected."
+)
+#: Per section: how the period selects its rows and how the numbers are computed (static text: same bytes).
+_NOTES: dict[str, str] = {
+    "status_latency": (
+        "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation still "
+        "in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from n ≥ 10, p99 "
+        "from n ≥ 100, else empty; n is beside each."
+    ),
+    "failure_rates": _PERIOD_BY_CREATION
+    + " Failure, expiry and cancel rates count relayed operations only; 95% intervals.",
+    "failure_by_channel": _PERIOD_BY_CREATION,
+    "failure_reasons": (
+        "Period: operations created in it that failed or expired. Categories: first matching rule, a revert's own "
+        "message first (docs/metrics.md, Failure reasons)."
+    ),
+    "finality": _PERIOD_BY_CREATION
+    + " Times to each stage are Kaplan–Meier estimates. Reorgs: moves back from a finality stage to broadcasting "
+    "or earlier (duplicated events are not revisits).",
+    "query_latency": (
+        "Period: queries created in it. Rates include the in-flight estimate; latencies are Kaplan–Meier "
+        "estimates. Overdue: past their expires_at with no terminal status as of the newest event."
+    ),
+    "stuck_operations": (
+        "As of the newest event (not the period): operations in a status longer than 3 × the network's p90 for it "
+        "(at least 60 s); a status nobody on the network has left yet takes the other networks' p90, else the "
+        "state machine's default (threshold_basis)."
+    ),
+    "proof_coverage": "Period: by event time.",
+    "watcher_activity": "Period: by event time.",
+}
+#: Tables shown inside another table's section, with their sub-heading.
+_EXTRA_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "finality": (("revisits", "Revisits and reorgs per network"),),
+    "query_latency": (("overdue_queries", "Overdue queries"),),
+}
+
+
 def _when(ts: pd.Timestamp | None) -> str:
     return "never" if ts is None or pd.isna(ts) else pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%d %H:%M UTC")
 
@@ -619,8 +747,14 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
         if key in drawn:
             fig, alt = drawn[key]
             parts.append(f'<img alt="{e(alt)}" src="{figure_png(fig)}">')
+        if key in _NOTES:
+            parts.append(f'<p class="meta note">{e(_NOTES[key])}</p>')
         if key in _SHOWN:
             parts.append(html_table(report.tables[key], _SHOWN[key], max_rows=_MAX_ROWS))
+        for extra, sub in _EXTRA_TABLES.get(key, ()):
+            if extra in report.tables:
+                parts.append(f'<h3 id="{extra}">{e(sub)}</h3>')
+                parts.append(html_table(report.tables[extra], _SHOWN.get(extra), max_rows=_MAX_ROWS))
     body = "\n".join(parts)
     if not full_page:
         return f"<div>{body}</div>"
@@ -637,8 +771,10 @@ def _summary_display(report: Report) -> pd.DataFrame:
             text = "unknown"
         elif name.endswith(("rate", "coverage")):
             text = f"{value:.2%}"
-        elif name.endswith("change"):
+        elif name.endswith(("change", "change_low", "change_high")):
             text = f"{value * 100:+.2f} points"
+        elif name.endswith("_p"):
+            text = f"{value:.3g}"
         elif name.endswith("_s"):
             text = _duration(value)
         elif name.endswith("_h"):

@@ -157,7 +157,7 @@ def test_failure_rates_by_wallet_channel_and_week(tmp_path, mode) -> None:
         ("insufficient funds for gas * price + value", "failed", "gas"),
         ("max fee per gas less than block base fee", "failed", "gas"),
         ("nonce too low", "failed", "nonce"),
-        ("replacement transaction underpriced", "failed", "nonce"),
+        ("replacement transaction underpriced", "failed", "gas"),
         ("chain unavailable: RPC endpoint timeout", "failed", "chain_unavailable"),
         ("deadline elapsed before broadcast", "expired", "deadline"),
         ("", "expired", "deadline"),
@@ -273,7 +273,7 @@ def test_query_latency_per_network_and_outcome(tmp_path, mode) -> None:
 def stuck_history() -> tuple[list[dict], list[dict]]:
     events = []
     for i in range(10):  # history: `sent` lasts 10 s on Ethereum
-        events += ladder(f"h{i}", ("accepted", "sending", "sent", "broadcasting"), (0, 1, 2, 12))
+        events += ladder(f"h{i}", ("accepted", "sending", "sent", "broadcasting", "confirmed"), (0, 1, 2, 12, 13))
     events += ladder("s1", ("accepted", "sending", "sent"), (998, 999, 1000))
     events += ladder("s2", ("accepted", "sending", "sent"), (1088, 1089, 1090))
     events += ladder("t1", TO_LATEST, (0, 1, 2, 3, 12), chain=SEPOLIA)  # final on a latest-only network
@@ -291,6 +291,7 @@ def test_stuck_operations_by_network_p90_multiple(tmp_path, mode) -> None:
     assert list(df["operation_id"]) == ["s1"]
     row = df.iloc[0]
     assert (row.status, row.age_s, row.network_p90_s, row.threshold_s) == ("sent", 100.0, 10.0, 30.0)
+    assert row.threshold_basis == "network"
     assert row.entered_at == pd.Timestamp(T0 + 1000, unit="s", tz="UTC")
     assert metrics.stuck_operations(wh)["threshold_s"].tolist() == [60.0]  # at least 60 s by default
     assert list(metrics.stuck_operations(wh, min_seconds=0, thresholds={"sent": 5})["operation_id"]) == ["s1", "s2"]

@@ -16,7 +16,8 @@ and ``by``, the grouping columns (each metric lists the ones it accepts), and ``
 ``1h``, ``1d`` or ``1w`` (buckets start at UTC midnight, weeks on Monday) for the metrics measured over time.
 
 One module per family: :mod:`.latency`, :mod:`.outcomes`, :mod:`.finality`, :mod:`.queries`, :mod:`.stuck`,
-:mod:`.proofs`, :mod:`.watchers`, over :mod:`.common` (filters, SQL plumbing) and :mod:`.stats`.
+:mod:`.revisits`, :mod:`.queries_overdue`, :mod:`.proofs`, :mod:`.watchers`,
+over :mod:`.common` (filters, SQL plumbing) and :mod:`.stats`.
 :data:`METRICS` maps the kebab-case names of ``chainops metrics NAME`` to these functions.
 """
 
@@ -50,7 +51,9 @@ from .outcomes import (
 )
 from .proofs import PROOF_GROUPS, proof_coverage
 from .queries import QUERY_GROUPS, QUERY_OUTCOMES, query_latency
-from .stats import Z95, wilson_interval
+from .queries_overdue import OVERDUE_QUERY_GROUPS, overdue_queries
+from .revisits import REVISIT_GROUPS, revisits
+from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
 from .stuck import STUCK_COLUMNS, STUCK_GROUPS, stuck_operations
 from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
 
@@ -66,6 +69,8 @@ METRICS: dict[str, Callable[..., pd.DataFrame]] = {
     "finality-breakdown": finality_breakdown,
     "query-latency": query_latency,
     "stuck-operations": stuck_operations,
+    "revisits": revisits,
+    "overdue-queries": overdue_queries,
     "proof-coverage": proof_coverage,
     "watcher-activity": watcher_activity,
     "watcher-status-history": watcher_status_history,
@@ -79,9 +84,11 @@ __all__ = [
     "FINALITY_TIMES",
     "METRICS",
     "OPERATION_GROUPS",
+    "OVERDUE_QUERY_GROUPS",
     "PROOF_GROUPS",
     "QUERY_GROUPS",
     "QUERY_OUTCOMES",
+    "REVISIT_GROUPS",
     "STATUS_LATENCY_GROUPS",
     "STUCK_COLUMNS",
     "STUCK_GROUPS",
@@ -99,13 +106,17 @@ __all__ = [
     "finality_breakdown",
     "finality_times",
     "latest_event_time",
+    "newcombe_interval",
     "open_warehouse",
+    "overdue_queries",
     "proof_coverage",
     "query_latency",
+    "revisits",
     "status_categorical",
     "status_durations",
     "status_latency",
     "stuck_operations",
+    "two_proportion_p",
     "watcher_activity",
     "watcher_status_history",
     "wilson_interval",

@@ -32,12 +32,39 @@ OPERATION_GROUPS = ("network", "chain_selector", "channel_id", "address")
 #: Failure taxonomy, in display order.
 FAILURE_CATEGORIES: tuple[str, ...] = ("revert", "gas", "nonce", "chain_unavailable", "deadline", "other")
 #: First matching rule wins; a reason matching none is ``other``. Patterns are matched case-insensitively.
+#:
+#: The order is the taxonomy's definition (docs/metrics.md, "Failure reasons"):
+#:
+#: 1. ``revert``: the chain executed the call and the contract refused it. Its own message wins over every word in
+#:    it: ``execution reverted: UniswapV2Router: EXPIRED`` is the contract's deadline check, a revert, not ours.
+#: 2. ``chain_unavailable``: the node or the link to it did not answer (``context deadline exceeded`` is Go's
+#:    client timeout, ``dial tcp ...: i/o timeout``, 502/503, rate limits), before ``deadline`` and ``gas``.
+#: 3. ``gas``: gas limit, price or fee, and funds to pay them: ``out of gas`` (the limit was too low),
+#:    ``intrinsic gas too low``, ``insufficient funds for gas * price + value``, ``max fee per gas less than block
+#:    base fee``, and ``replacement transaction underpriced`` (a fee too low to replace a pending transaction: the
+#:    fix is a higher fee, not another nonce).
+#: 4. ``nonce``: ``nonce too low/high``, ``already known``, ``known transaction``, an invalid nonce.
+#: 5. ``deadline``: our own deadline or time-to-live (``deadline elapsed before the draft was signed``).
 FAILURE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("deadline", re.compile(r"deadline|time[- ]to[- ]live|\bttl\b|expired", re.I)),
-    ("chain_unavailable", re.compile(r"chain unavailable|unavailable|\brpc\b|timeout|timed out|connection", re.I)),
-    ("nonce", re.compile(r"nonce|replacement transaction|already known", re.I)),
     ("revert", re.compile(r"revert", re.I)),
-    ("gas", re.compile(r"gas|fee|insufficient funds|underpriced", re.I)),
+    (
+        "chain_unavailable",
+        re.compile(
+            r"chain unavailable|unavailable|\brpc\b|context deadline exceeded|i/o timeout|dial tcp|timeout|timed out"
+            r"|connection (?:refused|reset|closed)|\bconnection\b|no such host|network is unreachable|\beof\b"
+            r"|bad gateway|gateway time|too many requests|\b50[234]\b|\b429\b",
+            re.I,
+        ),
+    ),
+    (
+        "gas",
+        re.compile(
+            r"\bgas\b|\bfees?\b|insufficient funds|underpriced|fee cap|tip cap|base ?fee",
+            re.I,
+        ),
+    ),
+    ("nonce", re.compile(r"nonce|already known|known transaction", re.I)),
+    ("deadline", re.compile(r"deadline|time[- ]to[- ]live|\bttl\b|expired", re.I)),
 )
 
 
@@ -45,7 +72,8 @@ def classify_failure(reason: str | None, status: str | None = None) -> str:
     """The taxonomy category of a failure: revert, gas, nonce, chain_unavailable, deadline or other.
 
     Arguments: ``reason`` the raw ``status_reason``; ``status`` the terminal status (``expired`` is always
-    ``deadline``). Returns the category name.
+    ``deadline``). The first of :data:`FAILURE_RULES` that matches wins (a revert's own message before any other
+    word in it). Returns the category name.
     """
     if status == spec.OperationStatus.EXPIRED:
         return "deadline"

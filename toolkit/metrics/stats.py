@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,3 +53,54 @@ def rates(df: pd.DataFrame, counts: Sequence[str], total: str, names: Sequence[s
             df[name] = np.where(n > 0, k / n, np.nan)
         df[f"{name}_low"], df[f"{name}_high"] = wilson_interval(k, n)
     return df
+
+
+def newcombe_interval(k1: Any, n1: Any, k2: Any, n2: Any, z: float = Z95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Newcombe's hybrid score interval (Newcombe 1998, method 10) of the difference ``k1/n1 - k2/n2``, vectorised.
+
+    Built on the Wilson score intervals ``[l1, u1]`` and ``[l2, u2]`` of each proportion (no continuity
+    correction): ``low = d - sqrt((p1 - l1)² + (u2 - p2)²)`` and ``high = d + sqrt((u1 - p1)² + (p2 - l2)²)``.
+
+    Arguments: successes and trials of each proportion (scalars or arrays), ``z`` (95% by default). Returns
+    ``(difference, low, high)`` arrays; NaN where either trial count is 0.
+    """
+    k1, n1, k2, n2 = (np.asarray(v, dtype=float) for v in (k1, n1, k2, n2))
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff, low, high = difference_interval(k1 / n1, l1, u1, k2 / n2, l2, u2)
+    ok = (n1 > 0) & (n2 > 0)
+    return np.where(ok, diff, np.nan), np.where(ok, low, np.nan), np.where(ok, high, np.nan)
+
+
+def difference_interval(
+    p1: Any, low1: Any, high1: Any, p2: Any, low2: Any, high2: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The interval of ``p1 - p2`` recovered from an interval of each (Newcombe's square-and-add, the "MOVER"
+    construction): ``low = d - sqrt((p1 - low1)² + (high2 - p2)²)``, ``high = d + sqrt((high1 - p1)² + (p2 -
+    low2)²)``. With Wilson intervals of plain proportions this is :func:`newcombe_interval`; it also takes the
+    metrics' in-flight intervals. Returns ``(difference, low, high)`` arrays (NaN propagates).
+    """
+    p1, low1, high1, p2, low2, high2 = (np.asarray(v, dtype=float) for v in (p1, low1, high1, p2, low2, high2))
+    diff = p1 - p2
+    low = diff - np.sqrt((p1 - low1) ** 2 + (high2 - p2) ** 2)
+    high = diff + np.sqrt((high1 - p1) ** 2 + (p2 - low2) ** 2)
+    return diff, low, high
+
+
+def two_proportion_p(k1: Any, n1: Any, k2: Any, n2: Any) -> np.ndarray:
+    """Two-sided p-value of the pooled two-proportion z-test of ``k1/n1 = k2/n2``, vectorised.
+
+    ``z = (p1 - p2) / sqrt(p(1 - p)(1/n1 + 1/n2))`` with the pooled ``p = (k1 + k2) / (n1 + n2)``, and
+    ``p-value = erfc(|z| / √2)``. Equal proportions with no variance (both 0 or both 1) give 1. Returns an array;
+    NaN where either trial count is 0.
+    """
+    k1, n1, k2, n2 = (np.asarray(v, dtype=float) for v in (k1, n1, k2, n2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = (k1 + k2) / (n1 + n2)
+        se = np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+        diff = k1 / n1 - k2 / n2
+        z = np.where(se > 0, np.abs(diff) / se, 0.0)
+        p = np.vectorize(math.erfc, otypes=[float])(z / math.sqrt(2))
+    ok = (n1 > 0) & (n2 > 0)
+    return np.where(ok, p, np.nan)

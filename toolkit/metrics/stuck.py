@@ -34,8 +34,14 @@ STUCK_COLUMNS = (
     "entered_at",
     "age_s",
     "threshold_s",
+    "threshold_basis",
     "network_p90_s",
 )
+
+#: Statuses of the relay ladder that default to :data:`STATE_MACHINE_DEFAULT_S` when no network has history.
+RELAY_STATUSES: tuple[str, ...] = ("accepted", "sending", "sent", "broadcasting", *spec.FINALITY_STAGES[:-1])
+#: The state machine's default threshold of a relay status (and of a draft whose deadline is unknown): one hour.
+STATE_MACHINE_DEFAULT_S = 3600.0
 
 
 @takes_filters("channel", "network", "status", "since", "until")
@@ -52,15 +58,23 @@ def stuck_operations(
     """Operations sitting in a non-terminal status for longer than a threshold, as of ``now``.
 
     ``now`` defaults to the newest event time in the warehouse, so results are reproducible. The threshold of a
-    status is ``thresholds[status]`` when given, else ``multiple`` x the p90 of the time operations on that network
-    spent in that status (transitions that ended by ``now``), at least ``min_seconds``; a status with no history
-    on its network has no threshold. ``confirmed_latest`` on a network where only the latest stage is active is
-    final, never stuck. Filters: channel, network, status (the status the operation is in) and ``created_at`` in
-    ``[since, until)``.
+    status, and its ``threshold_basis``, is the first of:
 
-    Returns one row per stuck operation (``age_s``, ``threshold_s``, ``network_p90_s``), the most overdue first;
-    with ``by`` (any of ``network``, ``chain_selector``, ``channel_id``, ``address``, ``status``), one row per
-    group with the count and the median and maximum age.
+    - ``explicit``: ``thresholds[status]`` when given;
+    - ``network``: ``multiple`` x the p90 of the time operations on that network spent in that status (transitions
+      that ended by ``now``), at least ``min_seconds``;
+    - ``other networks``: for a status no operation on that network has left yet, the same from every network
+      that has the status's history;
+    - ``state machine``: ``pending_signature`` waits until the operation's own deadline (``operations.deadline``;
+      one hour when unknown), a relay status (``accepted`` to ``confirmed_safe``) one hour.
+
+    A status the vocabulary does not know, with no history, has no threshold. ``confirmed_latest`` on a network
+    where only the latest stage is active is final, never stuck. Filters: channel, network, status (the status the
+    operation is in) and ``created_at`` in ``[since, until)``.
+
+    Returns one row per stuck operation (``age_s``, ``threshold_s``, ``threshold_basis``, ``network_p90_s``), the
+    most overdue first; with ``by`` (any of ``network``, ``chain_selector``, ``channel_id``, ``address``,
+    ``status``), one row per group with the count and the median and maximum age.
     """
     cols = grouping(by, STUCK_GROUPS, "stuck_operations") if by else []
     with open_warehouse(warehouse) as wh:
@@ -91,13 +105,21 @@ def _stuck_rows(
     now = q.bind(at.to_pydatetime())
     thr_status, thr_seconds = q.bind(list(thresholds)), q.bind([float(v) for v in thresholds.values()])
     terminal = q.bind(sorted(spec.OPERATION_TERMINAL))
+    mult, floor = q.bind(float(multiple)), q.bind(float(min_seconds))
+    defaults = q.bind(["pending_signature", *RELAY_STATUSES])
+    default_s = q.bind(STATE_MACHINE_DEFAULT_S)
     sql = f"""
         WITH latest_only AS ({latest_only_sql()}),
+        left_by_now AS (
+            SELECT chain_selector, status, seconds_in_status FROM operation_transitions
+            WHERE seconds_in_status IS NOT NULL AND exited_at <= {now}
+        ),
         p90 AS (
             SELECT chain_selector, status, quantile_cont(seconds_in_status, 0.9) AS p90_s
-            FROM operation_transitions
-            WHERE seconds_in_status IS NOT NULL AND exited_at <= {now}
-            GROUP BY chain_selector, status
+            FROM left_by_now GROUP BY chain_selector, status
+        ),
+        p90_any AS (
+            SELECT status, quantile_cont(seconds_in_status, 0.9) AS p90_s FROM left_by_now GROUP BY status
         ),
         explicit AS (SELECT unnest({thr_status}::VARCHAR[]) AS status, unnest({thr_seconds}::DOUBLE[]) AS seconds),
         current AS (
@@ -110,12 +132,25 @@ def _stuck_rows(
         ),
         judged AS (
             SELECT cur.*, p.p90_s AS network_p90_s,
-                coalesce(x.seconds, CASE WHEN p.p90_s IS NOT NULL
-                    THEN greatest({q.bind(float(multiple))} * p.p90_s, {q.bind(float(min_seconds))}) END)
-                    AS threshold_s
+                CASE WHEN x.seconds IS NOT NULL THEN x.seconds
+                     WHEN p.p90_s IS NOT NULL THEN greatest({mult} * p.p90_s, {floor})
+                     WHEN a.p90_s IS NOT NULL THEN greatest({mult} * a.p90_s, {floor})
+                     WHEN cur.status = 'pending_signature' AND o.deadline_at IS NOT NULL
+                         THEN epoch(o.deadline_at) - epoch(cur.entered_at)
+                     WHEN list_contains({defaults}, cur.status) THEN {default_s}
+                END AS threshold_s,
+                CASE WHEN x.seconds IS NOT NULL THEN 'explicit'
+                     WHEN p.p90_s IS NOT NULL THEN 'network'
+                     WHEN a.p90_s IS NOT NULL THEN 'other networks'
+                     WHEN (cur.status = 'pending_signature' AND o.deadline_at IS NOT NULL)
+                         OR list_contains({defaults}, cur.status) THEN 'state machine'
+                END AS threshold_basis
             FROM current cur
             LEFT JOIN p90 p ON p.chain_selector IS NOT DISTINCT FROM cur.chain_selector AND p.status = cur.status
+            LEFT JOIN p90_any a ON a.status = cur.status
             LEFT JOIN explicit x ON x.status = cur.status
+            LEFT JOIN (SELECT operation_id, any_value(deadline_at) AS deadline_at FROM operations
+                       GROUP BY operation_id) o ON o.operation_id = cur.operation_id
         )
         SELECT {", ".join(f"c.{col}" for col in STUCK_COLUMNS)}
         FROM judged c
