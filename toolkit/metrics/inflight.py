@@ -18,7 +18,8 @@ sample size shrunk by the design effect ``V / (R(1-R)/D)``; with nothing in flig
 
 Everything runs in one DuckDB statement: reference counts are aggregated per ``(chain_selector, status, age bin)``
 and summed over the bins at or above each in-flight cell's bin; in-flight units are grouped into cells first, so
-nothing is joined unit by unit with the history.
+nothing is joined unit by unit with the history. An indicator an in-flight unit already shows (a finality stage it
+reached, having been relayed) is kept with probability 1: indicators are final outcomes or stages that stay reached.
 """
 
 from __future__ import annotations
@@ -160,13 +161,16 @@ _LEVELS = (
 
 def _chosen(inds: Sequence[str], names: Sequence[str]) -> str:
     """CTE ``chosen``: each in-flight cell with the reference size ``n_ref`` and probabilities ``p_<ind>`` of the
-    first level of the back-off that has enough units."""
+    first level of the back-off that has enough units. An indicator an in-flight unit already has (a stage it
+    reached, being relayed) stays: its probability is 1."""
 
     def pick(value: str) -> str:
         whens = " ".join(f"WHEN {cond} THEN {value.format(lv=lv)}" for lv, cond in _LEVELS)
         return f"CASE {whens} END"
 
-    probs = ", ".join(f"{pick('{lv}.s_' + i + ' / {lv}.n')} AS p_{i}" for i in inds)
+    probs = ", ".join(
+        f"CASE WHEN c.now_{i} = 1 THEN 1.0 ELSE {pick('{lv}.s_' + i + ' / {lv}.n')} END AS p_{i}" for i in inds
+    )
     return f"""chosen AS (
     SELECT c.*, {pick("{lv}.n")} AS n_ref, {probs}
     FROM cells c
@@ -206,7 +210,8 @@ units AS (SELECT *, 1 AS {EVERY} FROM ({cohort.units}) AS u0),
 hist AS (SELECT *, 1 AS {EVERY} FROM ({cohort.history}) AS h0),
 keyed AS (SELECT {keyed} * FROM units),
 cells AS (
-    SELECT {by}chain_selector, status, {age_bin_sql("epoch($as_of) - epoch(entered_at)")} AS bin, count(*)::DOUBLE AS m
+    SELECT {by}chain_selector, status, {age_bin_sql("epoch($as_of) - epoch(entered_at)")} AS bin,
+        {", ".join(f"coalesce({i}, 0) AS now_{i}" for i in inds)}, count(*)::DOUBLE AS m
     FROM keyed WHERE NOT finished GROUP BY ALL
 ),
 own AS (SELECT {by}count(*)::DOUBLE AS n, {_sums(inds)} FROM keyed WHERE finished GROUP BY {group}),
