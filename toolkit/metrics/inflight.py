@@ -252,6 +252,8 @@ def ratio_interval(df: pd.DataFrame, r: Ratio) -> tuple[np.ndarray, np.ndarray, 
         n_eff = np.where(sampling > 0, den * sampling / (sampling + extra), den)
     est = np.where(_col(df, "unprojected") > 0, np.nan, est)
     low, high = wilson_interval(est * n_eff, n_eff)
+    # rounding can put a bound a hair past the estimate at 0 or 1: the interval always holds its estimate
+    low, high = np.fmin(low, est), np.fmax(high, est)
     return est, np.where(np.isnan(est), np.nan, low), np.where(np.isnan(est), np.nan, high)
 
 
