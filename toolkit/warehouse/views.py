@@ -320,8 +320,9 @@ LEFT JOIN networks n ON n.chain_selector = l.chain_selector
 
 
 def _query_terminal_by_time() -> str:
-    """SQL over ``j`` (the joined query): the terminal status with the latest time; on equal times the later
-    stage; NULL when no terminal status has a time."""
+    """SQL over ``j`` (the joined query): ``expired`` when it was answered (``completed``) at or after it expired;
+    else the terminal status with the latest time, on equal times the later stage; NULL when no terminal status
+    has a time."""
     ends = [s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL]
     rank = spec.QUERY_STAGE_ORDER
     whens = []
@@ -330,7 +331,9 @@ def _query_terminal_by_time() -> str:
             f"(j.{o}_at IS NULL OR j.{o}_at {'<=' if rank[o] < rank[s] else '<'} j.{s}_at)" for o in ends if o != s
         ]
         whens.append(f"WHEN j.{_ident(s)}_at IS NOT NULL AND {' AND '.join(beats)} THEN {_literal(s)}")
-    return f"CASE {' '.join(whens)} END"
+    expired, completed = spec.QueryStatus.EXPIRED.value, spec.QueryStatus.COMPLETED.value
+    late = f"WHEN j.{completed}_at >= j.{expired}_at THEN {_literal(expired)}"  # an answer after its time-to-live
+    return f"CASE {late} {' '.join(whens)} END"
 
 
 def _query_lifecycle_view() -> str:
