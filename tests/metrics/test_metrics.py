@@ -93,28 +93,30 @@ def test_failure_rates_count_latest_only_networks_as_confirmed(tmp_path, mode) -
     events, _ = outcomes_history()
     df = metrics.failure_rates(make(tmp_path, mode, events=events)).set_index("network")
     eth, sep = df.loc["Ethereum Mainnet"], df.loc["Ethereum Sepolia"]
-    assert (eth.operations, eth.terminal, eth.confirmed, eth.failed, eth.expired, eth.cancelled, eth.in_flight) == (
-        10,
-        9,
-        7,
-        2,
-        0,
-        0,
-        1,
-    )
-    assert (sep.operations, sep.terminal, sep.confirmed, sep.failed, sep.expired, sep.cancelled, sep.in_flight) == (
-        6,
-        6,
-        4,
-        0,
-        1,
-        1,
-        0,
-    )
-    assert eth.failure_rate == pytest.approx(2 / 9)
-    low, high = metrics.wilson_interval(2, 9)
+    cols = ["operations", "relayed", "terminal", "confirmed", "failed", "expired", "cancelled"]
+    cols += ["draft_expired", "draft_cancelled", "unknown", "in_flight"]
+    assert eth[cols].tolist() == [10, 10, 9, 7, 2, 0, 0, 0, 0, 0, 1]
+    assert sep[cols].tolist() == [6, 4, 4, 4, 0, 0, 0, 1, 1, 0, 0]
+    # e-wait (a mainnet operation waiting in confirmed_latest) is in flight: 7 finished operations went through
+    # confirmed_latest (fewer than 20), so it takes its group's finished ones: fails with p = 2/9.
+    p = 2 / 9
+    rate = (2 + p) / (9 + 1)
+    assert eth.failure_rate == pytest.approx(rate)
+    sampling = rate * (1 - rate) / 10
+    extra = (p * (1 - p) + p * (1 - p) / 9) / 10**2  # outcome to come + its estimated probability (n = 9)
+    n_eff = 10 * sampling / (sampling + extra)
+    low, high = metrics.wilson_interval(rate * n_eff, n_eff)
     assert (eth.failure_rate_low, eth.failure_rate_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
-    assert sep.expiry_rate == pytest.approx(1 / 6) and sep.cancel_rate == pytest.approx(1 / 6)
+    # drafts are not in the failure rate's denominator; they have rates of their own over all operations
+    assert sep.failure_rate == 0.0 and sep.expiry_rate == 0.0 and sep.cancel_rate == 0.0
+    low, high = metrics.wilson_interval(0, 4)
+    assert (sep.failure_rate_low, sep.failure_rate_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
+    assert sep.draft_expiry_rate == pytest.approx(1 / 6) and sep.draft_cancel_rate == pytest.approx(1 / 6)
+    low, high = metrics.wilson_interval(1, 6)
+    assert (sep.draft_expiry_rate_low, sep.draft_expiry_rate_high) == (
+        pytest.approx(float(low)),
+        pytest.approx(float(high)),
+    )
 
 
 def test_wilson_interval_matches_published_values() -> None:
@@ -208,8 +210,19 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
     df = metrics.finality_breakdown(make(tmp_path, mode, events=events)).set_index("network")
     eth, sep = df.loc["Ethereum Mainnet"], df.loc["Ethereum Sepolia"]
     assert (eth.operations, eth.reached_latest, eth.reached_safe, eth.reached_finalized, eth.failed) == (4, 3, 2, 2, 1)
-    assert (eth.latest_share, eth.safe_share, eth.finalized_share) == (0.75, 0.5, 0.5)
+    # e4 waits in confirmed_latest on a mainnet: in flight, already at latest. Too little history at every level of
+    # the back-off, so its other stages take the group's finished operations (e1, e2, e3): 2/3 safe and finalized,
+    # 1/3 failed.
+    assert eth.in_flight == 1 and sep.in_flight == 0
+    assert eth.latest_share == pytest.approx((2 + 1) / 4)
+    assert (eth.safe_share, eth.finalized_share) == (pytest.approx((2 + 2 / 3) / 4), pytest.approx((2 + 2 / 3) / 4))
+    assert eth.failed_share == pytest.approx((1 + 1 / 3) / 4)
+    assert eth.safe_share_low < eth.safe_share < eth.safe_share_high
+    assert (sep.latest_share, sep.safe_share) == (1.0, 0.0)
+    low, high = metrics.wilson_interval(2, 2)  # nothing in flight: the plain Wilson interval
+    assert (sep.latest_share_low, sep.latest_share_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
     assert not eth.latest_only and sep.latest_only
+    assert pd.isna(eth.latest_only_basis) and sep.latest_only_basis == "testnet"
     assert (eth.to_latest_p50_s, eth.to_latest_p90_s) == (22.5, 28.5)
     assert (eth.to_safe_p50_s, eth.to_safe_p90_s) == (405.0, 409.0)
     assert (eth.to_finalized_p50_s, eth.to_finalized_p90_s) == (810.0, 818.0)

@@ -15,7 +15,8 @@ from .common import (
     sort_rows,
     takes_filters,
 )
-from .outcomes import latest_only_sql
+from .inflight import Ratio, project
+from .outcomes import latest_only_basis_sql, latest_only_sql, operation_cohort
 from .stats import quantiles, with_quantiles
 
 FINALITY_GROUPS = ("network", "chain_selector", "channel_id")
@@ -47,9 +48,16 @@ def finality_breakdown(
     Operations created in the period that were accepted for relay, grouped by ``by`` (any of ``network``,
     ``chain_selector``, ``channel_id``). Counts: ``operations``, ``reached_latest``, ``reached_safe``,
     ``reached_finalized`` (a later stage implies the earlier ones, even when an event is missing), ``failed``, and
-    their shares. Times (p50/p90 seconds): from ``accepted`` to each stage (``to_latest``, ``to_safe``,
+    ``in_flight`` (not ended by the newest event). Shares (``latest_share``, ``safe_share``, ``finalized_share``,
+    ``failed_share``, each with ``<share>_low``/``<share>_high``, a 95% interval) estimate the value the group will
+    have once every operation in it has finished: in-flight operations count with the outcome probabilities of
+    finished operations that were in the same status at the same age (:mod:`toolkit.metrics.inflight`).
+    Times (p50/p90 seconds): from ``accepted`` to each stage (``to_latest``, ``to_safe``,
     ``to_finalized``) and between stages (``latest_to_safe``, ``safe_to_finalized``, ``latest_to_finalized``),
-    from the stages' own events. ``latest_only`` is True for networks where only the latest stage is active.
+    from the stages' own events. ``latest_only`` is True for networks where only the latest stage is active: the
+    network's type decides (a mainnet never is; a testnet is unless an operation on it reached ``confirmed_safe``
+    or ``confirmed``), and ``latest_only_basis`` says how (``testnet``; ``inferred`` for a network without a type,
+    read from its operations; NULL for mainnets).
 
     Returns the DataFrame.
     """
@@ -77,14 +85,40 @@ def finality_breakdown(
         GROUP BY {group}
     """
     df = run(warehouse, with_quantiles(inner, [*cols, *_FINALITY_COUNTS], outer), q.params)
-    total = df["operations"].where(df["operations"] > 0)
-    for stage in ("latest", "safe", "finalized"):
-        df[f"{stage}_share"] = df[f"reached_{stage}"] / total
-    df["failed_share"] = df["failed"] / total
     df["latest_only"] = df["latest_only"].astype(bool)
-    shares = ["latest_share", "safe_share", "finalized_share", "failed_share"]
+    df, shares = _projected_shares(warehouse, where, cols, df)
     df = df[[*cols, *_FINALITY_COUNTS[:5], *shares, "latest_only", *[c for c in df.columns if c.endswith("_s")]]]
     return sort_rows(df, cols)
+
+
+#: The shares of :func:`finality_breakdown`: name -> indicator (SQL over an operation) of its final outcome.
+_SHARES = {
+    "latest_share": "coalesce(confirmed_latest_at, confirmed_safe_at, confirmed_at) IS NOT NULL",
+    "safe_share": "coalesce(confirmed_safe_at, confirmed_at) IS NOT NULL",
+    "finalized_share": "confirmed_at IS NOT NULL",
+    "failed_share": "outcome = 'failed'",
+}
+
+
+def _projected_shares(
+    warehouse: WarehouseLike, where: Filters, cols: list[str], df: pd.DataFrame
+) -> tuple[pd.DataFrame, list[str]]:
+    """Add the in-flight-aware shares of the finality stages (``<share>``, ``<share>_low``, ``<share>_high``),
+    ``in_flight`` (relayed operations not ended) and ``latest_only_basis`` to the counts ``df``.
+
+    Each share estimates the value the group will have once its operations have finished
+    (:mod:`toolkit.metrics.inflight`). Returns the frame and the new columns in order.
+    """
+    q = where.sql("created_at")
+    indicators = {f"i_{name}": sql for name, sql in _SHARES.items()}
+    counts = {"latest_only_basis": latest_only_basis_sql()}
+    cohort = operation_cohort(q, [(c, c) for c in cols], indicators, counts, scope=_RELAYED)
+    ratios = [Ratio(name, f"i_{name}") for name in _SHARES]
+    shares = project(warehouse, cohort, ratios)
+    merged = df.merge(shares, on=cols, how="left") if cols else pd.concat([df, shares], axis=1)
+    merged["in_flight"] = merged["in_flight"].fillna(0).astype("int64")
+    new = [c for r in ratios for c in (r.name, f"{r.name}_low", f"{r.name}_high")]
+    return merged, ["in_flight", *new, "latest_only_basis"]
 
 
 @takes_filters("channel", "network", "since", "until")

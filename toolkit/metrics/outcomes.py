@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 import numpy as np
@@ -13,6 +13,7 @@ import pandas as pd
 from .. import spec
 from .common import (
     Filters,
+    Sql,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
@@ -23,7 +24,7 @@ from .common import (
     status_categorical,
     takes_filters,
 )
-from .stats import rates
+from .inflight import Cohort, Ratio, project
 
 #: The terminal statuses :func:`failure_reasons` looks at unless told otherwise.
 FAILURE_STATUSES: tuple[str, ...] = ("failed", "expired")
@@ -83,24 +84,140 @@ def classify_failure(reason: str | None, status: str | None = None) -> str:
     return "other"
 
 
+_S = spec.OperationStatus
+#: Statuses of an operation that was relayed (accepted for relay, or any later stage of the relay ladder).
+RELAY_STATUSES: tuple[str, ...] = tuple(
+    s for s in spec.OPERATION_STATUSES if s not in (_S.PENDING_SIGNATURE, _S.EXPIRED, _S.CANCELLED)
+)
+#: Every outcome of an operation (``docs/metrics.md``), in display order; NULL is in flight.
+OPERATION_OUTCOMES: tuple[str, ...] = (
+    "confirmed",
+    "failed",
+    "expired",
+    "cancelled",
+    "draft_expired",
+    "draft_cancelled",
+    "unknown",
+)
+
+
+def _lit(value: str) -> str:
+    """A vocabulary value (never user input) as an SQL literal."""
+    if not re.fullmatch(r"[a-z_]+", value):
+        raise ValueError(f"not a vocabulary value: {value!r}")
+    return f"'{value}'"
+
+
+def _lits(values: Sequence[str]) -> str:
+    return ", ".join(_lit(v) for v in values)
+
+
 def latest_only_sql() -> str:
-    """Chain selectors where only the latest stage is active: operations reach ``confirmed_latest`` and none ever
-    reach ``confirmed_safe`` or ``confirmed``, on a network not listed as a mainnet."""
-    return """
-    SELECT l.chain_selector FROM operation_lifecycle l
+    """Chain selectors where only the latest stage is active, with the ``basis`` of that decision.
+
+    The network's ``type`` decides: a ``mainnet`` never is; a ``testnet`` is unless an operation on it ever reached
+    ``confirmed_safe`` or ``confirmed`` (``basis = 'testnet'``); without a type (optional in 0.8) the same
+    inference, on a network where operations reached ``confirmed_latest`` (``basis = 'inferred'``).
+    """
+    return f"""
+    SELECT l.chain_selector,
+        CASE WHEN any_value(n.network_type) = {_lit(spec.ChainEnvironment.TESTNET)} THEN 'testnet' ELSE 'inferred' END
+            AS basis
+    FROM operation_lifecycle l
     LEFT JOIN networks n ON n.chain_selector = l.chain_selector
     GROUP BY l.chain_selector
-    HAVING count(l.confirmed_latest_at) > 0 AND count(l.confirmed_safe_at) = 0 AND count(l.confirmed_at) = 0
-       AND coalesce(any_value(n.network_type), '') <> 'mainnet'
+    HAVING count(l.confirmed_safe_at) = 0 AND count(l.confirmed_at) = 0
+       AND count(*) FILTER (WHERE l.terminal_status = {_lit(_S.CONFIRMED)}) = 0
+       AND CASE coalesce(any_value(n.network_type), '')
+           WHEN {_lit(spec.ChainEnvironment.MAINNET)} THEN false
+           WHEN {_lit(spec.ChainEnvironment.TESTNET)} THEN true
+           ELSE count(l.confirmed_latest_at) > 0 END
     """
 
 
+def latest_only_basis_sql(network_type: str = "network_type") -> str:
+    """An aggregate: how a group's latest-only reading was decided: ``'inferred'`` when a network in it has no
+    known type, ``'testnet'`` when one is a testnet, NULL when all are mainnets (never latest-only)."""
+    known = _lits([spec.ChainEnvironment.MAINNET, spec.ChainEnvironment.TESTNET])
+    return f"""CASE WHEN bool_or(coalesce({network_type}, '') NOT IN ({known})) THEN 'inferred'
+        WHEN bool_or({network_type} = {_lit(spec.ChainEnvironment.TESTNET)}) THEN 'testnet' END"""
+
+
+def relayed_sql() -> str:
+    """Whether an operation of ``operation_lifecycle`` was relayed: it reached ``accepted`` or a later stage."""
+    ats = ", ".join(f"{s}_at" for s in RELAY_STATUSES)
+    relay = _lits(RELAY_STATUSES)
+    return f"(coalesce({ats}) IS NOT NULL OR last_status IN ({relay}) OR current_status IN ({relay}))"
+
+
 def outcome_sql() -> str:
-    """An operation's outcome: its terminal status, or ``confirmed`` for ``confirmed_latest`` on a latest-only
-    network; NULL while in flight."""
-    return """CASE WHEN terminal_status IS NOT NULL THEN terminal_status
-         WHEN last_status = 'confirmed_latest' AND chain_selector IN (SELECT chain_selector FROM latest_only)
-         THEN 'confirmed' END"""
+    """An operation's outcome (``docs/metrics.md``): confirmed, failed, expired, cancelled, draft_expired,
+    draft_cancelled or unknown; NULL while in flight. Reads ``relayed`` and the CTE ``latest_only``."""
+    ended = _lits([_S.CONFIRMED, _S.FAILED])
+    return f"""CASE WHEN terminal_status IN ({ended}) THEN terminal_status
+         WHEN terminal_status IS NOT NULL THEN CASE WHEN relayed THEN terminal_status
+                                                    ELSE 'draft_' || terminal_status END
+         WHEN last_status = {_lit(_S.CONFIRMED_LATEST)}
+              AND chain_selector IN (SELECT chain_selector FROM latest_only) THEN {_lit(_S.CONFIRMED)}
+         WHEN last_status IS NOT NULL AND last_status NOT IN ({_lits(spec.OPERATION_STATUSES)}) THEN 'unknown'
+         END"""
+
+
+def operation_cohort(
+    q: Sql,
+    keys: Sequence[tuple[str, str]],
+    indicators: Mapping[str, str],
+    counts: Mapping[str, str],
+    scope: str = "TRUE",
+) -> Cohort:
+    """The operations of a metric as a :class:`~toolkit.metrics.inflight.Cohort` for the in-flight projection.
+
+    Arguments: ``q`` the filters' clauses (on ``operation_lifecycle`` columns); ``keys`` (SQL, name) of the
+    grouping; ``indicators`` name -> 0/1 SQL over an operation (columns of ``operation_lifecycle`` plus ``outcome``,
+    ``relayed``, ``network_type``); ``counts`` exact aggregates; ``scope`` a condition on both the cohort and its
+    reference history (for example only relayed operations). Returns the cohort.
+    """
+    inds = "".join(f"({sql})::INTEGER AS {name}, " for name, sql in indicators.items())
+    ctes = f"""
+latest_only AS ({latest_only_sql()}),
+ops_base AS (
+    SELECT l.*, n.network_type, {relayed_sql()} AS relayed
+    FROM operation_lifecycle l LEFT JOIN networks n ON n.chain_selector = l.chain_selector
+),
+ops_all AS (
+    SELECT *, outcome IS NOT NULL AS finished FROM (SELECT *, {outcome_sql()} AS outcome FROM ops_base) AS o
+),
+ops_ind AS (SELECT {inds} * FROM ops_all WHERE {scope})"""
+    units = f"SELECT *, last_status AS status, last_status_at AS entered_at FROM ops_ind {q.where()}"
+    history = f"""
+        SELECT t.chain_selector, t.status, t.seconds_in_status AS seconds, {", ".join(f"o.{i}" for i in indicators)}
+        FROM operation_transitions t JOIN ops_ind o ON o.operation_id = t.operation_id
+        WHERE o.finished"""
+    return Cohort(units, history, keys, list(indicators), counts, q.params, ctes)
+
+
+#: Indicators of the final outcome that failure rates project.
+_RATE_INDICATORS = {
+    **{o: f"outcome = {_lit(o)}" for o in ("failed", "expired", "cancelled", "draft_expired", "draft_cancelled")},
+    "relayed_ind": "relayed",
+}
+_RATES = (
+    Ratio("failure_rate", "failed", "relayed_ind"),
+    Ratio("expiry_rate", "expired", "relayed_ind"),
+    Ratio("cancel_rate", "cancelled", "relayed_ind"),
+    Ratio("draft_expiry_rate", "draft_expired"),
+    Ratio("draft_cancel_rate", "draft_cancelled"),
+)
+
+
+def _rate_counts() -> dict[str, str]:
+    counts = {
+        "operations": "count(*)",
+        "relayed": "count(*) FILTER (WHERE relayed)",
+        "terminal": "count(*) FILTER (WHERE relayed AND finished)",
+    }
+    counts |= {o: f"count(*) FILTER (WHERE outcome = {_lit(o)})" for o in OPERATION_OUTCOMES}
+    return counts
 
 
 @takes_filters("channel", "network", "since", "until")
@@ -111,37 +228,34 @@ def failure_rates(
     by: Sequence[str] = ("network",),
     bucket: str | int | timedelta | None = None,
 ) -> pd.DataFrame:
-    """Outcomes of operations created in the period: counts, and failure, expiry and cancel rates with 95% Wilson
-    intervals.
+    """Outcomes of operations created in the period (``docs/metrics.md``), and failure, expiry and cancel rates
+    that account for the operations still in flight, with 95% intervals.
 
     One row per group of ``by`` (any of ``network``, ``chain_selector``, ``channel_id``, ``address`` — the wallet)
-    and per ``bucket`` of ``created_at``. ``terminal`` counts operations that reached an end: a terminal status, or
-    ``confirmed_latest`` on a network where only the latest stage is active (counted as ``confirmed``);
-    ``in_flight`` the others. Each rate is a share of ``terminal``, with ``<rate>_low``/``<rate>_high``.
+    and per ``bucket`` of ``created_at``. Counts (exact, of what has happened by the newest event):
+    ``operations``; ``relayed`` (reached ``accepted`` or later); ``terminal`` (relayed and ended); one per outcome:
+    ``confirmed`` (``confirmed``, or ``confirmed_latest`` on a latest-only network), ``failed``, ``expired``,
+    ``cancelled`` (relayed only), ``draft_expired``, ``draft_cancelled`` (ended while ``pending_signature``),
+    ``unknown`` (last status not in the vocabulary: its own outcome, never in flight); ``in_flight`` the others.
+
+    Rates: ``failure_rate``, ``expiry_rate``, ``cancel_rate`` are shares of the *relayed* operations;
+    ``draft_expiry_rate`` and ``draft_cancel_rate`` of all operations. Each estimates the value the group will
+    have once every operation in it has finished: in-flight operations count with the outcome probabilities of
+    finished operations that were in the same status at the same age (:mod:`toolkit.metrics.inflight`), and
+    ``<rate>_low``/``<rate>_high`` is a 95% interval that includes that projection's uncertainty (the plain Wilson
+    interval when nothing is in flight).
 
     Returns the DataFrame (``bucket`` tz-aware UTC).
     """
     cols = grouping(by, OPERATION_GROUPS, "failure_rates")
     q = where.sql("created_at")
     bucket_expr = bucket_sql(q, "created_at", bucket)
-    select, group = select_groups(cols, bucket_expr)
-    sql = f"""
-        WITH latest_only AS ({latest_only_sql()}),
-        ops AS (SELECT *, {outcome_sql()} AS outcome FROM operation_lifecycle)
-        SELECT {select}
-            count(*) AS operations,
-            count(outcome) AS terminal,
-            count(*) FILTER (WHERE outcome = 'confirmed') AS confirmed,
-            count(*) FILTER (WHERE outcome = 'failed') AS failed,
-            count(*) FILTER (WHERE outcome = 'expired') AS expired,
-            count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
-            count(*) - count(outcome) AS in_flight
-        FROM ops
-        {q.where()}
-        GROUP BY {group}
-    """
-    df = run(warehouse, sql, q.params)
-    df = rates(df, ("failed", "expired", "cancelled"), "terminal", ("failure_rate", "expiry_rate", "cancel_rate"))
+    keys = [(c, c) for c in cols] + ([(bucket_expr, "bucket")] if bucket_expr else [])
+    cohort = operation_cohort(q, keys, _RATE_INDICATORS, _rate_counts())
+    df = project(warehouse, cohort, _RATES)
+    order = ["operations", "relayed", "terminal", *OPERATION_OUTCOMES, "in_flight"]
+    rates = [c for r in _RATES for c in (r.name, f"{r.name}_low", f"{r.name}_high")]
+    df = df[[*(name for _, name in keys), *order, *rates]]
     return sort_rows(bucket_to_time(df), [*cols, "bucket"])
 
 

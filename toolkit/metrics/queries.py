@@ -17,7 +17,8 @@ from .common import (
     status_categorical,
     takes_filters,
 )
-from .stats import quantiles, rates, with_quantiles
+from .inflight import Cohort, Ratio, project
+from .stats import quantiles, with_quantiles
 
 QUERY_GROUPS = ("network", "chain_selector", "channel_id", "outcome")
 QUERY_OUTCOMES: tuple[str, ...] = (*(s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL), "in_flight")
@@ -42,9 +43,14 @@ def query_latency(
 
     Queries created in the period, grouped by ``by`` (any of ``network``, ``chain_selector``, ``channel_id``,
     ``outcome`` — completed, failed, expired or in_flight). Times: ``accepted_to_sending``, ``sending_to_sent``,
-    ``sent_to_terminal``, ``accepted_to_terminal``. Rates (shares of the ``finished`` queries, with 95% Wilson
-    intervals) are computed over the group without its outcome, so the rows of one network share them. ``status``
-    filters on the query's status.
+    ``sent_to_terminal``, ``accepted_to_terminal``. The outcome of a query is its terminal status with the latest
+    event time (on equal times the later stage); one that expired and was answered afterwards is ``expired`` and
+    counts in ``late_answers``. Rates (``failure_rate``, ``expiry_rate``, with ``<rate>_low``/``<rate>_high``, a
+    95% interval) are computed over the group without its outcome, so the rows of one network share them, as do
+    ``finished``, ``in_flight`` and ``late_answers``: each rate estimates the value the group will have once every
+    query in it has finished, in-flight queries counting with the outcome probabilities of finished queries that
+    were in the same status at the same age (:mod:`toolkit.metrics.inflight`). ``status`` filters on the query's
+    status.
 
     Returns the DataFrame (``outcome`` an ordered categorical).
     """
@@ -68,20 +74,57 @@ def query_latency(
         GROUP BY {group}
     """
     df = run(warehouse, with_quantiles(inner, [*cols, *_QUERY_COUNTS], outer), q.params)
-    df = _query_rates(df, [c for c in cols if c != "outcome"])
+    df = _query_rates(warehouse, where, df, [c for c in cols if c != "outcome"])
     if "outcome" in df.columns:
         df["outcome"] = status_categorical(df["outcome"], QUERY_OUTCOMES)
     return sort_rows(df, cols)
 
 
-def _query_rates(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Failure and expiry rates of finished queries over the groups of ``keys`` (all rows when empty)."""
+_QUERY_RATES = (Ratio("failure_rate", "i_failed"), Ratio("expiry_rate", "i_expired"))
+
+
+def _query_cohort(where: Filters, keys: list[str]) -> Cohort:
+    """The queries of the period as a cohort for the in-flight projection (:mod:`toolkit.metrics.inflight`):
+    indicators of failing and expiring; the reference is the time finished queries spent in each status before
+    the next (accepted, sending, sent)."""
+    q = where.sql("created_at", status_column="status")
+    moving = [s for s in spec.QUERY_STATUSES if s not in spec.QUERY_TERMINAL]
+    entered = " ".join(f"WHEN status = '{s}' THEN {s}_at" for s in moving)
+    ctes = f"""
+q_all AS (
+    SELECT *, terminal_status IS NOT NULL AS finished,
+        (terminal_status = 'failed')::INTEGER AS i_failed, (terminal_status = 'expired')::INTEGER AS i_expired,
+        coalesce(CASE {entered} END, created_at) AS entered_at
+    FROM query_lifecycle
+)"""
+    steps = []
+    for i, s in enumerate(moving):
+        later = ", ".join([*(f"{t}_at" for t in moving[i + 1 :]), "terminal_at"])
+        steps.append(
+            f"SELECT chain_selector, '{s}' AS status, epoch(least({later})) - epoch({s}_at) AS seconds, "
+            f"i_failed, i_expired FROM q_all WHERE finished AND {s}_at IS NOT NULL"
+        )
+    counts = {"late_answers": "count(*) FILTER (WHERE late_answer)"}
+    units = f"SELECT * FROM q_all {q.where()}"
+    return Cohort(
+        units, " UNION ALL ".join(steps), [(k, k) for k in keys], ["i_failed", "i_expired"], counts, q.params, ctes
+    )
+
+
+def _query_rates(warehouse: WarehouseLike, where: Filters, df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Failure and expiry rates of the queries over the groups of ``keys`` (all rows when empty), accounting for
+    the queries still in flight (``<rate>_low``/``<rate>_high`` a 95% interval), with ``finished``, ``in_flight``
+    and ``late_answers`` (expired, then answered) of the group."""
     counts = ["completed", "failed", "expired"]
     if keys:
         totals = df.groupby(keys, dropna=False)[counts].transform("sum")
     else:
         totals = pd.DataFrame({c: df[c].sum() for c in counts}, index=df.index)
     df["finished"] = totals.sum(axis=1)
-    df["_failed"], df["_expired"] = totals["failed"], totals["expired"]
-    df = rates(df, ("_failed", "_expired"), "finished", ("failure_rate", "expiry_rate"))
-    return df.drop(columns=["_failed", "_expired"])
+    projected = project(warehouse, _query_cohort(where, keys), _QUERY_RATES)
+    if not len(df):
+        return df.assign(**{c: pd.Series(dtype=float) for c in projected.columns if c not in keys})
+    merged = df.merge(projected, on=keys, how="left") if keys else df.assign(**projected.iloc[0].to_dict())
+    merged["in_flight"] = merged["in_flight"].fillna(0).astype("int64")
+    merged["late_answers"] = merged["late_answers"].fillna(0).astype("int64")
+    return merged

@@ -319,8 +319,32 @@ LEFT JOIN networks n ON n.chain_selector = l.chain_selector
 """
 
 
+def _query_terminal_by_time() -> str:
+    """SQL over ``j`` (the joined query): ``expired`` when it was answered (``completed``) at or after it expired;
+    else the terminal status with the latest time, on equal times the later stage; NULL when no terminal status
+    has a time."""
+    ends = [s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL]
+    rank = spec.QUERY_STAGE_ORDER
+    whens = []
+    for s in ends:
+        beats = [
+            f"(j.{o}_at IS NULL OR j.{o}_at {'<=' if rank[o] < rank[s] else '<'} j.{s}_at)" for o in ends if o != s
+        ]
+        whens.append(f"WHEN j.{_ident(s)}_at IS NOT NULL AND {' AND '.join(beats)} THEN {_literal(s)}")
+    expired, completed = spec.QueryStatus.EXPIRED.value, spec.QueryStatus.COMPLETED.value
+    late = f"WHEN j.{completed}_at >= j.{expired}_at THEN {_literal(expired)}"  # an answer after its time-to-live
+    return f"CASE {late} {' '.join(whens)} END"
+
+
 def _query_lifecycle_view() -> str:
+    """One row per query. Its outcome (``terminal_status``) is the terminal status with the latest event time (on
+    equal times the later stage); a query that reached ``expired`` and then ``completed`` (not before its expiry)
+    is ``expired`` with ``late_answer``: an answer after its time-to-live is not a success."""
     terminal = _literals(s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL)
+    expired, completed = spec.QueryStatus.EXPIRED.value, spec.QueryStatus.COMPLETED.value
+    at_of_outcome = " ".join(
+        f"WHEN {_literal(s)} THEN o.{_ident(s)}_at" for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL
+    )
     event_cols = ",\n        ".join(
         f"min(ts) FILTER (WHERE status = {_literal(s)}) AS {c}"
         for s, c in zip(spec.QUERY_STATUSES, QUERY_AT_COLUMNS, strict=True)
@@ -355,23 +379,33 @@ joined AS (
         q.query_kind,
         coalesce(q.created_at, q.accepted_at, ev.accepted_at) AS created_at,
         {status_cols},
-        coalesce({terminal_at}) AS terminal_at
+        coalesce({terminal_at}) AS first_terminal_at
     FROM queries q
     FULL OUTER JOIN ev USING (query_id)
+),
+outcome AS (
+    SELECT j.*,
+        coalesce({_query_terminal_by_time()}, CASE WHEN j.status IN ({terminal}) THEN j.status END) AS terminal_status
+    FROM joined j
+),
+timed AS (
+    SELECT o.*, coalesce(CASE o.terminal_status {at_of_outcome} END, o.first_terminal_at) AS terminal_at
+    FROM outcome o
 )
 SELECT
     j.query_id,
     j.channel_id,
     j.chain_selector,
     coalesce(n.name, j.chain_selector) AS network,
-    j.status,
+    coalesce(j.terminal_status, j.status) AS status,
     j.query_kind,
     j.created_at,
     {", ".join(f"j.{c}" for c in QUERY_AT_COLUMNS)},
-    CASE WHEN j.status IN ({terminal}) THEN j.status END AS terminal_status,
+    j.terminal_status,
     j.terminal_at,
+    coalesce(j.terminal_status = {_literal(expired)} AND j.{completed}_at >= j.{expired}_at, false) AS late_answer,
     epoch(j.terminal_at) - epoch(coalesce(j.accepted_at, j.created_at)) AS seconds_accepted_to_terminal
-FROM joined j
+FROM timed j
 LEFT JOIN networks n ON n.chain_selector = j.chain_selector
 """
 
