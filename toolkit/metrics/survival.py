@@ -178,3 +178,15 @@ def attach(df: pd.DataFrame, extra: pd.DataFrame, keys: Sequence[str]) -> pd.Dat
     for col in extra.columns:
         df[col] = extra[col].iloc[0] if len(extra) else np.nan
     return df
+
+
+def in_flight_operations_sql() -> str:
+    """SQL of the ids of the operations still in flight: no terminal status, and not ``confirmed_latest`` on a
+    latest-only network (that is their final stage). It reads a ``latest_only`` relation (chain selectors; see
+    :func:`~.outcomes.latest_only_sql`) that the statement must define."""
+    return """
+    SELECT operation_id FROM operation_lifecycle
+    WHERE terminal_status IS NULL
+      AND NOT (coalesce(last_status, '') = 'confirmed_latest'
+               AND chain_selector IN (SELECT chain_selector FROM latest_only))
+    """
