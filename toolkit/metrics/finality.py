@@ -10,13 +10,14 @@ from .common import (
     Filters,
     WarehouseLike,
     grouping,
+    latest_event_time,
     run,
     select_groups,
     sort_rows,
     takes_filters,
 )
 from .outcomes import latest_only_sql
-from .stats import quantiles, with_quantiles
+from .survival import attach, in_flight_operations_sql, join_notes, km_percentiles, percentile_name
 
 FINALITY_GROUPS = ("network", "chain_selector", "channel_id")
 
@@ -28,6 +29,9 @@ FINALITY_TIMES: dict[str, tuple[str, str]] = {
     "safe_to_finalized": ("confirmed_at", "confirmed_safe_at"),
     "latest_to_finalized": ("confirmed_at", "confirmed_latest_at"),
 }
+#: The percentiles of each finality time, and the finality stages' columns from weakest to strongest.
+FINALITY_PERCENTILES = (0.5, 0.9)
+_STAGE_COLUMNS = ("confirmed_latest_at", "confirmed_safe_at", "confirmed_at")
 _RELAYED = (
     "coalesce(accepted_at, sending_at, sent_at, broadcasting_at, confirmed_latest_at, confirmed_safe_at, "
     "confirmed_at, failed_at) IS NOT NULL"
@@ -51,17 +55,19 @@ def finality_breakdown(
     ``to_finalized``) and between stages (``latest_to_safe``, ``safe_to_finalized``, ``latest_to_finalized``),
     from the stages' own events. ``latest_only`` is True for networks where only the latest stage is active.
 
+    The times are Kaplan–Meier percentiles (:mod:`.survival`): an operation still in flight that has passed the
+    start stage but not reached the end stage is right-censored at the as-of time (the newest event time), counted
+    in ``<time>_censored``. An operation that ended (failed, expired, cancelled) without reaching the stage is not
+    an observation of that time (a competing outcome, excluded rather than censored: it will never get there); nor
+    is ``confirmed_safe``/``confirmed`` on a latest-only network. A percentile is NULL below the sample-size rule
+    (p50 from 2 observations, p90 from 10) or while the curve has not reached its level, and ``notes`` says why.
+
     Returns the DataFrame.
     """
     cols = grouping(by, FINALITY_GROUPS, "finality_breakdown")
     q = where.sql("created_at")
     q.clauses.append(_RELAYED)
     select, group = select_groups(cols)
-    aggs, outer = [], []
-    for name, (end, start) in FINALITY_TIMES.items():
-        agg, out = quantiles(f"epoch({end}) - epoch({start})", name)
-        aggs.append(agg)
-        outer += out
     inner = f"""
         WITH latest_only AS ({latest_only_sql()})
         SELECT {select}
@@ -70,21 +76,94 @@ def finality_breakdown(
             count(coalesce(confirmed_safe_at, confirmed_at)) AS reached_safe,
             count(confirmed_at) AS reached_finalized,
             count(*) FILTER (WHERE terminal_status = 'failed') AS failed,
-            bool_and(chain_selector IN (SELECT chain_selector FROM latest_only)) AS latest_only,
-            {", ".join(aggs)}
+            bool_and(chain_selector IN (SELECT chain_selector FROM latest_only)) AS latest_only
         FROM operation_lifecycle
         {q.where()}
         GROUP BY {group}
     """
-    df = run(warehouse, with_quantiles(inner, [*cols, *_FINALITY_COUNTS], outer), q.params)
+    df = run(warehouse, inner, q.params)
     total = df["operations"].where(df["operations"] > 0)
     for stage in ("latest", "safe", "finalized"):
         df[f"{stage}_share"] = df[f"reached_{stage}"] / total
     df["failed_share"] = df["failed"] / total
     df["latest_only"] = df["latest_only"].astype(bool)
     shares = ["latest_share", "safe_share", "finalized_share", "failed_share"]
-    df = df[[*cols, *_FINALITY_COUNTS[:5], *shares, "latest_only", *[c for c in df.columns if c.endswith("_s")]]]
+    df = df[[*cols, *_FINALITY_COUNTS[:5], *shares, "latest_only"]]
+    df = _with_finality_times(df, warehouse, where, cols)
     return sort_rows(df, cols)
+
+
+def _finality_time_counts(warehouse: WarehouseLike, where: Filters, cols: list[str]) -> pd.DataFrame:
+    """Per group of ``cols``, finality time and distinct duration: the ``events`` (the stage was reached after
+    that many seconds) and ``censored`` (in flight, the stage not reached yet: censored at the as-of time) counts.
+
+    The observations of a time are the relayed operations of the period that reached its start stage and either
+    reached its end stage or are still in flight without it (and without any later stage, whose event would then
+    be missing). An operation that ended without reaching the end stage (failed, expired, cancelled: a competing
+    outcome) is not an observation of it; nor are ``confirmed_safe``/``confirmed`` on a latest-only network.
+    """
+    q = where.sql("created_at")
+    q.clauses.append(_RELAYED)
+    select, _ = select_groups(cols)
+    as_of = latest_event_time(warehouse)
+    as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
+    key_list = "".join(f"{c}, " for c in cols)
+    parts = []
+    for name, (end, start) in FINALITY_TIMES.items():
+        later = _STAGE_COLUMNS[_STAGE_COLUMNS.index(end) + 1 :]
+        open_ = " AND ".join(["open", *(f"{c} IS NULL" for c in later)])
+        if end != "confirmed_latest_at":
+            open_ += " AND NOT latest_only_network"
+        parts.append(f"""
+        SELECT {key_list}'{name}' AS time,
+            CASE WHEN {end} IS NOT NULL THEN epoch({end}) - epoch({start})
+                 ELSE epoch({as_of_ref}) - epoch({start}) END AS duration,
+            count(*) FILTER (WHERE {end} IS NOT NULL) AS events,
+            count(*) FILTER (WHERE {end} IS NULL) AS censored
+        FROM base
+        WHERE {start} IS NOT NULL AND ({end} IS NOT NULL OR ({open_}))
+        GROUP BY ALL""")
+    sql = f"""
+        WITH latest_only AS ({latest_only_sql()}),
+        in_flight AS ({in_flight_operations_sql()}),
+        base AS (
+            SELECT {select}
+                accepted_at, {", ".join(_STAGE_COLUMNS)},
+                operation_id IN (SELECT operation_id FROM in_flight) AS open,
+                chain_selector IN (SELECT chain_selector FROM latest_only) AS latest_only_network
+            FROM operation_lifecycle
+            {q.where()}
+        )
+        {" UNION ALL ".join(parts)}
+    """
+    return run(warehouse, sql, q.params)
+
+
+def _with_finality_times(df: pd.DataFrame, warehouse: WarehouseLike, where: Filters, cols: list[str]) -> pd.DataFrame:
+    """``df`` (one row per group of ``cols``) with the Kaplan–Meier p50/p90 of every finality time
+    (``<time>_p50_s``, ``<time>_p90_s``), how many were censored (``<time>_censored``) and ``notes``."""
+    counts = _finality_time_counts(warehouse, where, cols)
+    gkeys = cols or ["_all"]
+    if not cols:
+        counts = counts.assign(_all=0)
+        df = df.assign(_all=0)
+    notes, censored = [], []
+    for name in FINALITY_TIMES:
+        km = km_percentiles(
+            counts[counts["time"] == name], gkeys, FINALITY_PERCENTILES, label=name, pending="not at the stage yet"
+        )
+        km = km.rename(
+            columns={f"{percentile_name(p)}_s": f"{name}_{percentile_name(p)}_s" for p in FINALITY_PERCENTILES}
+        )
+        km = km.rename(columns={"censored": f"{name}_censored", "notes": f"_{name}_notes"})
+        df = attach(df, km.drop(columns=["observations", "events"]), gkeys)
+        df[f"{name}_censored"] = df[f"{name}_censored"].fillna(0).astype("int64")
+        censored.append(f"{name}_censored")
+        notes.append(df.pop(f"_{name}_notes").fillna(f"{name}: no observations"))
+    df["notes"] = join_notes(*notes)
+    times = [f"{name}_{percentile_name(p)}_s" for name in FINALITY_TIMES for p in FINALITY_PERCENTILES]
+    df = df.drop(columns=["_all"], errors="ignore")
+    return df[[c for c in df.columns if c not in (*times, *censored, "notes")] + [*times, *censored, "notes"]]
 
 
 @takes_filters("channel", "network", "since", "until")

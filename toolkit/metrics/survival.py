@@ -136,7 +136,10 @@ def km_percentiles(
         value[small] = np.nan
         out[f"{name}_s"] = value
         for i in np.flatnonzero(small | unreached):
-            if small[i]:
+            if n_obs[i] == 0:
+                if not notes[i]:
+                    notes[i].append(f"{label or 'all'}: no observations")
+            elif small[i]:
                 notes[i].append(f"{prefix}{name}: n={int(n_obs[i])} < {need}")
             else:
                 notes[i].append(
