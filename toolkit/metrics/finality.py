@@ -17,7 +17,7 @@ from .common import (
     takes_filters,
 )
 from .outcomes import latest_only_sql
-from .survival import attach, in_flight_operations_sql, join_notes, km_percentiles, percentile_name
+from .survival import in_flight_operations_sql, with_km_times
 
 FINALITY_GROUPS = ("network", "chain_selector", "channel_id")
 
@@ -143,27 +143,7 @@ def _with_finality_times(df: pd.DataFrame, warehouse: WarehouseLike, where: Filt
     """``df`` (one row per group of ``cols``) with the Kaplan–Meier p50/p90 of every finality time
     (``<time>_p50_s``, ``<time>_p90_s``), how many were censored (``<time>_censored``) and ``notes``."""
     counts = _finality_time_counts(warehouse, where, cols)
-    gkeys = cols or ["_all"]
-    if not cols:
-        counts = counts.assign(_all=0)
-        df = df.assign(_all=0)
-    notes, censored = [], []
-    for name in FINALITY_TIMES:
-        km = km_percentiles(
-            counts[counts["time"] == name], gkeys, FINALITY_PERCENTILES, label=name, pending="not at the stage yet"
-        )
-        km = km.rename(
-            columns={f"{percentile_name(p)}_s": f"{name}_{percentile_name(p)}_s" for p in FINALITY_PERCENTILES}
-        )
-        km = km.rename(columns={"censored": f"{name}_censored", "notes": f"_{name}_notes"})
-        df = attach(df, km.drop(columns=["observations", "events"]), gkeys)
-        df[f"{name}_censored"] = df[f"{name}_censored"].fillna(0).astype("int64")
-        censored.append(f"{name}_censored")
-        notes.append(df.pop(f"_{name}_notes").fillna(f"{name}: no observations"))
-    df["notes"] = join_notes(*notes)
-    times = [f"{name}_{percentile_name(p)}_s" for name in FINALITY_TIMES for p in FINALITY_PERCENTILES]
-    df = df.drop(columns=["_all"], errors="ignore")
-    return df[[c for c in df.columns if c not in (*times, *censored, "notes")] + [*times, *censored, "notes"]]
+    return with_km_times(df, counts, cols, list(FINALITY_TIMES), FINALITY_PERCENTILES, pending="not at the stage yet")
 
 
 @takes_filters("channel", "network", "since", "until")

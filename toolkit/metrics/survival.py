@@ -193,3 +193,39 @@ def in_flight_operations_sql() -> str:
       AND NOT (coalesce(last_status, '') = 'confirmed_latest'
                AND chain_selector IN (SELECT chain_selector FROM latest_only))
     """
+
+
+def with_km_times(
+    df: pd.DataFrame,
+    counts: pd.DataFrame,
+    keys: Sequence[str],
+    names: Sequence[str],
+    probs: Sequence[float],
+    *,
+    pending: str,
+) -> pd.DataFrame:
+    """``df`` (one row per group of ``keys``) with the Kaplan–Meier percentiles of several durations.
+
+    Arguments: ``counts`` one row per group, duration name (column ``time``, one of ``names``) and distinct
+    ``duration``, with ``events`` and ``censored`` counts; ``probs`` the percentiles; ``pending`` how the notes
+    word the censored. Adds ``<name>_p50_s``, ... per name, then ``<name>_censored`` per name, then ``notes``
+    (every name's reasons joined). Returns the new frame, rows in ``df``'s order.
+    """
+    keys = list(keys)
+    gkeys = keys or ["_all"]
+    if not keys:
+        counts = counts.assign(_all=0)
+        df = df.assign(_all=0)
+    notes, censored = [], []
+    for name in names:
+        km = km_percentiles(counts[counts["time"] == name], gkeys, probs, label=name, pending=pending)
+        km = km.rename(columns={f"{percentile_name(p)}_s": f"{name}_{percentile_name(p)}_s" for p in probs})
+        km = km.rename(columns={"censored": f"{name}_censored", "notes": f"_{name}_notes"})
+        df = attach(df, km.drop(columns=["observations", "events"]), gkeys)
+        df[f"{name}_censored"] = df[f"{name}_censored"].fillna(0).astype("int64")
+        censored.append(f"{name}_censored")
+        notes.append(df.pop(f"_{name}_notes").fillna(f"{name}: no observations"))
+    df["notes"] = join_notes(*notes)
+    times = [f"{name}_{percentile_name(p)}_s" for name in names for p in probs]
+    df = df.drop(columns=["_all"], errors="ignore")
+    return df[[c for c in df.columns if c not in (*times, *censored, "notes")] + [*times, *censored, "notes"]]
