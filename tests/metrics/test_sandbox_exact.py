@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-import numpy as np
+import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
+from tests.metrics.km_reference import km_percentile
 from toolkit import metrics, spec
 from toolkit.config import Settings
 from toolkit.sync import sync
@@ -94,13 +95,33 @@ def test_failure_rates_match_the_truth_exactly(synced, truth) -> None:
     assert df["failed"].sum() > 0 and df["expired"].sum() > 0 and df["cancelled"].sum() > 0
 
 
-def quantiles(values: list[float]) -> tuple[float, float]:
-    if not values:
-        return (math.nan, math.nan)
-    return float(np.quantile(values, 0.5)), float(np.quantile(values, 0.9))
+#: The finality times, written out here rather than read from the code under test: (end status, start status).
+STAGE_TIMES = {
+    "to_latest": ("confirmed_latest", "accepted"),
+    "to_safe": ("confirmed_safe", "accepted"),
+    "to_finalized": ("confirmed", "accepted"),
+    "latest_to_safe": ("confirmed_safe", "confirmed_latest"),
+    "safe_to_finalized": ("confirmed", "confirmed_safe"),
+    "latest_to_finalized": ("confirmed", "confirmed_latest"),
+}
+STAGES = ("confirmed_latest", "confirmed_safe", "confirmed")
 
 
-def test_finality_breakdown_matches_the_truth_exactly(synced, truth) -> None:
+@pytest.fixture(scope="module")
+def as_of(synced) -> float:
+    """The time the data is as of: the newest event time stored (unix seconds), read with plain SQL."""
+    with duckdb.connect(synced, read_only=True) as con:
+        return float(con.execute("SELECT epoch(max(ts)) FROM events").fetchone()[0])
+
+
+def percentiles(observations: list[tuple[float, bool]]) -> tuple[float, float]:
+    """p50 and p90 of (duration, censored) pairs by the naive reference Kaplan-Meier, with the sample-size rule."""
+    durations = [d for d, _ in observations]
+    censored = [c for _, c in observations]
+    return km_percentile(durations, censored, 0.5), km_percentile(durations, censored, 0.9)
+
+
+def test_finality_breakdown_matches_the_truth_exactly(synced, truth, as_of) -> None:
     network, moves, _, _, _ = truth
     latest_only = latest_only_networks(network, moves)
     per: dict[str, dict] = defaultdict(lambda: defaultdict(int) | {"times": defaultdict(list)})
@@ -113,11 +134,19 @@ def test_finality_breakdown_matches_the_truth_exactly(synced, truth) -> None:
         row["reached_latest"] += bool({"confirmed_latest", "confirmed_safe", "confirmed"} & set(entered))
         row["reached_safe"] += bool({"confirmed_safe", "confirmed"} & set(entered))
         row["reached_finalized"] += "confirmed" in entered
-        row["failed"] += last_status(entered) == "failed"
-        for label, (end, start) in metrics.FINALITY_TIMES.items():
-            end_s, start_s = end.removesuffix("_at"), start.removesuffix("_at")
-            if end_s in entered and start_s in entered:
-                row["times"][label].append(entered[end_s] - entered[start_s])
+        last = last_status(entered)
+        row["failed"] += last == "failed"
+        in_flight = last not in spec.OPERATION_TERMINAL and not (last == "confirmed_latest" and name in latest_only)
+        for label, (end, start) in STAGE_TIMES.items():
+            if start not in entered:
+                continue
+            if end in entered:
+                row["times"][label].append((entered[end] - entered[start], False))
+                continue
+            later = STAGES[STAGES.index(end) + 1 :]
+            never = name in latest_only and end != "confirmed_latest"
+            if in_flight and not never and not set(later) & set(entered):
+                row["times"][label].append((as_of - entered[start], True))
     df = metrics.finality_breakdown(synced).set_index("network")
     assert set(df.index) == set(per)
     for name, want in per.items():
@@ -125,16 +154,18 @@ def test_finality_breakdown_matches_the_truth_exactly(synced, truth) -> None:
         for col in ("operations", "reached_latest", "reached_safe", "reached_finalized", "failed"):
             assert got[col] == want[col], (name, col)
         assert bool(got.latest_only) == (name in latest_only)
-        for label in metrics.FINALITY_TIMES:
-            p50, p90 = quantiles(want["times"][label])
+        for label in STAGE_TIMES:
+            observations = want["times"][label]
+            p50, p90 = percentiles(observations)
             assert (got[f"{label}_p50_s"], got[f"{label}_p90_s"]) == pytest.approx((p50, p90), nan_ok=True), (
                 name,
                 label,
             )
+            assert got[f"{label}_censored"] == sum(c for _, c in observations), (name, label)
     assert df["latest_only"].any() and not df["latest_only"].all()
 
 
-def test_query_latency_matches_the_truth_exactly(synced, truth) -> None:
+def test_query_latency_matches_the_truth_exactly(synced, truth, as_of) -> None:
     _, _, _, queries, names = truth
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for q in queries:
@@ -146,14 +177,32 @@ def test_query_latency_matches_the_truth_exactly(synced, truth) -> None:
     for key, qs in groups.items():
         row = got[key]
         assert row.queries == len(qs)
-        terminal = [q for q in qs if q["status"] in spec.QUERY_TERMINAL]
-        pairs = {
-            "accepted_to_sending": [q["sending_at"] - q["accepted_at"] for q in qs if q.get("sending_at")],
-            "sending_to_sent": [q["sent_at"] - q["sending_at"] for q in qs if q.get("sent_at") and q.get("sending_at")],
-            "sent_to_terminal": [q[f"{q['status']}_at"] - q["sent_at"] for q in terminal if q.get("sent_at")],
-            "accepted_to_terminal": [q[f"{q['status']}_at"] - q["accepted_at"] for q in terminal],
-        }
-        for label, values in pairs.items():
+        pairs: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+        for q in qs:
+            done = q["status"] in spec.QUERY_TERMINAL
+            at = {s: q.get(f"{s}_at") for s in ("accepted", "sending", "sent")}
+            at["terminal"] = q.get(f"{q['status']}_at") if done else None
+            for label, (start, end, later) in (
+                ("accepted_to_sending", ("accepted", "sending", ("sent", "terminal"))),
+                ("sending_to_sent", ("sending", "sent", ("terminal",))),
+                ("sent_to_terminal", ("sent", "terminal", ())),
+                ("accepted_to_terminal", ("accepted", "terminal", ())),
+            ):
+                if not at[start]:
+                    continue
+                if at[end]:
+                    pairs[label].append((at[end] - at[start], False))
+                elif not done and not any(at[s] for s in later):
+                    pairs[label].append((as_of - at[start], True))  # in flight: censored now
+        for label in ("accepted_to_sending", "sending_to_sent", "sent_to_terminal", "accepted_to_terminal"):
+            observations = pairs[label]
             assert (getattr(row, f"{label}_p50_s"), getattr(row, f"{label}_p90_s")) == pytest.approx(
-                quantiles(values), nan_ok=True
+                percentiles(observations), nan_ok=True
             ), (key, label)
+            assert getattr(row, f"{label}_censored") == sum(c for _, c in observations), (key, label)
+
+
+def test_the_comparison_covers_censored_operations(synced) -> None:
+    df = metrics.finality_breakdown(synced)
+    assert df[[c for c in df.columns if c.endswith("_censored")]].to_numpy().sum() > 0
+    assert metrics.status_latency(synced)["censored"].sum() > 0

@@ -117,7 +117,7 @@ def _finality_time_counts(warehouse: WarehouseLike, where: Filters, cols: list[s
         parts.append(f"""
         SELECT {key_list}'{name}' AS time,
             CASE WHEN {end} IS NOT NULL THEN epoch({end}) - epoch({start})
-                 ELSE epoch({as_of_ref}) - epoch({start}) END AS duration,
+                 ELSE epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch({start}) END AS duration,
             count(*) FILTER (WHERE {end} IS NOT NULL) AS events,
             count(*) FILTER (WHERE {end} IS NULL) AS censored
         FROM base

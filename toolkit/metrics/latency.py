@@ -101,7 +101,8 @@ def status_latency(
         )
         SELECT {key_list}'in' AS kind,
             coalesce(seconds_in_status,
-                     CASE WHEN is_censored THEN epoch({as_of_ref}) - epoch(entered_at) END) AS duration,
+                     CASE WHEN is_censored
+                          THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END) AS duration,
             count(*) AS entered,
             count(seconds_in_status) AS events,
             count(*) FILTER (WHERE is_censored) AS censored

@@ -96,7 +96,7 @@ def _query_time_counts(warehouse: WarehouseLike, where: Filters, cols: list[str]
         parts.append(f"""
         SELECT {key_list}'{name}' AS time,
             CASE WHEN {end} IS NOT NULL THEN epoch({end}) - epoch(_start{i})
-                 ELSE epoch({as_of_ref}) - epoch(_start{i}) END AS duration,
+                 ELSE epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(_start{i}) END AS duration,
             count(*) FILTER (WHERE {end} IS NOT NULL) AS events,
             count(*) FILTER (WHERE {end} IS NULL) AS censored
         FROM base
