@@ -34,7 +34,7 @@ VIEWS: dict[str, str] = {
     "stuck": "Stuck operations",
 }
 _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "latency": ("network", "status", "entered", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
+    "latency": ("network", "status", "entered", "n", "censored", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
     "failure": (
         "network",
         "operations",

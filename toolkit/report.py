@@ -476,7 +476,7 @@ img { max-width: 100%; }
 
 #: Per table: the columns shown in the HTML report (the CSV/Parquet files hold every column).
 _SHOWN: dict[str, tuple[str, ...]] = {
-    "status_latency": ("network", "status", "entered", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
+    "status_latency": ("network", "status", "entered", "n", "censored", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
     "failure_rates": (
         "network",
         "operations",
@@ -517,6 +517,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
         "to_latest_p50_s",
         "to_finalized_p50_s",
         "to_finalized_p90_s",
+        "to_finalized_censored",
     ),
     "query_latency": (
         "network",
@@ -524,6 +525,7 @@ _SHOWN: dict[str, tuple[str, ...]] = {
         "queries",
         "accepted_to_terminal_p50_s",
         "accepted_to_terminal_p90_s",
+        "accepted_to_terminal_censored",
         "failure_rate",
         "expiry_rate",
     ),

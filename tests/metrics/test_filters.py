@@ -161,10 +161,11 @@ def test_chain_selectors_stay_exact_text(warehouse) -> None:
 
 def test_metrics_take_a_path_and_open_it_read_only(tmp_path) -> None:
     path = tmp_path / "w.duckdb"
-    build(path, events=ladder("a", ("accepted", "sending"), (0, 3))).close()
+    events = ladder("a", ("accepted", "sending"), (0, 3)) + ladder("b", ("accepted", "sending"), (0, 5))
+    build(path, events=events).close()
     for name, func in metrics.METRICS.items():
         assert isinstance(func(str(path)), pd.DataFrame), name
-    assert metrics.status_latency(path).loc[0, "p50_s"] == 3.0
+    assert metrics.status_latency(path).loc[0, "p50_s"] == 4.0  # 3 and 5: a p50 needs two, their midpoint
 
 
 def test_an_empty_warehouse_gives_empty_frames(tmp_path) -> None:

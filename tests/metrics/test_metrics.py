@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -21,6 +22,7 @@ from tests.metrics.builders import (
     watcher_record,
     watcher_status,
 )
+from tests.metrics.km_reference import km_percentile
 from toolkit import metrics, spec
 
 FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
@@ -43,28 +45,80 @@ def make(tmp_path, mode: str, **records):
 
 def test_status_latency_over_daily_buckets(tmp_path, mode) -> None:
     day = 86_400
-    events = ladder("a", ("accepted", "sending"), (0, 10)) + ladder("b", ("accepted", "sending"), (day, day + 20))
+    events = ladder("a", ("accepted", "sending"), (0, 10)) + ladder("a2", ("accepted", "sending"), (0, 14))
+    events += ladder("b", ("accepted", "sending"), (day, day + 20)) + ladder(
+        "b2", ("accepted", "sending"), (day, day + 30)
+    )
     wh = make(tmp_path, mode, events=events)
     df = metrics.status_latency(wh, by=["status"], bucket="1d")
     day0 = pd.Timestamp(T0, unit="s", tz="UTC").floor("D")
-    got = [(r.status, r.bucket, r.entered, r.n, r.p50_s) for r in df.itertuples()]
-    assert got[0] == ("accepted", day0, 1, 1, 10.0)
-    assert got[1] == ("accepted", day0 + pd.Timedelta(days=1), 1, 1, 20.0)
-    assert [(g[0], g[1], g[3]) for g in got[2:]] == [("sending", day0, 0), ("sending", day0 + pd.Timedelta(days=1), 0)]
+    got = [(r.status, r.bucket, r.entered, r.n, r.censored, r.p50_s) for r in df.itertuples()]
+    # two finished per day, nothing censored: the p50 of two values is their midpoint
+    assert got[0] == ("accepted", day0, 2, 2, 0, 12.0)
+    assert got[1] == ("accepted", day0 + pd.Timedelta(days=1), 2, 2, 0, 25.0)
+    # every operation is still in `sending` as of the newest event (day + 30): censored, so no durations ended
+    assert [(g[0], g[1], g[3], g[4]) for g in got[2:]] == [
+        ("sending", day0, 0, 2),
+        ("sending", day0 + pd.Timedelta(days=1), 0, 2),
+    ]
     assert str(df["bucket"].dtype) == "datetime64[us, UTC]"
 
 
 def test_status_latency_quantiles_and_time_since_creation(tmp_path, mode) -> None:
+    gaps = [2 * (i + 1) for i in range(10)]  # 2, 4, ..., 20
     events = []
-    for i, gap in enumerate((2, 4, 6, 8, 10)):
+    for i, gap in enumerate(gaps):
         events += ladder(f"op{i}", ("accepted", "sending"), (0, gap))
     wh = make(tmp_path, mode, events=events, operations=[op_record("op0", "sending", created=-3, updated=2)])
     row = metrics.status_latency(wh, by=["network", "status"], status="accepted").iloc[0]
-    assert (row.network, row.status, row.entered, row.n, row.mean_s) == ("Ethereum Mainnet", "accepted", 5, 5, 6.0)
-    assert (row.p50_s, row.p90_s, row.p99_s, row.max_s) == (6.0, 9.2, pytest.approx(9.92), 10.0)
+    assert (row.network, row.status, row.entered, row.n, row.censored) == ("Ethereum Mainnet", "accepted", 10, 10, 0)
+    assert row.mean_s == pytest.approx(np.mean(gaps))
+    # nothing censored: Hyndman-Fan type 2; p99 needs 100 observations
+    want = [float(np.quantile(gaps, q, method="averaged_inverted_cdf")) for q in (0.5, 0.9)]
+    assert [row.p50_s, row.p90_s, row.max_s] == [*want, 20.0] == [11.0, 19.0, 20.0]
+    assert math.isnan(row.p99_s) and row.notes == "p99: n=10 < 100"
     sending = metrics.status_latency(wh, by=["status"], status="sending").iloc[0]
-    assert sending.n == 0 and math.isnan(sending.p50_s)
-    assert sending.since_created_p50_s == 6.0  # op0 counts from its record's created_at: 2 + 3 = 5; others 4..10
+    assert (sending.n, sending.censored) == (0, 10) and math.isnan(sending.p50_s)
+    # op0 counts from its record's created_at: 2 + 3 = 5; the others from their first event: 4, 6, ..., 20
+    since = [5, *gaps[1:]]
+    assert sending.since_created_p50_s == float(np.quantile(since, 0.5, method="averaged_inverted_cdf"))
+    assert sending.since_created_p90_s == float(np.quantile(since, 0.9, method="averaged_inverted_cdf"))
+
+
+def test_status_latency_censors_operations_still_in_a_status(tmp_path, mode) -> None:
+    events = []
+    for i, gap in enumerate((10, 20, 30, 40)):
+        events += ladder(f"a{i}", ("accepted", "sending", "sent"), (0, gap, gap + 1))
+    events += ladder("c", ("accepted", "sending", "failed"), (0, 5, 100), reason="nonce too low")  # newest: T0+100
+    events += ladder("b0", ("accepted",), (50,))  # still accepted: censored at 100 - 50 = 50
+    events += ladder("b1", ("accepted",), (60,))  # censored at 40
+    events += ladder("r", ("accepted",), (70,))  # its record says it expired: not in flight, not censored
+    events += ladder("m", TO_LATEST, (0, 1, 2, 3, 4))  # mainnet, waiting for safe: censored in confirmed_latest
+    events += ladder("s", TO_LATEST, (0, 1, 2, 3, 4), chain=SEPOLIA)  # latest-only: final, no duration
+    wh = make(tmp_path, mode, events=events, operations=[op_record("r", "expired", updated=80)])
+    df = metrics.status_latency(wh).set_index(["network", "status"])
+    accepted = df.loc[("Ethereum Mainnet", "accepted")]
+    # accepted: ended 10, 20, 30, 40, 5 (and m's 1); censored 50 and 40; r's time is unknown and left out.
+    durations = [10, 20, 30, 40, 5, 1, 50, 40]
+    censored = [False] * 6 + [True] * 2
+    assert (accepted.entered, accepted.n, accepted.censored) == (9, 6, 2)
+    # by hand, 8 observations: S(1)=7/8 S(5)=6/8 S(10)=5/8 S(20)=4/8 exactly -> midpoint to the next event, 30: 25;
+    # the finished-only median would be 15 (1, 5, 10, 20, 30, 40)
+    assert accepted.p50_s == km_percentile(durations, censored, 0.5) == 25.0
+    assert np.median([10, 20, 30, 40, 5, 1]) == 15.0
+    assert math.isnan(accepted.p90_s) and "p90: n=8 < 10" in accepted.notes
+    assert accepted.mean_s == pytest.approx(np.mean([10, 20, 30, 40, 5, 1]))
+    sending = df.loc[("Ethereum Mainnet", "sending")]
+    assert (sending.entered, sending.n, sending.censored) == (6, 6, 0)  # a* to sent, c to failed, m to sent
+    failed = df.loc[("Ethereum Mainnet", "failed")]
+    assert (failed.entered, failed.n, failed.censored) == (1, 0, 0) and math.isnan(failed.p50_s)
+    assert failed.notes.startswith("no durations: 1 entered")
+    sent = df.loc[("Ethereum Mainnet", "sent")]
+    assert (sent.entered, sent.n, sent.censored) == (5, 1, 4)  # a0..a3 still in sent; m moved on
+    latest = df.loc[("Ethereum Mainnet", "confirmed_latest")]
+    assert (latest.entered, latest.n, latest.censored) == (1, 0, 1)
+    sep = df.loc[("Ethereum Sepolia", "confirmed_latest")]
+    assert (sep.entered, sep.n, sep.censored) == (1, 0, 0)
 
 
 # ---- failure rates -----------------------------------------------------------------------------------------------
@@ -223,17 +277,25 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
     assert (sep.latest_share_low, sep.latest_share_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
     assert not eth.latest_only and sep.latest_only
     assert pd.isna(eth.latest_only_basis) and sep.latest_only_basis == "testnet"
-    assert (eth.to_latest_p50_s, eth.to_latest_p90_s) == (22.5, 28.5)
-    assert (eth.to_safe_p50_s, eth.to_safe_p90_s) == (405.0, 409.0)
-    assert (eth.to_finalized_p50_s, eth.to_finalized_p90_s) == (810.0, 818.0)
-    assert (eth.latest_to_safe_p50_s, eth.safe_to_finalized_p50_s, eth.latest_to_finalized_p90_s) == (
-        385.0,
-        405.0,
-        785.0,
-    )
+    # As of the newest event (T0 + 820), e4 waits in confirmed_latest on a mainnet: censored for the later stages
+    # (at 820 s since accepted, 790 s since latest). e2's missing latest event leaves it out of to_latest; e3 failed
+    # and is no observation of any stage time. Two or three observations each: no p90 (it needs 10).
+    assert (eth.to_latest_p50_s, eth.to_latest_censored) == (22.5, 0)  # 15 and 30: the midpoint
+    # to_safe: 400, 410 and 820 censored: S(400) = 2/3, S(410) = 1/3 -> 410 (405 from the finished alone)
+    assert (eth.to_safe_p50_s, eth.to_safe_censored) == (410.0, 1)
+    # to_finalized: 800, 820 and 820 censored (the event first): S(800) = 2/3, S(820) = 1/3 -> 820
+    assert (eth.to_finalized_p50_s, eth.to_finalized_censored) == (820.0, 1)
+    # latest_to_safe: 385 and 790 censored: S(385) = 1/2 and no later event -> 385; same for latest_to_finalized
+    assert (eth.latest_to_safe_p50_s, eth.latest_to_safe_censored) == (385.0, 1)
+    assert (eth.safe_to_finalized_p50_s, eth.safe_to_finalized_censored) == (405.0, 0)
+    assert (eth.latest_to_finalized_p50_s, eth.latest_to_finalized_censored) == (785.0, 1)
+    for label in metrics.FINALITY_TIMES:
+        assert math.isnan(eth[f"{label}_p90_s"]), label
+    assert "to_safe p90: n=3 < 10" in eth.notes
     assert (sep.operations, sep.reached_latest, sep.reached_safe, sep.reached_finalized) == (2, 2, 0, 0)
-    assert (sep.to_latest_p50_s, sep.to_latest_p90_s) == (16.0, pytest.approx(19.2))
-    assert math.isnan(sep.to_safe_p50_s)
+    assert (sep.to_latest_p50_s, sep.to_safe_censored) == (16.0, 0)  # latest-only: safe is never coming
+    assert math.isnan(sep.to_latest_p90_s) and math.isnan(sep.to_safe_p50_s)
+    assert "to_safe: no observations" in sep.notes
     times = metrics.finality_times(tmp_path / "w.duckdb")
     assert sorted(times.loc[times.network == "Ethereum Mainnet", "to_latest_s"].dropna()) == [15.0, 30.0]
 
@@ -275,9 +337,19 @@ def test_query_latency_per_network_and_outcome(tmp_path, mode) -> None:
     assert (df["finished"] == 4).all()
     assert (df["failure_rate"] == 0.25).all() and (df["expiry_rate"] == 0.25).all()
     expired = df.iloc[2]
-    assert expired.sent_to_terminal_p50_s == 298.0
+    assert math.isnan(expired.sent_to_terminal_p50_s) and "sent_to_terminal p50: n=1 < 2" in expired.notes
+    # q5 is in flight in `sending` as of the newest event (T0 + 300): censored at 299 s since sending and 300 s
+    # since accepted; its accepted_to_sending (1 s) is known
+    flight = df.iloc[3]
+    assert (flight.accepted_to_sending_censored, flight.sending_to_sent_censored) == (0, 1)
+    assert (flight.sent_to_terminal_censored, flight.accepted_to_terminal_censored) == (0, 1)
+    assert (done.accepted_to_terminal_censored, done.sending_to_sent_censored) == (0, 0)
     overall = metrics.query_latency(tmp_path / "w.duckdb", by=[])
     assert (overall.loc[0, "queries"], overall.loc[0, "finished"], overall.loc[0, "failure_rate"]) == (5, 4, 0.25)
+    # accepted_to_terminal over all five: 13, 24, 12, 300 ended and q5 censored at 300 (after the expiry: events
+    # first): S(12)=4/5 S(13)=3/5 S(24)=2/5 -> p50 24 (the finished alone: 18.5)
+    assert overall.loc[0, "accepted_to_terminal_p50_s"] == 24.0
+    assert overall.loc[0, "accepted_to_terminal_censored"] == 1
 
 
 # ---- stuck operations --------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from .common import (
     Filters,
     WarehouseLike,
     grouping,
+    latest_event_time,
     run,
     select_groups,
     sort_rows,
@@ -17,7 +18,7 @@ from .common import (
 )
 from .inflight import Ratio, project
 from .outcomes import latest_only_basis_sql, latest_only_sql, operation_cohort
-from .stats import quantiles, with_quantiles
+from .survival import in_flight_operations_sql, with_km_times
 
 FINALITY_GROUPS = ("network", "chain_selector", "channel_id")
 
@@ -29,6 +30,9 @@ FINALITY_TIMES: dict[str, tuple[str, str]] = {
     "safe_to_finalized": ("confirmed_at", "confirmed_safe_at"),
     "latest_to_finalized": ("confirmed_at", "confirmed_latest_at"),
 }
+#: The percentiles of each finality time, and the finality stages' columns from weakest to strongest.
+FINALITY_PERCENTILES = (0.5, 0.9)
+_STAGE_COLUMNS = ("confirmed_latest_at", "confirmed_safe_at", "confirmed_at")
 _RELAYED = (
     "coalesce(accepted_at, sending_at, sent_at, broadcasting_at, confirmed_latest_at, confirmed_safe_at, "
     "confirmed_at, failed_at) IS NOT NULL"
@@ -59,17 +63,19 @@ def finality_breakdown(
     or ``confirmed``), and ``latest_only_basis`` says how (``testnet``; ``inferred`` for a network without a type,
     read from its operations; NULL for mainnets).
 
+    The times are Kaplan–Meier percentiles (:mod:`.survival`): an operation still in flight that has passed the
+    start stage but not reached the end stage is right-censored at the as-of time (the newest event time), counted
+    in ``<time>_censored``. An operation that ended (failed, expired, cancelled) without reaching the stage is not
+    an observation of that time (a competing outcome, excluded rather than censored: it will never get there); nor
+    is ``confirmed_safe``/``confirmed`` on a latest-only network. A percentile is NULL below the sample-size rule
+    (p50 from 2 observations, p90 from 10) or while the curve has not reached its level, and ``notes`` says why.
+
     Returns the DataFrame.
     """
     cols = grouping(by, FINALITY_GROUPS, "finality_breakdown")
     q = where.sql("created_at")
     q.clauses.append(_RELAYED)
     select, group = select_groups(cols)
-    aggs, outer = [], []
-    for name, (end, start) in FINALITY_TIMES.items():
-        agg, out = quantiles(f"epoch({end}) - epoch({start})", name)
-        aggs.append(agg)
-        outer += out
     inner = f"""
         WITH latest_only AS ({latest_only_sql()})
         SELECT {select}
@@ -78,16 +84,16 @@ def finality_breakdown(
             count(coalesce(confirmed_safe_at, confirmed_at)) AS reached_safe,
             count(confirmed_at) AS reached_finalized,
             count(*) FILTER (WHERE terminal_status = 'failed') AS failed,
-            bool_and(chain_selector IN (SELECT chain_selector FROM latest_only)) AS latest_only,
-            {", ".join(aggs)}
+            bool_and(chain_selector IN (SELECT chain_selector FROM latest_only)) AS latest_only
         FROM operation_lifecycle
         {q.where()}
         GROUP BY {group}
     """
-    df = run(warehouse, with_quantiles(inner, [*cols, *_FINALITY_COUNTS], outer), q.params)
+    df = run(warehouse, inner, q.params)
     df["latest_only"] = df["latest_only"].astype(bool)
     df, shares = _projected_shares(warehouse, where, cols, df)
-    df = df[[*cols, *_FINALITY_COUNTS[:5], *shares, "latest_only", *[c for c in df.columns if c.endswith("_s")]]]
+    df = df[[*cols, *_FINALITY_COUNTS[:5], *shares, "latest_only"]]
+    df = _with_finality_times(df, warehouse, where, cols)
     return sort_rows(df, cols)
 
 
@@ -119,6 +125,59 @@ def _projected_shares(
     merged["in_flight"] = merged["in_flight"].fillna(0).astype("int64")
     new = [c for r in ratios for c in (r.name, f"{r.name}_low", f"{r.name}_high")]
     return merged, ["in_flight", *new, "latest_only_basis"]
+
+
+def _finality_time_counts(warehouse: WarehouseLike, where: Filters, cols: list[str]) -> pd.DataFrame:
+    """Per group of ``cols``, finality time and distinct duration: the ``events`` (the stage was reached after
+    that many seconds) and ``censored`` (in flight, the stage not reached yet: censored at the as-of time) counts.
+
+    The observations of a time are the relayed operations of the period that reached its start stage and either
+    reached its end stage or are still in flight without it (and without any later stage, whose event would then
+    be missing). An operation that ended without reaching the end stage (failed, expired, cancelled: a competing
+    outcome) is not an observation of it; nor are ``confirmed_safe``/``confirmed`` on a latest-only network.
+    """
+    q = where.sql("created_at")
+    q.clauses.append(_RELAYED)
+    select, _ = select_groups(cols)
+    as_of = latest_event_time(warehouse)
+    as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
+    key_list = "".join(f"{c}, " for c in cols)
+    parts = []
+    for name, (end, start) in FINALITY_TIMES.items():
+        later = _STAGE_COLUMNS[_STAGE_COLUMNS.index(end) + 1 :]
+        open_ = " AND ".join(["open", *(f"{c} IS NULL" for c in later)])
+        if end != "confirmed_latest_at":
+            open_ += " AND NOT latest_only_network"
+        parts.append(f"""
+        SELECT {key_list}'{name}' AS time,
+            CASE WHEN {end} IS NOT NULL THEN epoch({end}) - epoch({start})
+                 ELSE epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch({start}) END AS duration,
+            count(*) FILTER (WHERE {end} IS NOT NULL) AS events,
+            count(*) FILTER (WHERE {end} IS NULL) AS censored
+        FROM base
+        WHERE {start} IS NOT NULL AND ({end} IS NOT NULL OR ({open_}))
+        GROUP BY ALL""")
+    sql = f"""
+        WITH latest_only AS ({latest_only_sql()}),
+        in_flight AS ({in_flight_operations_sql()}),
+        base AS (
+            SELECT {select}
+                accepted_at, {", ".join(_STAGE_COLUMNS)},
+                operation_id IN (SELECT operation_id FROM in_flight) AS open,
+                chain_selector IN (SELECT chain_selector FROM latest_only) AS latest_only_network
+            FROM operation_lifecycle
+            {q.where()}
+        )
+        {" UNION ALL ".join(parts)}
+    """
+    return run(warehouse, sql, q.params)
+
+
+def _with_finality_times(df: pd.DataFrame, warehouse: WarehouseLike, where: Filters, cols: list[str]) -> pd.DataFrame:
+    """``df`` (one row per group of ``cols``) with the Kaplan–Meier p50/p90 of every finality time
+    (``<time>_p50_s``, ``<time>_p90_s``), how many were censored (``<time>_censored``) and ``notes``."""
+    counts = _finality_time_counts(warehouse, where, cols)
+    return with_km_times(df, counts, cols, list(FINALITY_TIMES), FINALITY_PERCENTILES, pending="not at the stage yet")
 
 
 @takes_filters("channel", "network", "since", "until")

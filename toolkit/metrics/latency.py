@@ -5,25 +5,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
+import numpy as np
 import pandas as pd
 
+from .. import spec
 from .common import (
     Filters,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
     grouping,
+    latest_event_time,
     run,
     select_groups,
     sort_rows,
     status_categorical,
     takes_filters,
 )
-from .stats import quantiles, with_quantiles
+from .outcomes import latest_only_sql
+from .survival import attach, in_flight_operations_sql, join_notes, km_percentiles, percentile_name
 
 STATUS_LATENCY_GROUPS = ("network", "chain_selector", "channel_id", "status")
 
-_LATENCY_COUNTS = ("entered", "n", "mean_s")
+#: The percentiles of the time in a status, and of the time from creation to entering it.
+LATENCY_PERCENTILES = (0.5, 0.9, 0.99)
+SINCE_CREATED_PERCENTILES = (0.5, 0.9)
+_LATENCY_COLUMNS = (
+    "entered",
+    "n",
+    "mean_s",
+    "p50_s",
+    "p90_s",
+    "p99_s",
+    "max_s",
+    "since_created_p50_s",
+    "since_created_p90_s",
+    "censored",
+    "notes",
+)
 
 
 @takes_filters("channel", "network", "status", "since", "until")
@@ -34,12 +53,24 @@ def status_latency(
     by: Sequence[str] = ("network", "status"),
     bucket: str | int | timedelta | None = None,
 ) -> pd.DataFrame:
-    """Seconds spent in each status: n, mean, p50, p90, p99, max, and the time from creation to reaching it.
+    """Seconds spent in each status, censoring-aware: n, mean, p50, p90, p99, max, and the time from creation to
+    reaching it.
 
     One row per group of ``by`` (any of ``network``, ``chain_selector``, ``channel_id``, ``status``), and per time
-    bucket of ``entered_at`` when ``bucket`` is given (column ``bucket``). ``entered`` counts operations that
-    entered the status; ``n`` those that have left it (so their time in it is known). Filters select transitions by
-    channel, network (name or selector), status, and ``entered_at`` in ``[since, until)``.
+    bucket of ``entered_at`` when ``bucket`` is given (column ``bucket``). Filters select transitions by channel,
+    network (name or selector), status, and ``entered_at`` in ``[since, until)``.
+
+    - ``entered``: operations that entered the status; ``n``: those that have left it (their time in it is known);
+      ``censored``: those still in it as of the newest event time (:func:`~.common.latest_event_time`). A terminal
+      status (and ``confirmed_latest`` on a latest-only network) is not censored: it has no duration. Nor is the
+      last status of an operation that ended without an event saying how (its record is terminal).
+    - ``p50_s``/``p90_s``/``p99_s``: Kaplan–Meier percentiles (:mod:`.survival`: the still-in-status are
+      right-censored; the midpoint rule of R's ``quantile.survfit``, numpy's ``averaged_inverted_cdf`` when nothing
+      is censored), NULL below the sample-size rule (p50 from 2 observations, p90 from 10, p99 from 100) or where
+      the survival curve does not reach the level yet; ``notes`` says why for each NULL.
+    - ``mean_s``, ``max_s``: of the ended durations only (not censoring-aware).
+    - ``since_created_p50_s``/``_p90_s``: time from the operation's creation to entering the status, over the
+      operations that entered it (nothing is censored), same method and rule.
 
     Returns the DataFrame (``status`` an ordered categorical, ``bucket`` tz-aware UTC).
 
@@ -48,36 +79,81 @@ def status_latency(
     cols = grouping(by, STATUS_LATENCY_GROUPS, "status_latency")
     q = where.sql("entered_at", status_column="status")
     bucket_expr = bucket_sql(q, "entered_at", bucket)
-    select, group = select_groups(cols, bucket_expr)
-    q_in, out_in = quantiles("seconds_in_status", "in", (0.5, 0.9, 0.99))
-    q_created, out_created = quantiles("seconds_since_created", "created")
-    inner = f"""
-        SELECT {select}
-            count(*) AS entered,
-            count(seconds_in_status) AS n,
-            avg(seconds_in_status) AS mean_s,
-            max(seconds_in_status) AS max_s,
-            {q_in},
-            {q_created}
-        FROM operation_transitions
-        {q.where()}
-        GROUP BY {group}
-    """
+    select, _ = select_groups(cols, bucket_expr)
     keys = [*cols, *(["bucket"] if bucket_expr else [])]
-    outer = [*out_in, "max_s", *out_created]
-    df = run(warehouse, with_quantiles(inner, [*keys, *_LATENCY_COUNTS], outer), q.params)
-    df = df.rename(
-        columns={
-            "in_p50_s": "p50_s",
-            "in_p90_s": "p90_s",
-            "in_p99_s": "p99_s",
-            "created_p50_s": "since_created_p50_s",
-            "created_p90_s": "since_created_p90_s",
-        }
-    )
+    as_of = latest_event_time(warehouse)
+    open_statuses = q.bind([s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL])
+    as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
+    group = ", ".join([*keys, "kind", "duration"])
+    key_list = "".join(f"{k}, " for k in keys)
+    sql = f"""
+        WITH latest_only AS ({latest_only_sql()}),
+        in_flight AS ({in_flight_operations_sql()}),
+        obs AS (
+            SELECT {select}
+                seconds_in_status,
+                seconds_since_created,
+                seconds_in_status IS NULL AND list_contains({open_statuses}, status)
+                    AND operation_id IN (SELECT operation_id FROM in_flight) AS is_censored,
+                entered_at
+            FROM operation_transitions
+            {q.where()}
+        )
+        SELECT {key_list}'in' AS kind,
+            coalesce(seconds_in_status,
+                     CASE WHEN is_censored
+                          THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END) AS duration,
+            count(*) AS entered,
+            count(seconds_in_status) AS events,
+            count(*) FILTER (WHERE is_censored) AS censored
+        FROM obs GROUP BY {group}
+        UNION ALL
+        SELECT {key_list}'created' AS kind, seconds_since_created AS duration,
+            count(*) AS entered, count(seconds_since_created) AS events, 0 AS censored
+        FROM obs GROUP BY {group}
+    """
+    counts = run(warehouse, sql, q.params)
+    df = _latency_table(counts, keys)
     if "status" in df.columns:
         df["status"] = status_categorical(df["status"])
     return sort_rows(bucket_to_time(df), keys)
+
+
+def _latency_table(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The rows of :func:`status_latency` from the per-(group, kind, duration) counts."""
+    gkeys = keys or ["_all"]
+    counts = counts.assign(_all=0) if not keys else counts
+    inside = counts[counts["kind"] == "in"]
+    created = counts[counts["kind"] == "created"]
+    ended = inside["events"].to_numpy(dtype=float)
+    seconds = inside["duration"].to_numpy(dtype=float)
+    summary = (
+        inside.assign(
+            _sum=np.where(ended > 0, seconds * ended, 0.0),
+            _max=np.where(ended > 0, seconds, np.nan),
+        )
+        .groupby(gkeys, dropna=False, sort=False)
+        .agg(entered=("entered", "sum"), _sum=("_sum", "sum"), max_s=("_max", "max"))
+        .reset_index()
+    )
+    km = km_percentiles(inside, gkeys, LATENCY_PERCENTILES, pending="still in status")
+    km = km.rename(columns={"events": "n"})
+    since = km_percentiles(created, gkeys, SINCE_CREATED_PERCENTILES, label="since_created")
+    since = since.rename(
+        columns={f"{percentile_name(p)}_s": f"since_created_{percentile_name(p)}_s" for p in SINCE_CREATED_PERCENTILES}
+    )
+    since = since.rename(columns={"notes": "_since_notes"}).drop(columns=["observations", "events", "censored"])
+    df = attach(attach(summary, km, gkeys), since, gkeys)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df["mean_s"] = np.where(df["n"] > 0, df["_sum"] / df["n"], np.nan)
+    none = (df["observations"] == 0).to_numpy()
+    in_notes = np.where(
+        none, [f"no durations: {e} entered, none left it or is still in it" for e in df["entered"]], df["notes"]
+    )
+    df["notes"] = join_notes(in_notes, df["_since_notes"])
+    for col in ("entered", "n", "censored"):
+        df[col] = df[col].astype("int64")
+    return df[[*keys, *_LATENCY_COLUMNS]]
 
 
 @takes_filters("channel", "network", "status", "since", "until")

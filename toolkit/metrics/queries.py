@@ -11,6 +11,7 @@ from .common import (
     Filters,
     WarehouseLike,
     grouping,
+    latest_event_time,
     run,
     select_groups,
     sort_rows,
@@ -18,17 +19,21 @@ from .common import (
     takes_filters,
 )
 from .inflight import Cohort, Ratio, project
-from .stats import quantiles, with_quantiles
+from .survival import with_km_times
 
 QUERY_GROUPS = ("network", "chain_selector", "channel_id", "outcome")
 QUERY_OUTCOMES: tuple[str, ...] = (*(s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL), "in_flight")
 
-_QUERY_TIMES = {
-    "accepted_to_sending": "epoch(sending_at) - epoch(accepted_at)",
-    "sending_to_sent": "epoch(sent_at) - epoch(sending_at)",
-    "sent_to_terminal": "epoch(terminal_at) - epoch(sent_at)",
-    "accepted_to_terminal": "seconds_accepted_to_terminal",
+#: Each query time: (end, start, later stages). A query in flight that passed ``start`` but has neither ``end`` nor
+#: a later stage is censored at the as-of time.
+_QUERY_TIMES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "accepted_to_sending": ("sending_at", "accepted_at", ("sent_at", "terminal_at")),
+    "sending_to_sent": ("sent_at", "sending_at", ("terminal_at",)),
+    "sent_to_terminal": ("terminal_at", "sent_at", ()),
+    "accepted_to_terminal": ("terminal_at", "coalesce(accepted_at, created_at)", ()),
 }
+QUERY_PERCENTILES = (0.5, 0.9)
+_QUERY_EXPRS = {"outcome": "coalesce(terminal_status, 'in_flight')"}
 _QUERY_COUNTS = ("queries", "completed", "failed", "expired")
 
 
@@ -43,7 +48,11 @@ def query_latency(
 
     Queries created in the period, grouped by ``by`` (any of ``network``, ``chain_selector``, ``channel_id``,
     ``outcome`` — completed, failed, expired or in_flight). Times: ``accepted_to_sending``, ``sending_to_sent``,
-    ``sent_to_terminal``, ``accepted_to_terminal``. The outcome of a query is its terminal status with the latest
+    ``sent_to_terminal``, ``accepted_to_terminal``: Kaplan–Meier p50/p90 (:mod:`.survival`), a query in flight
+    that has passed the start stage but not the end one censored at the as-of time (the newest event time;
+    ``<time>_censored`` counts them), one that ended without the end stage not an observation of it; NULL below the
+    sample-size rule (p50 from 2 observations, p90 from 10) or while the curve has not reached the level, with the
+    reason in ``notes``. The outcome of a query is its terminal status with the latest
     event time (on equal times the later stage); one that expired and was answered afterwards is ``expired`` and
     counts in ``late_answers``. Rates (``failure_rate``, ``expiry_rate``, with ``<rate>_low``/``<rate>_high``, a
     95% interval) are computed over the group without its outcome, so the rows of one network share them, as do
@@ -56,28 +65,58 @@ def query_latency(
     """
     cols = grouping(by, QUERY_GROUPS, "query_latency")
     q = where.sql("created_at", status_column="status")
-    select, group = select_groups(cols, exprs={"outcome": "coalesce(terminal_status, 'in_flight')"})
-    aggs, outer = [], []
-    for name, expr in _QUERY_TIMES.items():
-        agg, out = quantiles(expr, name)
-        aggs.append(agg)
-        outer += out
+    select, group = select_groups(cols, exprs=_QUERY_EXPRS)
     inner = f"""
         SELECT {select}
             count(*) AS queries,
             count(*) FILTER (WHERE terminal_status = 'completed') AS completed,
             count(*) FILTER (WHERE terminal_status = 'failed') AS failed,
-            count(*) FILTER (WHERE terminal_status = 'expired') AS expired,
-            {", ".join(aggs)}
+            count(*) FILTER (WHERE terminal_status = 'expired') AS expired
         FROM query_lifecycle
         {q.where()}
         GROUP BY {group}
     """
-    df = run(warehouse, with_quantiles(inner, [*cols, *_QUERY_COUNTS], outer), q.params)
+    df = run(warehouse, inner, q.params)
+    df = with_km_times(
+        df, _query_time_counts(warehouse, where, cols), cols, list(_QUERY_TIMES), QUERY_PERCENTILES, pending="in flight"
+    )
     df = _query_rates(warehouse, where, df, [c for c in cols if c != "outcome"])
     if "outcome" in df.columns:
         df["outcome"] = status_categorical(df["outcome"], QUERY_OUTCOMES)
     return sort_rows(df, cols)
+
+
+def _query_time_counts(warehouse: WarehouseLike, where: Filters, cols: list[str]) -> pd.DataFrame:
+    """Per group of ``cols``, query time and distinct duration: ``events`` (the end stage was reached after that
+    many seconds) and ``censored`` (in flight without it yet: censored at the as-of time) counts. A query that
+    ended without the end stage (it expired or failed before it) is not an observation of that time."""
+    q = where.sql("created_at", status_column="status")
+    select, _ = select_groups(cols, exprs=_QUERY_EXPRS)
+    as_of = latest_event_time(warehouse)
+    as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
+    key_list = "".join(f"{c}, " for c in cols)
+    parts = []
+    for i, (name, (end, _, later)) in enumerate(_QUERY_TIMES.items()):
+        open_ = " AND ".join(["terminal_status IS NULL", *(f"{c} IS NULL" for c in later)])
+        parts.append(f"""
+        SELECT {key_list}'{name}' AS time,
+            CASE WHEN {end} IS NOT NULL THEN epoch({end}) - epoch(_start{i})
+                 ELSE epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(_start{i}) END AS duration,
+            count(*) FILTER (WHERE {end} IS NOT NULL) AS events,
+            count(*) FILTER (WHERE {end} IS NULL) AS censored
+        FROM base
+        WHERE _start{i} IS NOT NULL AND ({end} IS NOT NULL OR ({open_}))
+        GROUP BY ALL""")
+    starts = ", ".join(f"{start} AS _start{i}" for i, (_, start, _) in enumerate(_QUERY_TIMES.values()))
+    sql = f"""
+        WITH base AS (
+            SELECT {select} terminal_status, sending_at, sent_at, terminal_at, {starts}
+            FROM query_lifecycle
+            {q.where()}
+        )
+        {" UNION ALL ".join(parts)}
+    """
+    return run(warehouse, sql, q.params)
 
 
 _QUERY_RATES = (Ratio("failure_rate", "i_failed"), Ratio("expiry_rate", "i_expired"))

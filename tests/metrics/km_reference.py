@@ -1,0 +1,29 @@
+"""A deliberately naive Kaplan–Meier percentile, written from the textbook definition with plain loops: the
+independent reference the tests compare the vectorised :mod:`toolkit.metrics.survival` against."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float, *, rule: bool = True) -> float:
+    """Percentile ``q`` of the product-limit estimate: the first event time where survival is at most ``1 - q``, the
+    midpoint to the next event time where it equals ``1 - q`` (the lower end when no event follows); NaN when the
+    curve never gets there, or (``rule``) when there are fewer than ``ceil(1 / (1 - q))`` observations."""
+    if rule and len(durations) < math.ceil(round(1 / (1 - q), 9)):
+        return math.nan
+    times = sorted(set(float(t) for t, c in zip(durations, censored, strict=True) if not c))
+    surv, curve = 1.0, []
+    for t in times:
+        at_risk = sum(1 for d in durations if d >= t)  # censored at t are still at risk at t: events first
+        died = sum(1 for d, c in zip(durations, censored, strict=True) if d == t and not c)
+        surv *= 1 - died / at_risk
+        curve.append((t, surv))
+    target = 1 - q
+    for i, (t, s) in enumerate(curve):
+        if abs(s - target) <= 1e-9:
+            return (t + curve[i + 1][0]) / 2 if i + 1 < len(curve) else t
+        if s < target:
+            return t
+    return math.nan

@@ -1,0 +1,231 @@
+"""Censoring-aware percentiles of durations: the Kaplan–Meier product-limit estimator, per group, vectorised.
+
+The database does the heavy part: it reduces the observations to one row per group and distinct duration, with the
+number of observations that ended at that duration (``events``) and of those still going when the data was read
+(``censored``, right-censored at the as-of time). numpy then computes every group's survival curve at once (no loop
+over observations or groups in Python) and reads the percentiles off it.
+
+Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
+
+- survival ``S(t) = Π_{t_i ≤ t} (1 − d_i / n_i)`` over the distinct event times ``t_i``, with ``d_i`` events and
+  ``n_i`` observations still at risk just before ``t_i``. Ties: at one duration, events come before censorings (an
+  observation censored at ``t_i`` is still at risk at ``t_i``).
+- percentile ``q`` is the smallest event time ``t`` with ``S(t) ≤ 1 − q``; where ``S(t)`` equals ``1 − q`` (to float
+  tolerance) it is the midpoint between ``t`` and the next event time (R's ``quantile.survfit``). With nothing
+  censored this is numpy's ``quantile(x, q, method="averaged_inverted_cdf")`` (Hyndman–Fan type 2). Where the curve
+  stays at exactly ``1 − q`` to the end (every later observation censored) there is no next event time: the
+  percentile is ``t``, the lower end of the flat stretch.
+- the sample-size rule (:func:`min_observations`): percentile ``q`` is shown only for groups with at least
+  ``ceil(1 / (1 − q))`` observations (p50 from 2, p90 from 10, p99 from 100) whose curve reaches ``1 − q``;
+  otherwise it is NULL and the row's notes say why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Float tolerance of "S(t) equals 1 − q".
+TOLERANCE = 1e-9
+
+
+def min_observations(q: float) -> int:
+    """The sample-size rule: the fewest observations a group needs for its percentile ``q`` to be shown.
+
+    ``ceil(1 / (1 − q))``: p50 from 2, p90 from 10, p99 from 100 observations (a group smaller than that has no
+    observation beyond the percentile even when nothing is censored). Arguments: ``q`` in ``[0, 1)``. Returns the
+    count.
+    """
+    if not 0 <= q < 1:
+        raise ValueError(f"a percentile is in [0, 1): {q}")
+    return max(1, math.ceil(1 / (1 - q) - TOLERANCE))
+
+
+def percentile_name(q: float) -> str:
+    """The short name of percentile ``q`` used in column names and notes: ``p50``, ``p90``, ``p99``, ``p99.9``."""
+    return f"p{100 * q:g}"
+
+
+def km_percentiles(
+    counts: pd.DataFrame,
+    keys: Sequence[str],
+    probs: Sequence[float] = (0.5, 0.9),
+    *,
+    duration: str = "duration",
+    events: str = "events",
+    censored: str = "censored",
+    label: str = "",
+    pending: str = "still in status",
+    rule: bool = True,
+) -> pd.DataFrame:
+    """Kaplan–Meier percentiles per group, with the sample-size rule and a note for every NULL percentile.
+
+    Arguments: ``counts`` one row per group of ``keys`` and distinct ``duration`` (seconds) with the counts
+    ``events`` (ended at that duration) and ``censored`` (still going, censored at that duration); rows whose
+    duration is NULL are not observations but keep their group in the answer. ``probs`` the percentiles. ``label``
+    prefixes the notes (``"to_safe"`` gives ``"to_safe p90: n=7 < 10"``); ``pending`` words the censored ones in
+    them (``"p50: 12 of 20 still in status; survival stays above 50%"``). ``rule=False`` skips the sample-size
+    rule (tests and references only).
+
+    Returns one row per group: the keys, ``observations``, ``events``, ``censored``, one ``p<q>_s`` column per
+    percentile (NaN when not shown) and ``notes`` (the reasons, ``"; "``-joined; ``""`` when none).
+    """
+    keys = list(keys)
+    names = [percentile_name(q) for q in probs]
+    cols = [*keys, "observations", "events", "censored", *(f"{n}_s" for n in names), "notes"]
+    if counts.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in (*keys, "notes") else float) for c in cols})
+    t = pd.to_numeric(counts[duration], errors="coerce").to_numpy(dtype=float)
+    observed = ~np.isnan(t)
+    d = np.where(observed, counts[events].to_numpy(dtype=float), 0.0)
+    c = np.where(observed, counts[censored].to_numpy(dtype=float), 0.0)
+    gid = counts.groupby(keys, dropna=False, sort=False).ngroup().to_numpy() if keys else np.zeros(len(t), int)
+    groups = int(gid.max()) + 1
+    firsts = pd.Series(np.arange(len(t))).groupby(gid).first().to_numpy()
+    out = counts.iloc[firsts][keys].reset_index(drop=True) if keys else pd.DataFrame(index=range(1))
+
+    n_events = np.bincount(gid, weights=d, minlength=groups)
+    n_censored = np.bincount(gid, weights=c, minlength=groups)
+    n_obs = n_events + n_censored
+    out["observations"] = n_obs.astype(int)
+    out["events"] = n_events.astype(int)
+    out["censored"] = n_censored.astype(int)
+
+    # the curve: observed rows sorted by group then duration
+    rows = np.flatnonzero(observed & (d + c > 0))
+    order = rows[np.lexsort((t[rows], gid[rows]))]
+    g, tt, dd, cc = gid[order], t[order], d[order], c[order]
+    # durations may repeat within a group when the caller did not aggregate: merge them (events before censorings)
+    if len(g):
+        new = np.r_[True, (g[1:] != g[:-1]) | (tt[1:] != tt[:-1])]
+        seg = np.cumsum(new) - 1
+        g, tt = g[new], tt[new]
+        dd = np.bincount(seg, weights=dd)
+        cc = np.bincount(seg, weights=cc)
+    leaving = dd + cc
+    before = pd.Series(leaving).groupby(g).cumsum().to_numpy() - leaving  # left the risk set earlier in the group
+    at_risk = n_obs[g] - before
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factor = np.where(dd > 0, 1.0 - dd / at_risk, 1.0)
+    surv = pd.Series(factor).groupby(g).cumprod().to_numpy()
+    # the next event time after each row, within its group
+    event_t = pd.Series(np.where(dd > 0, tt, np.nan))
+    next_event = event_t.groupby(g).shift(-1).groupby(g).bfill().to_numpy()
+    lowest = np.full(groups, 1.0)
+    if len(g):
+        np.minimum.at(lowest, g, surv)
+
+    notes: list[list[str]] = [[] for _ in range(groups)]
+    prefix = f"{label} " if label else ""
+    for q, name in zip(probs, names, strict=True):
+        target = 1.0 - q
+        value = np.full(groups, np.nan)
+        hit = np.flatnonzero((dd > 0) & (surv <= target + TOLERANCE))
+        if len(hit):
+            first = pd.Series(hit).groupby(g[hit]).first()
+            idx, grp = first.to_numpy(), first.index.to_numpy()
+            exact = np.abs(surv[idx] - target) <= TOLERANCE
+            nxt = next_event[idx]
+            value[grp] = np.where(exact & ~np.isnan(nxt), (tt[idx] + nxt) / 2, tt[idx])
+        need = min_observations(q) if rule else 1
+        small = n_obs < need
+        unreached = ~small & np.isnan(value)
+        value[small] = np.nan
+        out[f"{name}_s"] = value
+        for i in np.flatnonzero(small | unreached):
+            if n_obs[i] == 0:
+                if not notes[i]:
+                    notes[i].append(f"{label or 'all'}: no observations")
+            elif small[i]:
+                notes[i].append(f"{prefix}{name}: n={int(n_obs[i])} < {need}")
+            else:
+                notes[i].append(
+                    f"{prefix}{name}: {int(n_censored[i])} of {int(n_obs[i])} {pending}; survival stays above "
+                    f"{100 * target:g}% (lowest {100 * lowest[i]:.0f}%)"
+                )
+    out["notes"] = ["; ".join(n) for n in notes]
+    return out[cols]
+
+
+def km_quantile(durations: Sequence[float], censored: Sequence[bool] | None = None, q: float = 0.5) -> float:
+    """The Kaplan–Meier percentile ``q`` of one sample, without the sample-size rule (a reference and test helper).
+
+    Arguments: ``durations``; ``censored`` True where the duration is a censoring time (default: none are); ``q``.
+    Returns the percentile, NaN where the curve never reaches ``1 − q``.
+    """
+    x = np.asarray(durations, dtype=float)
+    cens = np.zeros(len(x), bool) if censored is None else np.asarray(censored, dtype=bool)
+    frame = pd.DataFrame({"duration": x, "events": (~cens).astype(int), "censored": cens.astype(int)})
+    if frame.empty:
+        return math.nan
+    res = km_percentiles(frame, [], (q,), rule=False)
+    return float(res[f"{percentile_name(q)}_s"].iloc[0])
+
+
+def join_notes(*parts: pd.Series | Sequence[str]) -> list[str]:
+    """Row-wise ``"; "``-join of several notes columns, skipping empty ones. Returns the joined notes."""
+    columns = [list(pd.Series(p).fillna("").astype(str)) for p in parts]
+    return ["; ".join(x for x in row if x) for row in zip(*columns, strict=True)]
+
+
+def attach(df: pd.DataFrame, extra: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """``df`` with the columns of ``extra`` (one row per group of ``keys``) joined on by the keys, keeping
+    ``df``'s rows and order; with no keys, ``extra``'s single row is broadcast (NaN when it has none)."""
+    keys = list(keys)
+    if keys:
+        return df.merge(extra, on=keys, how="left")
+    df = df.copy()
+    for col in extra.columns:
+        df[col] = extra[col].iloc[0] if len(extra) else np.nan
+    return df
+
+
+def in_flight_operations_sql() -> str:
+    """SQL of the ids of the operations still in flight: no terminal status, and not ``confirmed_latest`` on a
+    latest-only network (that is their final stage). It reads a ``latest_only`` relation (chain selectors; see
+    :func:`~.outcomes.latest_only_sql`) that the statement must define."""
+    return """
+    SELECT operation_id FROM operation_lifecycle
+    WHERE terminal_status IS NULL
+      AND NOT (coalesce(last_status, '') = 'confirmed_latest'
+               AND chain_selector IN (SELECT chain_selector FROM latest_only))
+    """
+
+
+def with_km_times(
+    df: pd.DataFrame,
+    counts: pd.DataFrame,
+    keys: Sequence[str],
+    names: Sequence[str],
+    probs: Sequence[float],
+    *,
+    pending: str,
+) -> pd.DataFrame:
+    """``df`` (one row per group of ``keys``) with the Kaplan–Meier percentiles of several durations.
+
+    Arguments: ``counts`` one row per group, duration name (column ``time``, one of ``names``) and distinct
+    ``duration``, with ``events`` and ``censored`` counts; ``probs`` the percentiles; ``pending`` how the notes
+    word the censored. Adds ``<name>_p50_s``, ... per name, then ``<name>_censored`` per name, then ``notes``
+    (every name's reasons joined). Returns the new frame, rows in ``df``'s order.
+    """
+    keys = list(keys)
+    gkeys = keys or ["_all"]
+    if not keys:
+        counts = counts.assign(_all=0)
+        df = df.assign(_all=0)
+    notes, censored = [], []
+    for name in names:
+        km = km_percentiles(counts[counts["time"] == name], gkeys, probs, label=name, pending=pending)
+        km = km.rename(columns={f"{percentile_name(p)}_s": f"{name}_{percentile_name(p)}_s" for p in probs})
+        km = km.rename(columns={"censored": f"{name}_censored", "notes": f"_{name}_notes"})
+        df = attach(df, km.drop(columns=["observations", "events"]), gkeys)
+        df[f"{name}_censored"] = df[f"{name}_censored"].fillna(0).astype("int64")
+        censored.append(f"{name}_censored")
+        notes.append(df.pop(f"_{name}_notes").fillna(f"{name}: no observations"))
+    df["notes"] = join_notes(*notes)
+    times = [f"{name}_{percentile_name(p)}_s" for name in names for p in probs]
+    df = df.drop(columns=["_all"], errors="ignore")
+    return df[[c for c in df.columns if c not in (*times, *censored, "notes")] + [*times, *censored, "notes"]]
