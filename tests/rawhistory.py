@@ -86,14 +86,15 @@ class RawOperation:
         return bool(self.statuses() & (RELAY | {"failed"}))
 
     def revisits(self) -> int:
-        """Entries of a status already entered before, after a later stage was reached (a reorganisation)."""
-        count, seen, top = 0, set(), -1
+        """Entries into a status already entered and left before (docs/metrics.md, Revisits): after a reorg
+        ``broadcasting`` and ``confirmed_latest`` are each entered again. Consecutive entries of one status are one
+        stay."""
+        count, seen, prev = 0, set(), None
         for status, _ in self.entries():
-            rank = STAGE_RANK.get(status, -1)
-            if status in seen and rank < top:
+            if status != prev and status in seen:
                 count += 1
             seen.add(status)
-            top = max(top, rank)
+            prev = status
         return count
 
     def reorgs(self) -> int:

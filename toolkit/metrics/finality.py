@@ -18,6 +18,7 @@ from .common import (
 )
 from .inflight import Ratio, project
 from .outcomes import latest_only_basis_sql, latest_only_sql, operation_cohort
+from .revisits import revisits
 from .survival import in_flight_operations_sql, with_km_times
 
 FINALITY_GROUPS = ("network", "chain_selector", "channel_id")
@@ -61,7 +62,8 @@ def finality_breakdown(
     from the stages' own events. ``latest_only`` is True for networks where only the latest stage is active: the
     network's type decides (a mainnet never is; a testnet is unless an operation on it reached ``confirmed_safe``
     or ``confirmed``), and ``latest_only_basis`` says how (``testnet``; ``inferred`` for a network without a type,
-    read from its operations; NULL for mainnets).
+    read from its operations; NULL for mainnets). ``revisits`` and ``reorgs`` count statuses entered again and
+    moves from a finality stage back to ``broadcasting`` or earlier (:func:`toolkit.metrics.revisits.revisits`).
 
     The times are Kaplan–Meier percentiles (:mod:`.survival`): an operation still in flight that has passed the
     start stage but not reached the end stage is right-censored at the as-of time (the newest event time), counted
@@ -93,8 +95,18 @@ def finality_breakdown(
     df["latest_only"] = df["latest_only"].astype(bool)
     df, shares = _projected_shares(warehouse, where, cols, df)
     df = df[[*cols, *_FINALITY_COUNTS[:5], *shares, "latest_only"]]
+    df = _with_reorgs(df, warehouse, where, cols)
     df = _with_finality_times(df, warehouse, where, cols)
     return sort_rows(df, cols)
+
+
+def _with_reorgs(df: pd.DataFrame, warehouse: WarehouseLike, where: Filters, cols: list[str]) -> pd.DataFrame:
+    """``df`` with ``revisits`` and ``reorgs`` of each group (:func:`toolkit.metrics.revisits.revisits`)."""
+    moves = revisits(warehouse, where=where, by=cols)[[*cols, "revisits", "reorgs"]]
+    merged = df.merge(moves, on=cols, how="left") if cols else df.assign(**moves.iloc[0].to_dict()) if len(df) else df
+    for col in ("revisits", "reorgs"):
+        merged[col] = merged[col].fillna(0).astype("int64") if col in merged else pd.Series(dtype="int64")
+    return merged
 
 
 #: The shares of :func:`finality_breakdown`: name -> indicator (SQL over an operation) of its final outcome.
