@@ -135,7 +135,9 @@ def expected_interval(rate: float, den: float, m: int, p: float, n_ref: int) -> 
     sampling = rate * (1 - rate) / den
     extra = (m * p * (1 - p) + m * m / n_ref * p * (1 - p)) / den**2
     n_eff = den * sampling / (sampling + extra)
-    return wilson(rate * n_eff, n_eff)
+    # the final failure count is whole: the low bound at the whole count below the estimate, the high one above
+    k = rate * n_eff
+    return wilson(math.floor(k), n_eff)[0], wilson(min(math.ceil(k), n_eff), n_eff)[1]
 
 
 def test_projection_uses_the_history_of_the_same_status_and_age(tmp_path, mode) -> None:

@@ -251,9 +251,15 @@ def ratio_interval(df: pd.DataFrame, r: Ratio) -> tuple[np.ndarray, np.ndarray, 
         extra = np.maximum(extra, 0.0)
         n_eff = np.where(sampling > 0, den * sampling / (sampling + extra), den)
     est = np.where(_col(df, "unprojected") > 0, np.nan, est)
-    low, high = wilson_interval(est * n_eff, n_eff)
+    # the final count is a whole number: each bound is taken at the whole count on its side of the estimate, so a
+    # cohort with no failure so far and a fraction of one expected keeps 0 inside its interval
+    k = est * n_eff
+    low, _ = wilson_interval(np.floor(k + 1e-9), n_eff)
+    with np.errstate(invalid="ignore"):
+        _, high = wilson_interval(np.minimum(np.ceil(k - 1e-9), n_eff), n_eff)
     # rounding can put a bound a hair past the estimate at 0 or 1: the interval always holds its estimate
     low, high = np.fmin(low, est), np.fmax(high, est)
+    low, high = np.where(est <= 0, 0.0, low), np.where(est >= 1, 1.0, high)  # exact at the ends
     return est, np.where(np.isnan(est), np.nan, low), np.where(np.isnan(est), np.nan, high)
 
 

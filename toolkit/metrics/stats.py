@@ -26,8 +26,9 @@ def wilson_interval(successes: Any, trials: Any, z: float = Z95) -> tuple[np.nda
         denom = 1 + z * z / n
         center = (p + z * z / (2 * n)) / denom
         half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-        low = np.where(n > 0, np.clip(center - half, 0, 1), np.nan)
-        high = np.where(n > 0, np.clip(center + half, 0, 1), np.nan)
+        # at p = 0 (or 1) the bound is 0 (or 1) exactly; rounding would leave it a hair inside
+        low = np.where(n > 0, np.where(p <= 0, 0.0, np.clip(center - half, 0, 1)), np.nan)
+        high = np.where(n > 0, np.where(p >= 1, 1.0, np.clip(center + half, 0, 1)), np.nan)
     return low, high
 
 
