@@ -44,10 +44,12 @@ FORMATS = ("html", "csv", "parquet")
 #: The values a ``--fail-on`` threshold may test, with what each means.
 SUMMARY_VALUES: dict[str, str] = {
     "operations": "operations created in the period",
-    "terminal": "of those, operations that reached an end",
-    "failure_rate": "failed / terminal operations created in the period",
-    "expiry_rate": "expired / terminal operations created in the period",
-    "cancel_rate": "cancelled / terminal operations created in the period",
+    "terminal": "of those, relayed operations that reached an end",
+    "failure_rate": (
+        "failed / relayed operations created in the period, the ones still in flight estimated (docs/metrics.md)"
+    ),
+    "expiry_rate": "expired / relayed operations created in the period, the ones still in flight estimated",
+    "cancel_rate": "cancelled / relayed operations created in the period, the ones still in flight estimated",
     "previous_failure_rate": "the failure rate of the previous period of equal length",
     "failure_rate_change": (
         "failure_rate - previous_failure_rate (NaN when either is unknown); a --fail-on threshold on it breaches "
@@ -65,8 +67,8 @@ SUMMARY_VALUES: dict[str, str] = {
     "stuck": "operations stuck in a status at the end of the period",
     "overdue_queries": "chain queries past their expires_at with no terminal status, as of the newest event",
     "reorgs": "moves back from a finality stage to broadcasting or earlier, operations created in the period",
-    "query_failure_rate": "failed / finished chain queries created in the period",
-    "query_expiry_rate": "expired / finished chain queries created in the period",
+    "query_failure_rate": "failed / chain queries created in the period, the ones in flight estimated",
+    "query_expiry_rate": "expired / chain queries created in the period, the ones in flight estimated",
     "proof_coverage": "share of the events that must carry a DON proof and do",
     "slowest_p90_s": "the highest p90 seconds spent in one status on one network (rows with n >= 10)",
     "sync_age_h": "hours from the last successful sync to the end of the period",
