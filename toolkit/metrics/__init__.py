@@ -30,7 +30,6 @@ import pandas as pd
 from ..times import TimeLike, parse_time
 from .common import (
     FILTER_NAMES,
-    FilterArgs,
     Filters,
     Values,
     WarehouseLike,
@@ -94,7 +93,6 @@ __all__ = [
     "STUCK_GROUPS",
     "WATCHER_GROUPS",
     "Z95",
-    "FilterArgs",
     "Filters",
     "TimeLike",
     "Values",

@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from .. import spec
 from ..config import Settings
-from ..times import DurationLike, TimeLike, parse_duration, parse_period
+from ..times import DurationLike, parse_duration, parse_period
 from ..warehouse import Warehouse
 
 WarehouseLike = Warehouse | str | os.PathLike[str] | None
@@ -25,16 +25,6 @@ Values = str | Sequence[str] | None
 _BUCKET_ORIGIN_US = 4 * 86_400 * 1_000_000
 
 FILTER_NAMES = ("channel", "network", "status", "since", "until")
-
-
-class FilterArgs(TypedDict, total=False):
-    """The filter keywords every metric shares (each metric says which it takes)."""
-
-    channel: Values
-    network: Values
-    status: Values
-    since: TimeLike
-    until: TimeLike
 
 
 def _values(value: Values) -> list[str] | None:

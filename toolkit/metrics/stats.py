@@ -1,4 +1,4 @@
-"""Statistics of the metrics: binomial intervals and the SQL of percentiles."""
+"""Statistics of the metrics: binomial intervals (Wilson, Newcombe) and the two-proportion test."""
 
 from __future__ import annotations
 
@@ -30,19 +30,6 @@ def wilson_interval(successes: Any, trials: Any, z: float = Z95) -> tuple[np.nda
         low = np.where(n > 0, np.where(p <= 0, 0.0, np.clip(center - half, 0, 1)), np.nan)
         high = np.where(n > 0, np.where(p >= 1, 1.0, np.clip(center + half, 0, 1)), np.nan)
     return low, high
-
-
-def quantiles(expr: str, name: str, probs: Sequence[float] = (0.5, 0.9)) -> tuple[str, list[str]]:
-    """An aggregate computing several quantiles of ``expr`` at once (``_q_<name>``, a list), and the outer-query
-    columns ``<name>_p50_s``, ... that pick them out."""
-    probs_sql = ", ".join(repr(float(p)) for p in probs)
-    outer = [f"_q_{name}[{i + 1}] AS {name}_p{round(p * 100)}_s" for i, p in enumerate(probs)]
-    return f"quantile_cont({expr}, [{probs_sql}]) AS _q_{name}", outer
-
-
-def with_quantiles(inner: str, keep: Sequence[str], outer: Sequence[str]) -> str:
-    """Wrap an aggregate query: keep the columns ``keep`` and spread its quantile lists into plain columns."""
-    return f"SELECT {', '.join([*keep, *outer])} FROM ({inner}) AS inner_q"
 
 
 def rates(df: pd.DataFrame, counts: Sequence[str], total: str, names: Sequence[str]) -> pd.DataFrame:
