@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import pandas as pd
 
@@ -18,7 +18,19 @@ from ..config import Settings
 from ..times import DurationLike, parse_duration, parse_period
 from ..warehouse import Warehouse
 
-WarehouseLike = Warehouse | str | os.PathLike[str] | None
+
+@runtime_checkable
+class QueryEngine(Protocol):
+    """Anything that answers the metrics' DuckDB statements: a :class:`~toolkit.warehouse.Warehouse`, or a
+    :class:`toolkit.spark.SparkWarehouse` over a Parquet export."""
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Run one bound statement; returns a DataFrame with tz-aware UTC times."""
+
+
+WarehouseLike = Warehouse | QueryEngine | str | os.PathLike[str] | None
+#: The engines a metric runs on.
+ENGINES = ("duckdb", "spark")
 Values = str | Sequence[str] | None
 
 #: Buckets are aligned on Monday 1970-01-05 00:00 UTC (so days start at midnight and weeks on Monday).
@@ -113,7 +125,16 @@ def takes_filters(*names: str) -> Callable[[F], F]:
 
     def decorate(func: F) -> F:
         @functools.wraps(func)
-        def metric(warehouse: WarehouseLike = None, *args: Any, where: Filters | None = None, **kwargs: Any):
+        def metric(
+            warehouse: WarehouseLike = None,
+            *args: Any,
+            where: Filters | None = None,
+            engine: str | None = None,
+            parquet: str | os.PathLike[str] | None = None,
+            spark: Any = None,
+            **kwargs: Any,
+        ):
+            warehouse = engine_for(warehouse, engine=engine, parquet=parquet, spark=spark)
             given = {k: kwargs.pop(k) for k in FILTER_NAMES if k in kwargs}
             refused = sorted(k for k, v in given.items() if v is not None and k not in names)
             if refused:
@@ -129,16 +150,47 @@ def takes_filters(*names: str) -> Callable[[F], F]:
         params = [p for p in signature.parameters.values() if p.name != "where"]
         params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names]
         params.append(inspect.Parameter("where", inspect.Parameter.KEYWORD_ONLY, default=None))
+        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in ENGINE_KEYWORDS]
         metric.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         return metric  # type: ignore[return-value]
 
     return decorate
 
 
+ENGINE_KEYWORDS = ("engine", "parquet", "spark")
+
+
+def engine_for(
+    warehouse: WarehouseLike,
+    *,
+    engine: str | None = None,
+    parquet: str | os.PathLike[str] | None = None,
+    spark: Any = None,
+) -> WarehouseLike:
+    """What a metric runs on: ``warehouse`` as given, or (``engine="spark"``, or ``parquet``/``spark`` given) the
+    Parquet export ``parquet`` read by Spark (``spark``: a SparkSession, a ``SparkWarehouse``, or None for the
+    active or a local session). Raises ``ValueError`` for an unknown engine or a missing export."""
+    if engine is not None and engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
+    if engine == "duckdb" or (engine is None and parquet is None and spark is None):
+        if parquet is not None or spark is not None:
+            raise ValueError("parquet= and spark= are for engine='spark'")
+        return warehouse
+    from ..spark import SparkWarehouse, spark_warehouse  # pyspark only when asked for
+
+    if isinstance(spark, SparkWarehouse):
+        return spark
+    if isinstance(warehouse, SparkWarehouse):
+        return warehouse
+    if parquet is None:
+        raise ValueError("engine='spark' reads a Parquet export: give parquet='DIR' (write one with chainops export)")
+    return spark_warehouse(parquet, spark)
+
+
 @contextmanager
-def open_warehouse(warehouse: WarehouseLike) -> Iterator[Warehouse]:
-    """The given warehouse, or the path (default: the configured one) opened read-only for the block."""
-    if isinstance(warehouse, Warehouse):
+def open_warehouse(warehouse: WarehouseLike) -> Iterator[Warehouse | QueryEngine]:
+    """The given warehouse (or engine), or the path (default: the configured one) opened read-only for the block."""
+    if isinstance(warehouse, (Warehouse, QueryEngine)) and not isinstance(warehouse, (str, os.PathLike)):
         yield warehouse
         return
     path = warehouse if warehouse is not None else Settings.load().warehouse

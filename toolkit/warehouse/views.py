@@ -112,8 +112,11 @@ def model_table_statements() -> list[str]:
 
 
 def _status_order_view() -> str:
+    return f"CREATE OR REPLACE VIEW operation_status_order AS {_status_order_select()}"
+
+
+def _status_order_select() -> str:
     return f"""
-CREATE OR REPLACE VIEW operation_status_order AS
 SELECT * FROM (VALUES {_order_values(spec.OPERATION_STAGE_ORDER)}) AS t(status, stage_rank)
 """
 
@@ -206,10 +209,11 @@ WINDOW w AS (PARTITION BY r.operation_id ORDER BY r.entered_at, r.stage_rank)
 """
 
 
-def lifecycle_select(transitions: str, scope: str | None) -> str:
+def lifecycle_select(transitions: str, scope: str | None, *, record_hash_column: bool = True) -> str:
     """Returns the SELECT of one row per operation listed in the relation ``scope`` (every one when None): its
     transitions (from the relation ``transitions``) pivoted, completed by its ``operations`` record. Both
-    arguments are internal names, never user input."""
+    arguments are internal names, never user input. ``record_hash_column`` adds the model table's
+    ``record_hash`` (DuckDB's hash: an engine reading an export has no use for it)."""
     terminal = _literals(sorted(spec.OPERATION_TERMINAL))
     at_cols = ",\n    ".join(
         f"min(entered_at) FILTER (WHERE status = {_literal(s)}) AS {c}"
@@ -249,8 +253,7 @@ SELECT
          WHEN op.status IN ({terminal}) THEN op.status END AS terminal_status,
     CASE WHEN {last} IN ({terminal}) THEN coalesce(p.last_status_at, op.updated_at)
          WHEN op.status IN ({terminal}) THEN op.updated_at END AS terminal_at,
-    p.terminal_reason AS status_reason,
-    {record_hash("op")} AS record_hash
+    p.terminal_reason AS status_reason{f", {record_hash('op')} AS record_hash" if record_hash_column else ""}
 FROM per_op p
 FULL OUTER JOIN ops op USING (operation_id)
 """
@@ -269,15 +272,9 @@ def _lifecycle_live_view() -> str:
     )
 
 
-def _transitions_view() -> str:
-    cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
+def _named_transitions(rows: str) -> str:
+    """The public transitions over the relation ``rows`` (an internal SQL text): the network named."""
     return f"""
-CREATE OR REPLACE VIEW operation_transitions AS
-WITH rows AS (
-    SELECT {cols} FROM {TRANSITIONS_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
-    UNION ALL
-    SELECT {cols} FROM model_operation_transitions_live
-)
 SELECT
     t.operation_id,
     t.channel_id,
@@ -292,21 +289,16 @@ SELECT
     t.seconds_in_status,
     t.seconds_since_created,
     t.status_reason
-FROM rows t
+FROM {rows} t
 LEFT JOIN networks n ON n.chain_selector = t.chain_selector
 """
 
 
-def _lifecycle_view() -> str:
+def _named_lifecycle(rows: str) -> str:
+    """The public lifecycle over the relation ``rows`` (an internal SQL text): the network named."""
     cols = [c for c, _ in LIFECYCLE_COLUMNS]
     rest = ", ".join(f"l.{c}" for c in cols[4:])
     return f"""
-CREATE OR REPLACE VIEW operation_lifecycle AS
-WITH rows AS (
-    SELECT {", ".join(cols)} FROM {LIFECYCLE_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
-    UNION ALL
-    SELECT {", ".join(cols)} FROM model_operation_lifecycle_live
-)
 SELECT
     l.operation_id,
     l.channel_id,
@@ -314,9 +306,29 @@ SELECT
     coalesce(n.name, l.chain_selector) AS network,
     l.address,
     {rest}
-FROM rows l
+FROM {rows} l
 LEFT JOIN networks n ON n.chain_selector = l.chain_selector
 """
+
+
+def _transitions_view() -> str:
+    cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
+    rows = f"""(
+    SELECT {cols} FROM {TRANSITIONS_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
+    UNION ALL
+    SELECT {cols} FROM model_operation_transitions_live
+)"""
+    return f"CREATE OR REPLACE VIEW operation_transitions AS {_named_transitions(rows)}"
+
+
+def _lifecycle_view() -> str:
+    cols = ", ".join(c for c, _ in LIFECYCLE_COLUMNS)
+    rows = f"""(
+    SELECT {cols} FROM {LIFECYCLE_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
+    UNION ALL
+    SELECT {cols} FROM model_operation_lifecycle_live
+)"""
+    return f"CREATE OR REPLACE VIEW operation_lifecycle AS {_named_lifecycle(rows)}"
 
 
 def _query_terminal_by_time() -> str:
@@ -337,9 +349,14 @@ def _query_terminal_by_time() -> str:
 
 
 def _query_lifecycle_view() -> str:
-    """One row per query. Its outcome (``terminal_status``) is the terminal status with the latest event time (on
-    equal times the later stage); a query that reached ``expired`` and then ``completed`` (not before its expiry)
-    is ``expired`` with ``late_answer``: an answer after its time-to-live is not a success."""
+    return f"CREATE OR REPLACE VIEW query_lifecycle AS {query_lifecycle_select()}"
+
+
+def query_lifecycle_select() -> str:
+    """Returns the SELECT of ``query_lifecycle``: one row per query. Its outcome (``terminal_status``) is the
+    terminal status with the latest event time (on equal times the later stage); a query that reached ``expired``
+    and then ``completed`` (not before its expiry) is ``expired`` with ``late_answer``: an answer after its
+    time-to-live is not a success."""
     terminal = _literals(s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL)
     expired, completed = spec.QueryStatus.EXPIRED.value, spec.QueryStatus.COMPLETED.value
     at_of_outcome = " ".join(
@@ -357,7 +374,6 @@ def _query_lifecycle_view() -> str:
         + f" ELSE {UNKNOWN_RANK} END"
     )
     return f"""
-CREATE OR REPLACE VIEW query_lifecycle AS
 WITH ev AS (
     SELECT
         query_id,
@@ -408,6 +424,23 @@ SELECT
 FROM timed j
 LEFT JOIN networks n ON n.chain_selector = j.chain_selector
 """
+
+
+def plain_view_selects() -> dict[str, str]:
+    """Returns every modelled view as a plain SELECT over the raw tables, in dependency order, with nothing
+    materialised: what an engine that reads the Parquet export (which has the raw tables but not the ``model_*``
+    tables) builds the views from. The same definitions as the warehouse's views (:func:`transitions_select`,
+    :func:`lifecycle_select`, :func:`query_lifecycle_select`); ``model_operation_*_live`` cover every operation."""
+    return {
+        "operation_status_order": _status_order_select(),
+        "model_operation_transitions_live": transitions_select(None),
+        "model_operation_lifecycle_live": lifecycle_select(
+            "model_operation_transitions_live", None, record_hash_column=False
+        ),
+        "operation_transitions": _named_transitions("model_operation_transitions_live"),
+        "operation_lifecycle": _named_lifecycle("model_operation_lifecycle_live"),
+        "query_lifecycle": query_lifecycle_select(),
+    }
 
 
 def view_statements() -> list[str]:
