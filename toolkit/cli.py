@@ -134,6 +134,33 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def spark_options(p: argparse.ArgumentParser) -> None:
+    """The options that run a metric on Spark over a Parquet export instead of on the warehouse."""
+    p.add_argument(
+        "--engine",
+        choices=["duckdb", "spark"],
+        default="duckdb",
+        help="duckdb: the warehouse (default); spark: Apache Spark over a Parquet export (needs --parquet)",
+    )
+    p.add_argument("--parquet", metavar="DIR", help="the export Spark reads (chainops export --out DIR; any Spark URI)")
+    p.add_argument(
+        "--spark-master", metavar="URL", help="Spark master (default: the spark-submit session's, else local[*])"
+    )
+
+
+def _metrics_source(args: argparse.Namespace, settings: Settings) -> object:
+    """The warehouse path, or the Parquet export registered in a Spark session (``--engine spark``)."""
+    if args.engine != "spark":
+        if args.parquet or args.spark_master:
+            raise UsageError("--parquet and --spark-master go with --engine spark")
+        return str(settings.warehouse)
+    if not args.parquet:
+        raise UsageError("--engine spark reads a Parquet export: give --parquet DIR (write one with chainops export)")
+    from .spark import spark_session, spark_warehouse
+
+    return spark_warehouse(args.parquet, spark_session(args.spark_master))
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     """Print or write one metric table."""
     from . import metrics
@@ -158,7 +185,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     if args.by:
         kwargs["by"] = [c.strip() for c in args.by.split(",") if c.strip()]
     try:
-        df = func(str(settings.warehouse), **kwargs)
+        df = func(_metrics_source(args, settings), **kwargs)
     except ValueError as exc:
         raise ChainopsError(str(exc)) from None
     _write_frame(df, args.format, args.out)
@@ -353,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="output format (default table; parquet needs --out)",
     )
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
+    spark_options(p)
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("report", help="write the report: one HTML file, or the metric tables as CSV/Parquet")
