@@ -207,13 +207,18 @@ CREATE_WATCHER_WITH_SERVICE = obj(
     ("name", "chain_selector", "address", "service", "events"),
     description="A watcher of a service's events (for example dta, dvp); without abi.",
 )
+CREATE_WATCHER_WITH_SERVICE["not"] = {"required": ["abi"]}
 CREATE_WATCHER_WITH_ABI = obj(
     {**_WATCHER_COMMON, "abi": array(EVENT_ABI, min_items=1)},
     ("name", "chain_selector", "address", "events", "abi"),
     description="A watcher of the events an ABI declares; without service.",
 )
+CREATE_WATCHER_WITH_ABI["not"] = {"required": ["service"]}
 # oneOf without a discriminator: a body naming both service and abi matches both, so it is refused
-CREATE_WATCHER: Schema = {"oneOf": [CREATE_WATCHER_WITH_SERVICE, CREATE_WATCHER_WITH_ABI]}
+CREATE_WATCHER: Schema = {
+    "oneOf": [CREATE_WATCHER_WITH_SERVICE, CREATE_WATCHER_WITH_ABI],
+    "description": "Sandbox: a body naming both service and abi is refused, whatever their values.",
+}
 UPDATE_WATCHER = obj({"name": _NAME, "status": string(enum=("archived",))})
 
 TRANSACTION_REQUEST = obj(

@@ -57,6 +57,10 @@ def check(schema: schemas.Schema, value: Any, where: str) -> None:
     if "oneOf" in schema:
         _one_of(schema["oneOf"], value, where)
         return
+    if "not" in schema and isinstance(value, dict):  # used as "not": {"required": [...]}: a field it must not have
+        present = [name for name in schema["not"].get("required", ()) if name in value]
+        if present and len(present) == len(schema["not"]["required"]):
+            raise validation(f"{where}: {present[0]} does not belong in this form")
     kinds = schema.get("type")
     if kinds is not None:
         kinds = [kinds] if isinstance(kinds, str) else kinds
