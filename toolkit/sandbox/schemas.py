@@ -691,7 +691,6 @@ class Deviation:
 
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("chain_selector of watchers, operations and queries", "only the networks the sandbox models; 400"),
-    Deviation("integers in bodies", "JSON integers only: 1.0 is refused"),
     Deviation("allowed_ecdsa_signers", "unique ignoring case"),
     Deviation("array query filters", "also the name[] spelling and comma-separated values"),
     Deviation("GET /channels/{channel_id}/events", "accepts a type filter (0.8 has none)"),

@@ -43,8 +43,10 @@ def _regex(pattern: str) -> re.Pattern:
 
 
 def _is(value: Any, kind: str) -> bool:
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "integer":  # JSON Schema: 731.0 is an integer too
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
     return isinstance(value, _TYPES[kind])
 
 
@@ -70,7 +72,7 @@ def check(schema: schemas.Schema, value: Any, where: str) -> None:
         raise validation(f"{where}: unknown value {value!r}"[:200])
     if isinstance(value, str):
         _check_string(schema, value, where)
-    elif isinstance(value, int) and not isinstance(value, bool):
+    elif isinstance(value, int | float) and not isinstance(value, bool):
         if value < schema.get("minimum", value) or value > schema.get("maximum", value):
             raise validation(f"{where} must be between {schema.get('minimum')} and {schema.get('maximum')}")
     elif isinstance(value, list):
@@ -205,8 +207,10 @@ def update_watcher(body: dict) -> dict:
 
 
 def create_operation(body: dict) -> dict:
-    """``CreateOperation`` (closed)."""
-    return _body("CreateOperation", body)
+    """``CreateOperation`` (closed); an integral ``deadline`` sent as ``731.0`` is kept as ``731``."""
+    _body("CreateOperation", body)
+    body["deadline"] = int(body["deadline"])
+    return body
 
 
 def patch_operation(body: dict) -> dict:
