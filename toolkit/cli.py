@@ -289,6 +289,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         speed=args.speed,
         fail_rate=args.fail_rate,
         rate_limit=args.rate_limit,
+        rate_limit_retry_after=args.rate_limit_retry_after,
         operations_per_day=args.operations_per_day,
         start=args.start,
         slow_rate=args.slow_rate,
@@ -456,7 +457,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="RPS",
-        help="requests per second before answering 429 with Retry-After (fault injection)",
+        help="requests per second per key before answering 429, without Retry-After as the service (fault injection)",
+    )
+    p.add_argument(
+        "--rate-limit-retry-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="add Retry-After: SECONDS to the --rate-limit 429s (the service sends none)",
     )
     p.add_argument(
         "--operations-per-day",

@@ -290,3 +290,13 @@ KNOWN_NETWORKS: tuple[KnownNetwork, ...] = (
     KnownNetwork("Polygon Amoy", "80002", "16281711391670634445", "testnet"),
     KnownNetwork("Base Sepolia", "84532", "10344971235874465080", "testnet"),
 )
+
+
+def query_target_address(target: object) -> str | None:
+    """The contract address a query's ``target`` names: the string itself (0.8), or the ``contract_address`` of the
+    object sandboxes before 0.8 sent there; ``None`` when it names none."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, dict) and isinstance(target.get("contract_address"), str):
+        return target["contract_address"]
+    return None

@@ -263,12 +263,26 @@ def faulty(request) -> Iterator[ServerHandle]:
 
 @pytest.mark.parametrize("faulty", [{"rate_limit": 1}], indirect=True)
 def test_rate_limit_is_rate_limit_error_then_retried(faulty) -> None:
+    """As the service: a 429 without Retry-After, so the client takes its own backoff."""
     with Client(faulty.base_url, MINE, retry=NO_RETRY) as c:
         c.list_networks()
         with refused(errors.RateLimitError):
             c.list_networks()
     with pytest.raises(errors.RateLimitError) as info, Client(faulty.base_url, MINE, retry=NO_RETRY) as c:
         c.list_networks()
+    assert info.value.retry_after is None and info.value.transient
+    patient = RetryPolicy(attempts=8, initial=0.3, maximum=2.0)
+    with Client(faulty.base_url, MINE, retry=patient) as c:
+        assert len(c.list_networks()) == len(spec.KNOWN_NETWORKS)
+        assert c.retries >= 1  # it backed off on its own schedule and succeeded
+
+
+@pytest.mark.parametrize("faulty", [{"rate_limit": 1, "rate_limit_retry_after": 1}], indirect=True)
+def test_rate_limit_retry_after_is_read_when_the_sandbox_sends_one(faulty) -> None:
+    with Client(faulty.base_url, MINE, retry=NO_RETRY) as c:
+        c.list_networks()
+        with pytest.raises(errors.RateLimitError) as info:
+            c.list_networks()
     assert info.value.retry_after == 1.0 and info.value.transient
     patient = RetryPolicy(attempts=4, initial=0.05, maximum=2.0)
     with Client(faulty.base_url, MINE, retry=patient) as c:

@@ -7,6 +7,8 @@ untouched, unknown fields included.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,7 +69,11 @@ def test_served_records_match_their_models(client) -> None:
                     conforms(op[who], models.Subject, who)
         for query in client.iter_queries(cid):
             conforms(query, models.Query, "query")
-            conforms(query["target"], models.QueryTarget, "query target")
+            assert isinstance(query["target"], str), "0.8: a query's target is the contract address"
+            if "verifiable_result" in query:
+                call = json.loads(base64.b64decode(query["verifiable_result"]))["data"]["target"]
+                conforms(call, models.QueryTarget, "decoded query target")
+                assert call["contract_address"] == query["target"]
             if "proof" in query:
                 conforms(query["proof"], models.OCRProof, "query proof")
         for page in client.event_pages(cid):

@@ -214,7 +214,12 @@ class OCRProof(TypedDict):
 
 
 class QueryTarget(TypedDict, total=False):
-    """The call a chain query makes."""
+    """The call a chain query makes, as the decoded ``verifiable_result`` carries it (``data.target``).
+
+    In 0.8 the ``target`` of a :class:`Query` and of a ``query.status`` payload is a string, the contract address;
+    sandboxes before it sent this object there instead. The client hands either back as sent; the warehouse stores
+    the address (:func:`toolkit.spec.query_target_address`) and keeps an object whole in ``extra``.
+    """
 
     from_address: str
     contract_address: str
@@ -229,7 +234,8 @@ class Query(TypedDict, total=False):
     status: Required[str]
     query_kind: Required[str]
     chain_selector: Required[str]
-    target: Required[QueryTarget]
+    #: the contract address the query calls (0.8: a string; see :class:`QueryTarget` for the older object)
+    target: Required[str]
     event_hash: str
     #: base64 of the DON's JSON result (completed and failed queries)
     verifiable_result: str
@@ -287,7 +293,8 @@ class QueryStatusPayload(TypedDict, total=False):
 
     query_id: Required[str]
     status: Required[str]
-    target: Required[QueryTarget]
+    #: the contract address (0.8: a string)
+    target: Required[str]
     chain_selector: Required[str]
     timestamp: Required[int]
     event_hash: str

@@ -20,6 +20,8 @@ Modules, one job each::
     proofs.py      OCR proofs, verifiable blobs, event hashes; ids.py: deterministic ids
     app.py         raw ASGI app: auth, routing, faults, control API; router.py: route table
     reads.py, writes.py, events_api.py   endpoint handlers; validate.py, params.py: input checks
+    schemas.py     bodies, responses and query parameters as JSON Schema (what validate/params check)
+    openapi.py     the OpenAPI description served at /v1/openapi.json, built from schemas.py and the routes
     messages.py    request/response values and envelopes; apierror.py: the ApplicationError exception
     faults.py      seeded fault injection; serve.py: uvicorn in a thread, run_server
 """

@@ -9,11 +9,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from toolkit.sandbox import router
+from toolkit.sandbox import openapi, router
 from toolkit.sandbox.apierror import ApiError, validation
 from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.faults import Fault, FaultInjector
 from toolkit.sandbox.messages import Request, Response, error_response, json_response
+from toolkit.sandbox.params import check_query
+from toolkit.sandbox.schemas import QUERY_PARAMS
 from toolkit.spec import ErrorType
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 Receive = Callable[[], Awaitable[dict]]
 Send = Callable[[dict], Awaitable[None]]
 HEALTH = Response(200, b'{"status":"ok"}')
+#: Paths under /v1 served without authentication, and the methods each answers.
+PUBLIC = {"/v1/health-check": ("GET", "HEAD"), "/v1/openapi.json": ("GET", "HEAD")}
 log = logging.getLogger("toolkit.sandbox")
 
 
@@ -52,11 +56,11 @@ class SandboxApp:
             return
         body = await _read_body(receive)
         req = Request.from_scope(scope, body)
-        path = req.path
-        if path.startswith("/v1/") and path.rstrip("/") != "/v1/health-check":
+        public = PUBLIC.get(req.path.rstrip("/"))
+        if public is not None:
+            await _send(send, _public(req, public))
+        elif req.path.startswith("/v1/"):
             await self._serve_v1(req, send)
-        elif path.rstrip("/") == "/v1/health-check" and req.method in ("GET", "HEAD"):
-            await _send(send, HEALTH)
         else:
             await _send(send, self.handle(req))
 
@@ -66,7 +70,9 @@ class SandboxApp:
             await _drop(send)
             return
         if fault is Fault.RATE_LIMIT:
-            err = ApiError(429, ErrorType.VALIDATION_ERROR, "rate limit exceeded", headers=((b"retry-after", b"1"),))
+            wait = self.faults.config.retry_after
+            headers = ((b"retry-after", f"{wait:g}".encode()),) if wait is not None else ()
+            err = ApiError(429, ErrorType.VALIDATION_ERROR, "rate limit exceeded", headers=headers)
             await _send(send, error_response(err))
             return
         if fault is Fault.FAIL:
@@ -101,12 +107,13 @@ class SandboxApp:
         found = router.resolve(path[3:])
         if found is None:
             raise ApiError(404, ErrorType.NOT_FOUND, "no such endpoint")
-        methods, args = found
+        pattern, methods, args = found
         handler = methods.get(req.method)
         if handler is None:
-            raise ApiError(405, ErrorType.VALIDATION_ERROR, f"method {req.method} not allowed here")
+            raise _not_allowed(req.method, router.allow(methods))
         with self.sandbox.lock:
             backend = self._authenticate(req)
+            check_query(QUERY_PARAMS.get((req.method, pattern), ()), req.query)
             self.sandbox.sync()
             return handler(backend, req, *args)
 
@@ -134,6 +141,21 @@ class SandboxApp:
                 seconds = _advance_seconds(req.body)
                 return json_response({"now": self.sandbox.advance(seconds)})
         raise ApiError(404, ErrorType.NOT_FOUND, "no such sandbox endpoint")
+
+
+def _not_allowed(method: str, allowed: str) -> ApiError:
+    """405 with the ``Allow`` header (RFC 9110)."""
+    headers = ((b"allow", allowed.encode()),)
+    return ApiError(405, ErrorType.VALIDATION_ERROR, f"method {method} not allowed here", headers=headers)
+
+
+def _public(req: Request, methods: tuple[str, ...]) -> Response:
+    """The health check and the OpenAPI description: no key, no faults."""
+    if req.method not in methods:
+        return error_response(_not_allowed(req.method, ", ".join(methods)))
+    if req.path.rstrip("/") == "/v1/openapi.json":
+        return Response(200, openapi.document_bytes())
+    return HEALTH
 
 
 def _advance_seconds(body: bytes) -> int:

@@ -26,6 +26,7 @@ class Backend(ResourcesMixin, OperationsMixin, QueriesMixin):
         self._op_clock = {}
         self._op_block = {}
         self._query_selection = {}
+        self._query_call = {}
         self._writer_workflow = new_hex(setup, 32)
         self._status_workflow = new_hex(setup, 32)
         self._query_workflow = new_hex(setup, 32)

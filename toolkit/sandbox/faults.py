@@ -1,4 +1,5 @@
-"""Fault injection for the /v1 API: 500s, 429s with ``Retry-After``, slow, truncated, dropped and malformed answers.
+"""Fault injection for the /v1 API: 500s, 429s (``Retry-After`` only when asked), slow, truncated, dropped and
+malformed answers.
 
 Every decision comes from one seeded RNG, so a run with the same seed and request sequence sees the same faults.
 """
@@ -27,10 +28,14 @@ class Fault(Enum):
 
 @dataclass(frozen=True)
 class FaultConfig:
-    """Rates are probabilities per request; ``rate_limit`` is requests per second per API key (None = off)."""
+    """Rates are probabilities per request; ``rate_limit`` is requests per second per API key (None = off).
+
+    A 429 carries no ``Retry-After``, as the service's does not (WIRE.md section 4); ``retry_after`` (seconds) adds
+    one, to exercise a client's header path."""
 
     fail_rate: float = 0.0
     rate_limit: float | None = None
+    retry_after: float | None = None
     slow_rate: float = 0.0
     slow_seconds: float = 5.0
     truncate_rate: float = 0.0

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from toolkit.sandbox.apierror import validation
 from toolkit.spec import ADDRESS_RE, UUID_RE, PageLimits
 
+if TYPE_CHECKING:
+    from toolkit.sandbox.schemas import Param
+
 INT64_MAX = 2**63 - 1
+_INTEGER = re.compile(r"^-?[0-9]+$")
 
 
 def one(query: dict[str, list[str]], name: str) -> str | None:
@@ -32,10 +40,9 @@ def integer(query: dict[str, list[str]], name: str, minimum: int = 0, maximum: i
     raw = one(query, name)
     if raw is None:
         return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise validation(f"{name} must be an integer") from None
+    if not _INTEGER.match(raw):
+        raise validation(f"{name} must be an integer")
+    value = int(raw)
     if not minimum <= value <= maximum:
         raise validation(f"{name} must be between {minimum} and {maximum}")
     return value
@@ -69,3 +76,28 @@ def uuid(query: dict[str, list[str]], name: str) -> str | None:
 def page(items: list, limit: int, offset: int) -> tuple[list, bool]:
     """Row-skip slice of ``items`` and whether more follow."""
     return items[offset : offset + limit], offset + limit < len(items)
+
+
+def _check_value(param: Param, schema: dict, raw: str) -> None:
+    name = param.name
+    if schema.get("type") == "integer":
+        integer({name: [raw]}, name, schema.get("minimum", -(2**63)), schema.get("maximum", INT64_MAX))
+        return
+    if "enum" in schema and raw not in schema["enum"]:
+        raise validation(f"{name}: unknown value {raw!r}"[:200])
+    pattern = schema.get("pattern")
+    if pattern is not None and not re.search(pattern, raw):
+        raise validation(f"{name} has an invalid format")
+
+
+def check_query(declared: Iterable[Param], query: dict[str, list[str]]) -> None:
+    """Check each declared parameter present in ``query`` against its schema (400 naming it otherwise); parameters
+    not declared are ignored, as the service ignores them."""
+    for param in declared:
+        if param.is_array:
+            raws = [*query.get(param.name, ()), *query.get(param.name + "[]", ())]
+            for value in (v for raw in raws for v in raw.split(",")):
+                _check_value(param, param.schema["items"], value)
+        else:
+            for value in query.get(param.name, ()):
+                _check_value(param, param.schema, value)

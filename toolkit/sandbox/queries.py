@@ -49,11 +49,8 @@ class QueriesMixin(Core):
             "status": "accepted",
             "query_kind": body["query_kind"],
             "chain_selector": body["chain_selector"],
-            "target": {
-                "from_address": params.get("from_address", ZERO_ADDRESS),
-                "contract_address": params["contract_address"],
-                "call_data": params["call_data"],
-            },
+            # 0.8: the contract address; the whole call appears only in the decoded verifiable_result
+            "target": params["contract_address"],
             "created_at": now,
             "updated_at": now,
             "expires_at": now + QUERY_TTL_SECONDS,
@@ -64,6 +61,11 @@ class QueriesMixin(Core):
         self.org.channel_queries[channel_id].append(qid)
         self.org.idempotency[key] = (fingerprint, qid)
         self._query_selection[qid] = params["block_selection"]
+        self._query_call[qid] = {
+            "from_address": params.get("from_address", ZERO_ADDRESS),
+            "contract_address": params["contract_address"],
+            "call_data": params["call_data"],
+        }
         self._query_event(query, None)
         self._plan_query(qid)
         return query, True
@@ -109,6 +111,7 @@ class QueriesMixin(Core):
             query["proof"] = self.proof_for(query["event_hash"])
         if status in QUERY_TERMINAL:
             self._query_selection.pop(query_id, None)
+            self._query_call.pop(query_id, None)
         self._query_event(query, query.get("proof") if status in QUERY_PROOF_STATUSES else None)
 
     def _result_blob(self, query: dict, error: tuple[str, str] | None) -> str:
@@ -122,7 +125,7 @@ class QueriesMixin(Core):
             "query_id": query["query_id"],
             "channel_id": query["channel_id"],
             "query_kind": query["query_kind"],
-            "target": query["target"],
+            "target": self._query_call.get(query["query_id"], {"contract_address": query["target"]}),
             "block_selection": {
                 "requested": selection,
                 "resolved": {
@@ -166,4 +169,6 @@ class QueriesMixin(Core):
         self.emit(query["channel_id"], "query.status", payload, meta, proof)
 
     _query_selection: dict[str, dict]
+    #: the call of each query in flight: ``{from_address, contract_address, call_data}`` (decoded results carry it)
+    _query_call: dict[str, dict]
     _query_workflow: str

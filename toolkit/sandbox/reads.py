@@ -124,8 +124,9 @@ def list_operations(b: Backend, req: Request, channel_id: str) -> Response:
     limit, offset = paging(q, PAGE_LIMITS["operations"])
     statuses = many(q, "status", OPERATION_STATUSES)
     chain, addr, wallet_id, env = one(q, "chain_selector"), address(q, "address"), uuid(q, "wallet_id"), _environment(q)
+    subjects = _subject_filters(q)
     ids = b.org.channel_operations[channel_id]
-    if all(f is None for f in (statuses, chain, addr, wallet_id, env)):  # no filter: page the id list
+    if all(f is None for f in (statuses, chain, addr, wallet_id, env)) and not subjects:  # page the id list
         window, more = page(ids, limit, offset)
         return list_response([b.org.operations[o] for o in window], more)
     owner = b.org.operation_wallet
@@ -138,8 +139,28 @@ def list_operations(b: Backend, req: Request, channel_id: str) -> Response:
         and (env is None or o["chain_selector"] in env)
         and (addr is None or o["address"].lower() == addr)
         and (wallet_id is None or owner.get(o["operation_id"]) == wallet_id)
+        and all(_subject_matches(o.get(role), key, value) for role, key, value in subjects)
     ]
     return list_response(*page(items, limit, offset))
+
+
+_SUBJECT_ROLES = ("initiator", "signer", "canceller")
+
+
+def _subject_filters(q: dict[str, list[str]]) -> list[tuple[str, str, str]]:
+    """``(role, subject field, wanted value)`` of each ``<role>_subject_type``/``_id`` filter given (the type was
+    checked against ``api_key``/``user`` before the handler)."""
+    out = []
+    for role in _SUBJECT_ROLES:
+        for part in ("type", "id"):
+            value = one(q, f"{role}_subject_{part}")
+            if value is not None:
+                out.append((role, f"subject_{part}", value))
+    return out
+
+
+def _subject_matches(subject: dict | None, key: str, value: str) -> bool:
+    return subject is not None and subject.get(key) == value
 
 
 def get_operation(b: Backend, req: Request, channel_id: str, operation_id: str) -> Response:

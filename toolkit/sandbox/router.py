@@ -32,8 +32,34 @@ def register(pattern: tuple[str, ...], method: str, handler: Handler) -> None:
     ROUTES.setdefault(pattern, {})[method] = handler
 
 
-def resolve(path: str) -> tuple[dict[str, Handler], list[str]] | None:
-    """The handlers of ``path`` (relative to /v1) and its path arguments, or ``None`` when nothing matches."""
+#: The name of the path parameter that follows each segment (``/channels/{channel_id}``).
+PATH_PARAMS = {
+    "wallets": "wallet_id",
+    "channels": "channel_id",
+    "watchers": "watcher_id",
+    "operations": "operation_id",
+    "queries": "query_id",
+    "search": "event_id",
+}
+
+
+def template(pattern: tuple[str, ...]) -> str:
+    """The OpenAPI path of a route pattern: ``("channels", "{}")`` -> ``/channels/{channel_id}``."""
+    parts = [
+        f"{{{PATH_PARAMS[prev]}}}" if seg == "{}" else seg
+        for prev, seg in zip(("", *pattern), pattern[:], strict=False)
+    ]
+    return "/" + "/".join(parts)
+
+
+def allow(methods: dict[str, Handler]) -> str:
+    """The ``Allow`` header value of a route."""
+    return ", ".join(sorted(methods))
+
+
+def resolve(path: str) -> tuple[tuple[str, ...], dict[str, Handler], list[str]] | None:
+    """The pattern and handlers of ``path`` (relative to /v1) and its path arguments, or ``None`` when nothing
+    matches."""
     parts = [p for p in path.strip("/").split("/")]
     if parts == [""]:
         return None
@@ -49,5 +75,5 @@ def resolve(path: str) -> tuple[dict[str, Handler], list[str]] | None:
             elif want != got:
                 break
         else:
-            return methods, args
+            return pattern, methods, args
     return None

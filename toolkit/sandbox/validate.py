@@ -1,34 +1,157 @@
-"""Request-body validation, as the service's schema does it: 400 ``VALIDATION_ERROR`` for any violation.
+"""Request-body validation, as the service's schema does it: 400 ``VALIDATION_ERROR`` naming the field for any
+violation, a value of the wrong JSON type included.
 
-Closed bodies (``CreateOperation``, its transactions, ``PatchOperation``, ``CreateQuery`` and its params) reject
-unknown fields; the other bodies ignore them.
+Each body is checked against its JSON Schema in :mod:`toolkit.sandbox.schemas` (the one the OpenAPI description
+publishes) by :func:`check`, a walker of the few keywords those schemas use; the handful of rules a schema cannot
+say (a chain the sandbox does not model is a conflict for wallets, signers unique ignoring case, the size of a
+query's metadata) follow it. Closed bodies (``CreateOperation``, its transactions, ``PatchOperation``,
+``CreateQuery`` and its params) refuse unknown fields; the others ignore them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from typing import Any
 
-from toolkit.sandbox.apierror import conflict, validation
+from toolkit.sandbox import schemas
+from toolkit.sandbox.apierror import ApiError, conflict, validation
 from toolkit.sandbox.networks import MODELS
-from toolkit.spec import (
-    ADDRESS_RE,
-    CALLDATA_RE,
-    DECIMAL_RE,
-    MAX_TRANSACTIONS_PER_OPERATION,
-    QUERY_CALLDATA_RE,
-    SIGNATURE_RE,
-    UUID_RE,
-    WALLET_OPERATION_ID_RE,
-    ConflictCode,
-    QueryKind,
-    WalletType,
-)
+from toolkit.spec import ConflictCode
 
-INT64_MAX = 2**63 - 1
-_RSA_E = re.compile(r"^0x[0-9a-fA-F]{2,34}$")
-_RSA_N = re.compile(r"^0x[0-9a-fA-F]{512,}$")
+_TYPES: dict[str, Any] = {
+    "string": str,
+    "object": dict,
+    "array": list,
+    "boolean": bool,
+    "null": type(None),
+}
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "object": "an object",
+    "array": "an array",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+@cache
+def _regex(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "integer":  # JSON Schema: 731.0 is an integer too
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    return isinstance(value, _TYPES[kind])
+
+
+def _unique_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def check(schema: schemas.Schema, value: Any, where: str) -> None:
+    """Raise a 400 naming ``where`` (the field's path) unless ``value`` matches ``schema``."""
+    if "oneOf" in schema:
+        _one_of(schema["oneOf"], value, where)
+        return
+    if "not" in schema and isinstance(value, dict):  # used as "not": {"required": [...]}: a field it must not have
+        present = [name for name in schema["not"].get("required", ()) if name in value]
+        if present and len(present) == len(schema["not"]["required"]):
+            raise validation(f"{where}: {present[0]} does not belong in this form")
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is(value, k) for k in kinds):
+            raise validation(f"{where} must be {' or '.join(_TYPE_WORDS[k] for k in kinds)}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise validation(f"{where}: unknown value {value!r}"[:200])
+    if isinstance(value, str):
+        _check_string(schema, value, where)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        if value < schema.get("minimum", value) or value > schema.get("maximum", value):
+            raise validation(f"{where} must be between {schema.get('minimum')} and {schema.get('maximum')}")
+    elif isinstance(value, list):
+        _check_array(schema, value, where)
+    elif isinstance(value, dict):
+        _check_object(schema, value, where)
+
+
+def _check_string(schema: schemas.Schema, value: str, where: str) -> None:
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    if len(value) < low or (high is not None and len(value) > high):
+        raise validation(f"{where} must be {low}-{high or 'any'} characters")
+    pattern = schema.get("pattern")
+    if pattern is not None and not _regex(pattern).search(value):
+        raise validation(f"{where} has an invalid format")
+
+
+def _check_array(schema: schemas.Schema, value: list, where: str) -> None:
+    low, high = schema.get("minItems", 0), schema.get("maxItems")
+    if len(value) < low or (high is not None and len(value) > high):
+        raise validation(f"{where} must hold {low}-{high if high is not None else 'any'} items")
+    if schema.get("uniqueItems") and len({_unique_key(v) for v in value}) != len(value):
+        raise validation(f"{where} must hold unique items")
+    items = schema.get("items")
+    if items is not None:
+        for i, item in enumerate(value):
+            check(items, item, f"{where}[{i}]")
+
+
+def _check_object(schema: schemas.Schema, value: dict, where: str) -> None:
+    prefix = "" if where == "body" else f"{where}."
+    for name in schema.get("required", ()):
+        if name not in value:
+            raise validation(f"{prefix}{name} is required")
+    properties = schema.get("properties", {})
+    if schema.get("additionalProperties") is False:
+        extra = sorted(set(value) - set(properties))
+        if extra:
+            raise validation(f"{where}: unknown field {extra[0]!r}"[:200])
+    for name, sub in properties.items():
+        if name in value:
+            check(sub, value[name], f"{prefix}{name}")
+
+
+def _one_of(options: list[schemas.Schema], value: Any, where: str) -> None:
+    """Exactly one of ``options``; when none matches, the error of the option whose required fields are all present
+    (or whose ``enum``-tagged ``status``/``type`` matches) explains it best."""
+    failures: list[ApiError] = []
+    for option in options:
+        try:
+            check(option, value, where)
+        except ApiError as err:
+            failures.append(err)
+    matched = len(options) - len(failures)
+    if matched == 1:
+        return
+    if matched > 1:
+        names = " or ".join(sorted({r for o in options for r in o.get("required", ())} - _shared(options)))
+        raise validation(f"{where} must be exactly one form: name one of {names}, not several")
+    if isinstance(value, dict):
+        for option, err in zip(options, failures, strict=True):
+            if _selects(option, value):
+                raise err
+    raise failures[0]
+
+
+def _shared(options: list[schemas.Schema]) -> set[str]:
+    sets = [set(o.get("required", ())) for o in options]
+    return set.intersection(*sets) if sets else set()
+
+
+def _selects(option: schemas.Schema, value: dict) -> bool:
+    """Whether ``value`` is plainly meant as ``option``: its tag field matches, or it has the option's own fields."""
+    properties = option.get("properties", {})
+    for tag in ("status", "type"):
+        allowed = properties.get(tag, {}).get("enum")
+        if allowed is not None and tag in option.get("required", ()) and len(allowed) <= 2:
+            return value.get(tag) in allowed
+    return all(name in value for name in option.get("required", ()))
 
 
 def parse_json(body: bytes) -> dict:
@@ -42,258 +165,62 @@ def parse_json(body: bytes) -> dict:
     return data
 
 
-def _closed(obj: dict, allowed: set[str], where: str) -> None:
-    extra = sorted(set(obj) - allowed)
-    if extra:
-        raise validation(f"{where}: unknown field {extra[0]!r}")
-
-
-def _obj(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise validation(f"{where} must be an object")
-    return value
-
-
-def _required(obj: dict, names: tuple[str, ...], where: str) -> None:
-    for name in names:
-        if obj.get(name) is None:
-            raise validation(f"{where}: {name} is required")
-
-
-def _str(
-    value: Any,
-    where: str,
-    pattern: re.Pattern | None = None,
-    min_len: int = 0,
-    max_len: int | None = None,
-    non_blank: bool = False,
-) -> str:
-    if not isinstance(value, str):
-        raise validation(f"{where} must be a string")
-    if len(value) < min_len or (max_len is not None and len(value) > max_len):
-        raise validation(f"{where} must be {min_len}-{max_len or 'any'} characters")
-    if non_blank and not value.strip():
-        raise validation(f"{where} must contain a non-space character")
-    if pattern is not None and not pattern.match(value):
-        raise validation(f"{where} has an invalid format")
-    return value
-
-
-def _name(value: Any, where: str, min_len: int = 1) -> str:
-    return _str(value, where, min_len=min_len, max_len=255, non_blank=True)
-
-
-def _description(obj: dict) -> None:
-    if "description" in obj and obj["description"] is not None:
-        _str(obj["description"], "description", max_len=255)
-
-
-def _chain(value: Any, where: str = "chain_selector") -> str:
-    selector = _str(value, where, DECIMAL_RE)
-    if selector not in MODELS:
-        raise validation(f"{where}: unknown chain selector")
-    return selector
-
-
-def _int64(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
-        raise validation(f"{where} must be an integer between 0 and 2^63-1")
-    return value
+def _body(name: str, body: dict) -> dict:
+    check(schemas.BODIES[name], body, "body")
+    return body
 
 
 def create_wallet(body: dict) -> dict:
-    """``CreateWallet``."""
-    _required(body, ("name", "wallet_owner_address", "chain_selector", "wallet_type"), "wallet")
-    _name(body["name"], "name")
-    _str(body["wallet_owner_address"], "wallet_owner_address", ADDRESS_RE)
-    selector = _str(body["chain_selector"], "chain_selector", DECIMAL_RE)
-    if selector not in MODELS:
+    """``CreateWallet``; a chain the sandbox does not model is 409 ``CHAIN_UNAVAILABLE``."""
+    _body("CreateWallet", body)
+    if body["chain_selector"] not in MODELS:
         raise conflict(ConflictCode.CHAIN_UNAVAILABLE, "chain is unavailable for wallet creation")
-    if body["wallet_type"] not in {t.value for t in WalletType}:
-        raise validation("wallet_type: unknown value")
-    _description(body)
-    if body.get("configuration") is not None:
-        _obj(body["configuration"], "configuration")
-    if body.get("status_channel_id") is not None:
-        _str(body["status_channel_id"], "status_channel_id", UUID_RE)
-    signers = body.get("allowed_ecdsa_signers")
-    if signers is not None:
-        if not isinstance(signers, list) or len(signers) > 10 or len({str(s).lower() for s in signers}) != len(signers):
-            raise validation("allowed_ecdsa_signers must be 0-10 unique addresses")
-        for s in signers:
-            _str(s, "allowed_ecdsa_signers[]", ADDRESS_RE)
-    rsa = body.get("allowed_rsa_signers")
-    if rsa is not None:
-        if not isinstance(rsa, list) or len(rsa) > 10:
-            raise validation("allowed_rsa_signers must be 0-10 keys")
-        for key in rsa:
-            key = _obj(key, "allowed_rsa_signers[]")
-            _str(key.get("e"), "allowed_rsa_signers[].e", _RSA_E)
-            _str(key.get("n"), "allowed_rsa_signers[].n", _RSA_N)
+    signers = body.get("allowed_ecdsa_signers") or []
+    if len({s.lower() for s in signers}) != len(signers):
+        raise validation("allowed_ecdsa_signers must be unique addresses (ignoring case)")
     return body
 
 
 def update_wallet(body: dict) -> dict:
     """``UpdateWallet``."""
-    if "name" in body:
-        _name(body["name"], "name")
-    _description(body)
-    if "status" in body and body["status"] != "archived":
-        raise validation("status may only be set to archived")
-    return body
+    return _body("UpdateWallet", body)
 
 
 def create_channel(body: dict) -> dict:
     """``CreateChannel``."""
-    _required(body, ("name",), "channel")
-    _name(body["name"], "name")
-    _description(body)
-    return body
+    return _body("CreateChannel", body)
 
 
 def patch_channel(body: dict) -> dict:
     """``PatchChannel``."""
-    if "name" in body:
-        _name(body["name"], "name")
-    _description(body)
-    if "status" in body and body["status"] not in ("active", "archived"):
-        raise validation("status must be active or archived")
-    return body
-
-
-def _event_abi(item: Any) -> None:
-    item = _obj(item, "abi[]")
-    if not isinstance(item.get("anonymous"), bool) or item.get("type") != "event":
-        raise validation("abi[]: anonymous (bool) and type 'event' are required")
-    _str(item.get("name"), "abi[].name", min_len=1)
-    inputs = item.get("inputs")
-    if not isinstance(inputs, list):
-        raise validation("abi[].inputs must be an array")
-    for arg in inputs:
-        arg = _obj(arg, "abi[].inputs[]")
-        if not isinstance(arg.get("indexed"), bool):
-            raise validation("abi[].inputs[].indexed must be a boolean")
-        for key in ("internalType", "name", "type"):
-            _str(arg.get(key), f"abi[].inputs[].{key}")
+    return _body("PatchChannel", body)
 
 
 def create_watcher(body: dict) -> dict:
     """``CreateWatcher``: one of ``CreateWatcherWithService`` / ``CreateWatcherWithABI``."""
-    _required(body, ("name", "chain_selector", "address", "events"), "watcher")
-    _name(body["name"], "name", min_len=4)
-    _chain(body["chain_selector"])
-    _str(body["address"], "address", ADDRESS_RE)
-    events = body["events"]
-    if not isinstance(events, list) or not events:
-        raise validation("events must be a non-empty array")
-    for name in events:
-        _str(name, "events[]", min_len=1)
-    has_service, has_abi = body.get("service") is not None, body.get("abi") is not None
-    if has_service == has_abi:
-        raise validation("a watcher is created from exactly one of service or abi")
-    if has_service:
-        _str(body["service"], "service", min_len=1)
-        if body.get("service_config") is not None:
-            _obj(body["service_config"], "service_config")
-    else:
-        if not isinstance(body["abi"], list) or not body["abi"]:
-            raise validation("abi must be a non-empty array")
-        for item in body["abi"]:
-            _event_abi(item)
-    return {k: v for k, v in body.items() if v is not None}
+    return _body("CreateWatcher", body)
 
 
 def update_watcher(body: dict) -> dict:
     """``UpdateWatcher``."""
-    if "name" in body:
-        _name(body["name"], "name")
-    if "status" in body and body["status"] != "archived":
-        raise validation("status may only be set to archived")
-    return body
-
-
-def _transaction(tx: Any, index: int) -> None:
-    where = f"transactions[{index}]"
-    tx = _obj(tx, where)
-    _closed(tx, {"to", "value", "data", "preview"}, where)
-    _required(tx, ("to", "value", "data"), where)
-    _str(tx["to"], f"{where}.to", ADDRESS_RE)
-    _str(tx["value"], f"{where}.value", DECIMAL_RE)
-    _str(tx["data"], f"{where}.data", CALLDATA_RE)
-    if "preview" in tx:
-        preview = _obj(tx["preview"], f"{where}.preview")
-        _closed(preview, {"function_signature", "metadata"}, f"{where}.preview")
-        _str(preview.get("function_signature"), f"{where}.preview.function_signature")
+    return _body("UpdateWatcher", body)
 
 
 def create_operation(body: dict) -> dict:
-    """``CreateOperation`` (closed)."""
-    _closed(
-        body, {"chain_selector", "address", "wallet_operation_id", "deadline", "transactions", "signature"}, "operation"
-    )
-    for name in ("chain_selector", "address", "wallet_operation_id", "deadline", "transactions"):
-        if name not in body:
-            raise validation(f"operation: {name} is required")
-    _chain(body["chain_selector"])
-    _str(body["address"], "address", ADDRESS_RE)
-    _str(body["wallet_operation_id"], "wallet_operation_id", WALLET_OPERATION_ID_RE)
-    _int64(body["deadline"], "deadline")
-    txs = body["transactions"]
-    if not isinstance(txs, list) or not 1 <= len(txs) <= MAX_TRANSACTIONS_PER_OPERATION:
-        raise validation(f"transactions must hold 1-{MAX_TRANSACTIONS_PER_OPERATION} items")
-    for i, tx in enumerate(txs):
-        _transaction(tx, i)
-    if body.get("signature") is not None:
-        _str(body["signature"], "signature", SIGNATURE_RE)
+    """``CreateOperation`` (closed); an integral ``deadline`` sent as ``731.0`` is kept as ``731``."""
+    _body("CreateOperation", body)
+    body["deadline"] = int(body["deadline"])
     return body
 
 
 def patch_operation(body: dict) -> dict:
     """``PatchOperation``: ``FinalizeOperation`` or ``CancelOperation`` (both closed)."""
-    status = body.get("status")
-    if status == "accepted":
-        _closed(body, {"status", "signature", "digest"}, "finalize")
-        _str(body.get("signature"), "signature")
-        _str(body.get("digest"), "digest")
-    elif status == "cancelled":
-        _closed(body, {"status"}, "cancel")
-    else:
-        raise validation("status must be accepted (finalize) or cancelled (cancel)")
-    return body
-
-
-def _block_selection(value: Any) -> None:
-    sel = _obj(value, "params.block_selection")
-    kind = sel.get("type")
-    if kind in ("latest", "finalized"):
-        _closed(sel, {"type"}, "params.block_selection")
-    elif kind == "block_number":
-        _closed(sel, {"type", "block_number"}, "params.block_selection")
-        number = _str(sel.get("block_number"), "params.block_selection.block_number", DECIMAL_RE)
-        if int(number) >= 2**64:
-            raise validation("params.block_selection.block_number must fit uint64")
-    else:
-        raise validation("params.block_selection.type must be latest, finalized or block_number")
+    return _body("PatchOperation", body)
 
 
 def create_query(body: dict) -> dict:
     """``CreateQuery`` with ``EVMCallQueryParams`` (closed)."""
-    _closed(body, {"idempotency_key", "query_kind", "chain_selector", "params", "metadata"}, "query")
-    _required(body, ("idempotency_key", "query_kind", "chain_selector", "params"), "query")
-    _str(body["idempotency_key"], "idempotency_key", min_len=1, max_len=255)
-    if body["query_kind"] not in {k.value for k in QueryKind}:
-        raise validation("query_kind: unknown value")
-    _chain(body["chain_selector"])
-    params = _obj(body["params"], "params")
-    _closed(params, {"contract_address", "call_data", "block_selection", "from_address"}, "params")
-    _required(params, ("contract_address", "call_data", "block_selection"), "params")
-    _str(params["contract_address"], "params.contract_address", ADDRESS_RE)
-    _str(params["call_data"], "params.call_data", QUERY_CALLDATA_RE)
-    if params.get("from_address") is not None:
-        _str(params["from_address"], "params.from_address", ADDRESS_RE)
-    _block_selection(params["block_selection"])
-    if body.get("metadata") is not None:
-        _obj(body["metadata"], "metadata")
-        if len(json.dumps(body["metadata"])) > 16 * 1024:
-            raise validation("metadata must be at most 16 KB")
+    _body("CreateQuery", body)
+    if "metadata" in body and len(json.dumps(body["metadata"])) > schemas.METADATA_MAX_BYTES:
+        raise validation(f"metadata must be at most {schemas.METADATA_MAX_BYTES // 1024} KB")
     return body

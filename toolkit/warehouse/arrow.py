@@ -77,6 +77,9 @@ class TableSpec:
     columns: tuple[Column, ...]
     #: Wire fields read by the columns (anything else is "extra").
     consumed: frozenset[str]
+    #: Consumed fields whose column holds text taken from an object value: such an object is also kept whole in
+    #: ``extra`` under the field's name (a query's ``target`` before 0.8).
+    object_fields: frozenset[str] = frozenset()
 
     @property
     def schema(self) -> pa.Schema:
@@ -84,9 +87,15 @@ class TableSpec:
         return pa.schema([*fields, pa.field("extra", pa.string())])
 
 
-def _table(name: str, key: tuple[str, ...], columns: Sequence[Column], also_consumed: Iterable[str] = ()) -> TableSpec:
+def _table(
+    name: str,
+    key: tuple[str, ...],
+    columns: Sequence[Column],
+    also_consumed: Iterable[str] = (),
+    object_fields: Iterable[str] = (),
+) -> TableSpec:
     consumed = frozenset(c.field for c in columns if c.getter is None) | frozenset(also_consumed)
-    return TableSpec(name, key, tuple(columns), consumed)
+    return TableSpec(name, key, tuple(columns), consumed | frozenset(object_fields), frozenset(object_fields))
 
 
 def _t(name: str, source: str | None = None) -> Column:
@@ -230,6 +239,13 @@ OPERATION_TRANSACTIONS = _table(
     also_consumed={"data", "preview_snapshot"},
 )
 
+
+def _query_target(value: Any) -> Any:
+    """A query's ``target`` as its column holds it: the contract address (0.8 sends the string; an older object
+    gives its ``contract_address``). Any other value goes on to the text column's checks."""
+    return spec.query_target_address(value) if isinstance(value, dict) else value
+
+
 QUERIES = _table(
     "queries",
     ("query_id",),
@@ -239,7 +255,7 @@ QUERIES = _table(
         _t("status"),
         _t("query_kind"),
         _t("chain_selector"),
-        _j("target"),
+        Column("target", "text", getter=lambda r: _query_target(r.get("target"))),
         _t("event_hash"),
         Column("has_proof", "bool", getter=lambda r: bool(r.get("proof"))),
         _ts("created_at"),
@@ -250,6 +266,7 @@ QUERIES = _table(
         _t("workflow_execution_id"),
     ],
     also_consumed={"proof", "verifiable_result"},
+    object_fields={"target"},
 )
 
 
@@ -440,10 +457,15 @@ def to_batch(
             values = [defaults[col.name] if v is None else v for v in values]
         arrays.append(_build_column(col, values, invalid))
     extras = []
-    consumed = tspec.consumed
+    consumed, objects = tspec.consumed, tspec.object_fields
     for i, rec in enumerate(rows):
         # the common case, no unknown field, is one C-level subset test; the rest keeps the record's key order
-        unknown = {} if consumed.issuperset(rec) else {k: v for k, v in rec.items() if k not in consumed}
+        whole = objects and any(isinstance(rec.get(f), dict) for f in objects)
+        unknown = (
+            {}
+            if consumed.issuperset(rec) and not whole
+            else {k: v for k, v in rec.items() if k not in consumed or (k in objects and isinstance(v, dict))}
+        )
         if i in invalid:
             unknown["_invalid"] = invalid[i]
         extras.append(_json_text(unknown) if unknown else None)

@@ -209,6 +209,7 @@ class Warehouse:
         self.con.execute(_schema_sql())
         self.con.execute(MARKER_SQL)
         self._drop_primary_keys()
+        self._migrate_query_target()
         for statement in view_statements():
             self.con.execute(statement)
 
@@ -231,6 +232,30 @@ class Warehouse:
                 con.execute(f'CREATE TABLE "{name}__keyless" AS SELECT * FROM "{name}"')
                 con.execute(f'DROP TABLE "{name}"')
                 con.execute(f'ALTER TABLE "{name}__keyless" RENAME TO "{name}"')
+
+    def _migrate_query_target(self) -> None:
+        """Turn the JSON ``queries.target`` of a warehouse made before 0.8 alignment into the contract address
+        (VARCHAR), in one transaction: an object becomes its ``contract_address`` and is kept whole in
+        ``extra.target``; a JSON string becomes that string; any other value is kept under ``extra._invalid``
+        (NULL in the column, or its digits for a number), as a sync would store it."""
+        kind = self.con.execute(
+            "SELECT data_type FROM information_schema.columns WHERE table_catalog = current_database() "
+            "AND table_name = 'queries' AND column_name = 'target'"
+        ).fetchall()
+        if not kind or kind[0][0] != "JSON":
+            return
+        with self.transaction() as con:
+            con.execute(
+                "UPDATE queries SET extra = json_merge_patch(coalesce(extra, '{}'), "
+                "CASE json_type(target) WHEN 'OBJECT' THEN json_object('target', target) "
+                "ELSE json_object('_invalid', json_object('target', target)) END) "
+                "WHERE target IS NOT NULL AND json_type(target) NOT IN ('VARCHAR', 'NULL')"
+            )
+            con.execute(
+                "ALTER TABLE queries ALTER target SET DATA TYPE VARCHAR USING (CASE json_type(target) "
+                "WHEN 'OBJECT' THEN target->>'$.contract_address' WHEN 'VARCHAR' THEN target->>'$' "
+                "WHEN 'BIGINT' THEN CAST(target AS VARCHAR) WHEN 'UBIGINT' THEN CAST(target AS VARCHAR) END)"
+            )
 
     def close(self) -> None:
         """Close the connection."""

@@ -107,7 +107,7 @@ CREATE TABLE IF NOT EXISTS queries (
     status VARCHAR,
     query_kind VARCHAR,
     chain_selector VARCHAR,
-    target JSON,
+    target VARCHAR,
     event_hash VARCHAR,
     has_proof BOOLEAN,
     created_at TIMESTAMPTZ,
