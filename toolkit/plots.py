@@ -189,7 +189,7 @@ def failure_rate_over_time(
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
     width = _bucket_width(data["bucket"], bucket)
     any_partial = False
-    top = float(np.nanmax(_percent(data["failure_rate_high"]), initial=0.0))
+    top = 1.0  # the highest band or partial point drawn: the panels share it
     for i, (name, part) in enumerate(parts):
         ax = axes[i]
         part = part.sort_values("bucket")
@@ -198,6 +198,11 @@ def failure_rate_over_time(
         )
         whole, cut = part[~partial], part[partial]
         any_partial = any_partial or len(cut) > 0
+        top = max(
+            top,
+            float(np.nanmax(_percent(whole["failure_rate_high"]), initial=0.0)),
+            float(np.nanmax(_percent(cut["failure_rate"]), initial=0.0)),
+        )
         colour = _colour(i)
         if len(whole):
             ax.fill_between(
@@ -222,7 +227,6 @@ def failure_rate_over_time(
         n = int(part["terminal"].sum())
         ax.set_title(f"{name} (n={n:,})", fontsize="small")
         ax.grid(alpha=0.3)
-        ax.set_ylim(0, max(top * 1.05, 1.0))
         if i % ncols == 0:
             ax.set_ylabel("% failed")
     for k, ax in enumerate(axes[len(parts) :], start=len(parts)):
@@ -231,6 +235,7 @@ def failure_rate_over_time(
             axes[k - ncols].tick_params(axis="x", labelbottom=True)
     for ax in axes[: len(parts)]:
         ax.tick_params(axis="x", labelrotation=30, labelsize="x-small")
+    axes[0].set_ylim(0, top * 1.05)  # shared by every panel
     note = "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval"
     if any_partial:
         note += "; hollow: partial bucket (the period covers part of it), no band"
