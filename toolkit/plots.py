@@ -214,6 +214,17 @@ def failure_rate_over_time(
                 linewidth=0,
             )
             ax.plot(whole["bucket"], _percent(whole["failure_rate"]), marker="o", markersize=3, color=colour)
+            if len(whole) == 1:  # a band needs two buckets: one alone gets its interval as an error bar
+                rate = _percent(whole["failure_rate"])
+                ax.errorbar(
+                    whole["bucket"],
+                    rate,
+                    yerr=[rate - _percent(whole["failure_rate_low"]), _percent(whole["failure_rate_high"]) - rate],
+                    color=colour,
+                    alpha=0.5,
+                    capsize=4,
+                    linestyle="none",
+                )
         if len(cut):
             ax.plot(
                 cut["bucket"],
@@ -236,6 +247,9 @@ def failure_rate_over_time(
     for ax in axes[: len(parts)]:
         ax.tick_params(axis="x", labelrotation=30, labelsize="x-small")
     axes[0].set_ylim(0, top * 1.05)  # shared by every panel
+    if width is not None:  # one bucket alone would otherwise get an axis spanning years
+        first, last = data["bucket"].min(), data["bucket"].max()
+        axes[0].set_xlim(first - width / 2, last + width / 2)
     note = "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval"
     if any_partial:
         note += "; hollow: partial bucket (the period covers part of it), no band"
