@@ -148,7 +148,9 @@ def _percent(rates: pd.Series) -> np.ndarray:
 
 def _bucket_width(buckets: pd.Series, bucket: str | pd.Timedelta | None) -> pd.Timedelta | None:
     if bucket is not None:
-        return pd.Timedelta(bucket)
+        from .times import parse_duration  # the metrics' own reading of "6h", "1d", "1w" (pandas deprecates "1d")
+
+        return pd.Timedelta(seconds=parse_duration(bucket))
     steps = pd.Series(sorted(buckets.unique())).diff().dropna()
     return steps.min() if len(steps) else None
 
