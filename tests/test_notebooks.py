@@ -47,3 +47,25 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert images, "the notebook shows no plot"
+
+
+def test_notebooks_run_from_notebooks_use_the_repository_data_folder(tmp_path: Path) -> None:
+    """Started from notebooks/ (as the README says), every notebook's warehouse lands in the repository's data/."""
+    repo = tmp_path / "clone"
+    (repo / "toolkit").mkdir(parents=True)
+    (repo / "toolkit" / "__init__.py").write_text("")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'chainops-toolkit'\n")
+    (repo / "notebooks").mkdir()
+    setup_cells = []
+    for path in NOTEBOOKS:
+        first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        setup_cells += [first, nbformat.v4.new_code_cell(f"print({path.name!r}, WAREHOUSE.resolve())")]
+    nb = nbformat.v4.new_notebook(cells=setup_cells)
+    env_free = {"metadata": {"path": str(repo / "notebooks")}}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("CHAINOPS_NOTEBOOK_WAREHOUSE", raising=False)
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources=env_free).execute()
+    printed = [o["text"].strip() for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stdout"]
+    expected = str((repo / "data" / "notebook.duckdb").resolve())
+    assert printed == [f"{p.name} {expected}" for p in NOTEBOOKS]
+    assert not (repo / "notebooks" / "data").exists()

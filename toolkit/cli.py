@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .atomic import atomic_file, output_error
-from .config import Settings, redact
+from .config import Settings, data_dir, redact
 from .display import clean_for_terminal, frame_for_csv, frame_for_terminal
 from .errors import ChainopsError
 from .signals import (
@@ -325,11 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
     p.add_argument(
         "--warehouse",
-        default="data/demo.duckdb",
+        default=str(data_dir() / "demo.duckdb"),
         metavar="PATH",
         help="warehouse file for the demo (recreated each run; default data/demo.duckdb)",
     )
-    p.add_argument("--out", default="data/reports", metavar="DIR", help="where the report goes (default data/reports)")
+    p.add_argument(
+        "--out", default=str(data_dir() / "reports"), metavar="DIR", help="where the report goes (default data/reports)"
+    )
     p.add_argument("--seed", type=int, default=7, help="sandbox seed (default 7)")
     p.add_argument("--days", type=int, default=3, help="days of seeded history (default 3)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

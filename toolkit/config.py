@@ -2,7 +2,8 @@
 
 Environment variables: ``CREC_API_KEY`` and ``CREC_BASE_URL`` (the names the service's official SDK uses) and
 ``CHAINOPS_WAREHOUSE`` (the warehouse file, default ``data/chainops.duckdb``). The environment is read here and
-nowhere else.
+nowhere else. ``data/`` is the repository's data folder when run inside a clone (from any folder of it, such as
+``notebooks/``), else ``data/`` in the current directory: :func:`data_dir`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,29 @@ from .errors import ConfigError
 ENV_API_KEY = "CREC_API_KEY"
 ENV_BASE_URL = "CREC_BASE_URL"
 ENV_WAREHOUSE = "CHAINOPS_WAREHOUSE"
+#: The default warehouse relative to the data folder's parent (kept for callers; :func:`default_warehouse` resolves it).
 DEFAULT_WAREHOUSE = Path("data/chainops.duckdb")
+
+
+def data_dir(start: str | os.PathLike[str] | None = None) -> Path:
+    """The folder where warehouses, reports and exports land by default.
+
+    Inside a clone of the project (a folder with ``pyproject.toml`` and ``toolkit/``, found from ``start``, default
+    the current directory, upwards), its ``data/``: a notebook run from ``notebooks/`` uses the repository's
+    ``data/`` and never creates ``notebooks/data/``. Elsewhere (an installed package), ``data/`` under ``start``.
+    The folder is not created here.
+    """
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file() and (folder / "toolkit" / "__init__.py").is_file():
+            return folder / "data"
+    return here / "data"
+
+
+def default_warehouse() -> Path:
+    """The warehouse used when neither ``--warehouse`` nor ``CHAINOPS_WAREHOUSE`` names one:
+    ``chainops.duckdb`` in :func:`data_dir`."""
+    return data_dir() / DEFAULT_WAREHOUSE.name
 
 
 class Secret:
@@ -146,7 +169,7 @@ class Settings:
         except ConfigError as exc:
             problem = str(exc)
         url = base_url or env.get(ENV_BASE_URL) or None
-        path = warehouse or env.get(ENV_WAREHOUSE) or DEFAULT_WAREHOUSE
+        path = warehouse or env.get(ENV_WAREHOUSE) or default_warehouse()
         return cls(
             base_url=check_base_url(url) if url else None, api_key=key, warehouse=Path(path), key_problem=problem
         )

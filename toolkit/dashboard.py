@@ -5,13 +5,17 @@ latency, failure, finality and stuck-operation views.
 >>> tk.dashboard("data/demo.duckdb")   # doctest: +SKIP
 
 Each view is a PNG image widget (drawn by :mod:`toolkit.plots`, so it shows the same in JupyterLab, VS Code and
-classic notebooks) above its table (HTML, every value escaped). The :class:`Dashboard` object keeps what it drew
+classic notebooks) above its table (HTML, every value escaped, styled by its own CSS). Each list starts with an
+explicit "All" (selected at first); a static render of the notebook (nbconvert, GitHub) shows a snapshot of the
+views as HTML and text instead of an empty widget. The :class:`Dashboard` object keeps what it drew
 last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code and tests can drive the filters and check the
 views. ipywidgets and matplotlib are imported inside the functions: ``import toolkit`` never loads them.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 import sys
 import types
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from . import metrics, plots, spec
-from .report import html_table, interval_safe
+from .report import TABLE_CSS, display_frame, html_table, interval_safe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -59,8 +63,21 @@ _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "to_latest_p50_s",
         "to_finalized_p50_s",
     ),
-    "stuck": ("operation_id", "channel_id", "network", "status", "entered_at", "age_s", "threshold_s"),
+    "stuck": ("operation_id", "channel_id", "network", "status", "entered_at", "age_min", "threshold_min"),
 }
+#: Table rows shown before the rest is folded away (none is left out).
+_MAX_ROWS = 30
+
+
+class _All:
+    """The "All" entry of a filter list: selected (or nothing selected) means no filter on that column."""
+
+    def __repr__(self) -> str:
+        return "ALL"
+
+
+#: The value of each filter's "All" option.
+ALL = _All()
 
 
 def _png(fig: Figure) -> bytes:
@@ -80,9 +97,10 @@ def _step(span: pd.Timedelta) -> pd.Timedelta:
 class Dashboard:
     """The widgets and what they show. Build it with :func:`dashboard`; display it as the cell's last value.
 
-    Attributes: ``channel``, ``network``, ``status`` (``SelectMultiple``: nothing selected means all), ``period``
-    (a ``SelectionRangeSlider`` of UTC times), ``images`` and ``html`` per view, ``figures`` and ``tables`` per view
-    as last drawn, ``redraws`` (how many times it redrew), and ``widget`` (the whole dashboard).
+    Attributes: ``channel``, ``network``, ``status`` (``SelectMultiple`` lists whose first option is "All",
+    :data:`ALL`; it, or nothing, selected means all), ``period`` (a ``SelectionRangeSlider`` of UTC times, its
+    range written out in full by ``period_label``), ``images`` and ``html`` per view, ``figures`` and ``tables``
+    per view as last drawn, ``redraws`` (how many times it redrew), and ``widget`` (the whole dashboard).
     """
 
     def __init__(self, warehouse: metrics.WarehouseLike = None, *, bucket: str | None = None) -> None:
@@ -111,26 +129,44 @@ class Dashboard:
         times = list(pd.date_range(start, end, freq=step))
         self.bucket = bucket or ("6h" if end - start <= pd.Timedelta(days=3) else "1d")
         layout = w.Layout(width="auto")
+        everything = [("All", ALL)]
         self.channel = w.SelectMultiple(
-            options=[
+            options=everything
+            + [
                 (f"{n} ({c})" if n != c else c, c)
                 for c, n in zip(channels["channel_id"], channels["name"], strict=True)
             ],
+            value=(ALL,),
             description="Channel",
-            rows=4,
+            rows=5,
             layout=layout,
         )
-        self.network = w.SelectMultiple(options=list(networks["name"]), description="Network", rows=4, layout=layout)
-        self.status = w.SelectMultiple(
-            options=list(spec.OPERATION_STATUSES), description="Status", rows=4, layout=layout
+        self.network = w.SelectMultiple(
+            options=everything + [(n, n) for n in networks["name"]],
+            value=(ALL,),
+            description="Network",
+            rows=5,
+            layout=layout,
         )
+        self.status = w.SelectMultiple(
+            options=everything + [(s, s) for s in spec.OPERATION_STATUSES],
+            value=(ALL,),
+            description="Status",
+            rows=5,
+            layout=layout,
+        )
+        # the slider's own readout sits in a fixed-width box that clips "2026-11-20 00:00 – 2026-11-23 00:00":
+        # the range is written out beside it instead
         self.period = w.SelectionRangeSlider(
             options=[(t.strftime("%Y-%m-%d %H:%M"), t) for t in times],
             index=(0, len(times) - 1),
             description="UTC time",
             continuous_update=False,
-            layout=w.Layout(width="95%"),
+            readout=False,
+            layout=w.Layout(flex="1 1 auto", min_width="200px"),
         )
+        self.period_label = w.HTML(layout=w.Layout(flex="0 0 auto"))
+        self.period_label.add_class("chainops-period")
         self.summary = w.HTML()
         self.images = {key: w.Image(format="png", layout=w.Layout(max_width="100%")) for key in VIEWS}
         self.html = {key: w.HTML() for key in VIEWS}
@@ -138,26 +174,47 @@ class Dashboard:
         for i, title in enumerate(VIEWS.values()):
             tabs.set_title(i, title)
         self.tabs = tabs
-        note = w.HTML("<small>Nothing selected means all. Status filters the latency and stuck views.</small>")
+        note = w.HTML(
+            "<small>All (or nothing) selected means every value; click one value to see only it, ctrl/cmd-click or "
+            "shift-click to pick several. Status filters the latency and stuck views.</small>"
+        )
         filters = w.HBox([self.channel, self.network, self.status])
-        self.widget = w.VBox([filters, self.period, note, self.summary, tabs])
+        period = w.HBox([self.period, self.period_label], layout=w.Layout(width="100%"))
+        self.widget = w.VBox([filters, period, note, self.summary, tabs])
+        self._show_period()
         for control in (self.channel, self.network, self.status, self.period):
             control.observe(self._on_change, names="value")
         self.redraw()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        # the live widget for Jupyter, and a snapshot for renderers without the widget's state (nbconvert, GitHub)
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = self.to_text()
+        bundle["text/html"] = self.to_html()
+        return bundle
 
     def _on_change(self, _change: dict[str, Any]) -> None:
+        if _change.get("owner") is self.period:
+            self._show_period()
         self.redraw()
+
+    def _show_period(self) -> None:
+        since, until = self.period.value
+        self.period_label.value = f"<b>{since:%Y-%m-%d %H:%M}</b> to <b>{until:%Y-%m-%d %H:%M}</b> UTC"
+
+    @staticmethod
+    def _chosen(values: Sequence[Any]) -> list[Any] | None:
+        picked = [v for v in values if v is not ALL]
+        return None if not picked or len(picked) < len(values) else picked
 
     @property
     def filters(self) -> dict[str, Any]:
-        """The current filters as metric arguments: channel, network, since, until (None for "all")."""
+        """The current filters as metric arguments: channel, network, since, until (None for "all": "All" or
+        nothing selected)."""
         since, until = self.period.value
         return {
-            "channel": list(self.channel.value) or None,
-            "network": list(self.network.value) or None,
+            "channel": self._chosen(self.channel.value),
+            "network": self._chosen(self.network.value),
             "since": since,
             "until": until,
         }
@@ -165,7 +222,7 @@ class Dashboard:
     def redraw(self) -> None:
         """Recompute the four views from the warehouse with the current filters, and redraw them."""
         f = self.filters
-        statuses: Sequence[str] | None = list(self.status.value) or None
+        statuses: Sequence[str] | None = self._chosen(self.status.value)
         try:
             with metrics._open(self.warehouse) as wh:
                 latest = metrics.latest_event_time(wh)
@@ -182,27 +239,77 @@ class Dashboard:
                 over_time = metrics.failure_rates(wh, by=["network"], bucket=self.bucket, **f)
         except Exception as exc:  # shown in the dashboard, not raised into the widget callback
             self.error = f"{type(exc).__name__}: {exc}"
-            import html
-
             self.summary.value = f'<b style="color:#a00">Could not redraw: {html.escape(self.error)}</b>'
             return
         self.error = None
         figures = {
             "latency": plots.latency_by_status(durations),
-            "failure": plots.failure_rate_over_time(interval_safe(over_time, "failure_rate")),
+            "failure": plots.failure_rate_over_time(
+                interval_safe(over_time, "failure_rate"),
+                group="network",
+                bucket=self.bucket,
+                period=(f["since"], now),
+                title="Failure rate over time, per network",
+            ),
             "finality": plots.finality_funnel(tables["finality"]),
             "stuck": plots.stuck_ages(tables["stuck"]),
         }
         for key in VIEWS:
             self.images[key].value = _png(figures[key])
-            self.html[key].value = html_table(tables[key], _TABLE_COLUMNS[key], max_rows=30)
+            shown = html_table(display_frame(key, tables[key]), _TABLE_COLUMNS[key], max_rows=_MAX_ROWS)
+            self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
         self.figures, self.tables = figures, tables
         self.redraws += 1
         self.summary.value = self._summary_html(tables)
 
-    def _summary_html(self, tables: dict[str, pd.DataFrame]) -> str:
-        import html
+    def to_text(self) -> str:
+        """What the dashboard shows, as plain text: filters, summary and each view's table (a static fallback)."""
+        if self.error is not None:
+            return f"Dashboard: could not redraw: {self.error}"
+        since, until = self.period.value
+        lines = [
+            f"Dashboard over {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC "
+            f"(channel: {self._filter_text(self.channel.value)}; network: {self._filter_text(self.network.value)}; "
+            f"status: {self._filter_text(self.status.value)}). Run the notebook in Jupyter to change the filters.",
+            _plain_summary(self.summary.value),
+        ]
+        from .report import table
 
+        for key, title in VIEWS.items():
+            lines += [
+                "",
+                f"{title}:",
+                repr(
+                    table(
+                        display_frame(key, self.tables.get(key, pd.DataFrame())),
+                        _TABLE_COLUMNS[key],
+                        max_rows=_MAX_ROWS,
+                    )
+                ),
+            ]
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """A static snapshot of the dashboard: summary, then each view's figure (PNG) and table."""
+        parts = [
+            f'<style>{TABLE_CSS}</style><div class="chainops-dashboard">',
+            f"<p>{html.escape(self.to_text().splitlines()[0])}</p>",
+            f"<p>{self.summary.value}</p>",
+        ]
+        for key, title in VIEWS.items():
+            parts.append(f"<h4>{html.escape(title)}</h4>")
+            image = bytes(self.images[key].value or b"")
+            if image:
+                uri = "data:image/png;base64," + base64.b64encode(image).decode("ascii")
+                parts.append(f'<img alt="{html.escape(title)}" style="max-width:100%" src="{uri}">')
+            parts.append(self.html[key].value)
+        return "".join(parts) + "</div>"
+
+    def _filter_text(self, values: Sequence[Any]) -> str:
+        chosen = self._chosen(values)
+        return "all" if chosen is None else ", ".join(str(v) for v in chosen)
+
+    def _summary_html(self, tables: dict[str, pd.DataFrame]) -> str:
         rates = tables["failure"]
         ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
         rate = f"{failed / terminal:.1%}" if terminal else "no finished operations"
@@ -235,4 +342,12 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["VIEWS", "Dashboard", "dashboard"]
+
+def _plain_summary(markup: str) -> str:
+    """The summary line without its markup (it holds only <b> tags and escaped text)."""
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+__all__ = ["ALL", "VIEWS", "Dashboard", "dashboard"]

@@ -127,43 +127,136 @@ def latency_ecdf(durations: pd.DataFrame, *, title: str = "Distribution of the t
 # ---- failures ----------------------------------------------------------------------------------------------------
 
 
+def partial_buckets(
+    buckets: pd.Series, width: pd.Timedelta, period: tuple[pd.Timestamp, pd.Timestamp] | None
+) -> pd.Series:
+    """Which buckets the period covers only in part (the first may start before it, the last end after it).
+
+    Arguments: ``buckets`` (start times), ``width`` of a bucket, ``period`` ``(start, end)`` the data covers (None:
+    none is partial). Returns a boolean Series aligned with ``buckets``.
+    """
+    if period is None:
+        return pd.Series(False, index=buckets.index)
+    start, end = (pd.Timestamp(t) for t in period)
+    return (buckets < start) | (buckets + width > end)
+
+
+def _percent(rates: pd.Series) -> np.ndarray:
+    """Rates as plain float percentages (nullable dtypes hold pd.NA, which matplotlib cannot draw)."""
+    return pd.to_numeric(rates, errors="coerce").astype(float).to_numpy() * 100
+
+
+def _bucket_width(buckets: pd.Series, bucket: str | pd.Timedelta | None) -> pd.Timedelta | None:
+    if bucket is not None:
+        from .times import parse_duration  # the metrics' own reading of "6h", "1d", "1w" (pandas deprecates "1d")
+
+        return pd.Timedelta(seconds=parse_duration(bucket))
+    steps = pd.Series(sorted(buckets.unique())).diff().dropna()
+    return steps.min() if len(steps) else None
+
+
 def failure_rate_over_time(
-    rates: pd.DataFrame, *, group: str | None = None, max_lines: int = 6, title: str = "Failure rate over time"
+    rates: pd.DataFrame,
+    *,
+    group: str | None = None,
+    max_lines: int = 12,
+    bucket: str | pd.Timedelta | None = None,
+    period: tuple[pd.Timestamp, pd.Timestamp] | None = None,
+    title: str = "Failure rate over time",
 ) -> Figure:
-    """The failure rate per time bucket with its 95% Wilson interval as a band, one line per group.
+    """The failure rate per time bucket with its 95% interval as a band: one panel per group (small multiples on
+    shared axes, so bands never overlap), or one panel for ungrouped rates.
+
+    A bucket that the period covers only in part (``period``: the ``(start, end)`` the data covers, such as the
+    report's period ending at the newest event) holds fewer operations and its rate jumps about: it is drawn as a
+    hollow marker without a band, apart from the line, and the figure says so.
 
     Arguments: ``rates`` from :func:`toolkit.metrics.failure_rates` with a ``bucket``; ``group`` the column that
-    separates lines (default: the first grouping column present, else one line); ``max_lines`` groups at most (the
-    largest). Returns the figure.
+    separates panels (default: the first grouping column present, else one panel); ``max_lines`` panels at most
+    (the groups with most finished operations); ``bucket`` the bucket width (default: inferred from the buckets);
+    ``period`` as above. Returns the figure.
     """
-    fig = _figure()
     data = rates.dropna(subset=["failure_rate"]) if "bucket" in rates.columns else rates.iloc[0:0]
     if data.empty:
-        return _empty(fig, title, "no finished operations in range (or no `bucket` column)")
-    ax = fig.add_subplot()
+        return _empty(_figure(), title, "no finished operations in range (or no `bucket` column)")
     group = group or next((c for c in ("network", "channel_id", "address", "chain_selector") if c in data), None)
-    parts = list(data.groupby(group, sort=True)) if group else [("all operations", data)]
-    if len(parts) > max_lines:  # the largest groups only: a band per small group is noise
+    parts = list(data.groupby(group, sort=True, observed=True)) if group else [("all operations", data)]
+    if len(parts) > max_lines:  # the largest groups only: a panel per tiny group is noise
         parts = sorted(parts, key=lambda p: -p[1]["terminal"].sum())[:max_lines]
         title = f"{title} ({max_lines} largest of {data[group].nunique()} {group} groups)"
-    for i, (name, part) in enumerate(sorted(parts, key=lambda p: str(p[0]))):
+    parts = sorted(parts, key=lambda p: str(p[0]))
+    ncols = 1 if len(parts) == 1 else 2 if len(parts) <= 4 else 3
+    nrows = -(-len(parts) // ncols)
+    fig = _figure(10, 1.2 + 2.3 * nrows) if len(parts) > 1 else _figure()
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
+    width = _bucket_width(data["bucket"], bucket)
+    any_partial = False
+    top = 1.0  # the highest band or partial point drawn: the panels share it
+    for i, (name, part) in enumerate(parts):
+        ax = axes[i]
         part = part.sort_values("bucket")
-        ax.plot(part["bucket"], part["failure_rate"] * 100, marker="o", markersize=3, color=_colour(i), label=str(name))
-        ax.fill_between(
-            part["bucket"],
-            part["failure_rate_low"] * 100,
-            part["failure_rate_high"] * 100,
-            color=_colour(i),
-            alpha=0.2,
-            linewidth=0,
+        partial = (
+            partial_buckets(part["bucket"], width, period) if width is not None else part["bucket"] != part["bucket"]
         )
-    ax.set_ylabel("failed operations, % of finished (band: 95% Wilson interval)")
-    ax.set_xlabel("bucket start (UTC)")
-    ax.set_ylim(bottom=0)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(title=group or None, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.autofmt_xdate()
+        whole, cut = part[~partial], part[partial]
+        any_partial = any_partial or len(cut) > 0
+        top = max(
+            top,
+            float(np.nanmax(_percent(whole["failure_rate_high"]), initial=0.0)),
+            float(np.nanmax(_percent(cut["failure_rate"]), initial=0.0)),
+        )
+        colour = _colour(i)
+        if len(whole):
+            ax.fill_between(
+                whole["bucket"],
+                _percent(whole["failure_rate_low"]),
+                _percent(whole["failure_rate_high"]),
+                color=colour,
+                alpha=0.25,
+                linewidth=0,
+            )
+            ax.plot(whole["bucket"], _percent(whole["failure_rate"]), marker="o", markersize=3, color=colour)
+            if len(whole) == 1:  # a band needs two buckets: one alone gets its interval as an error bar
+                rate = _percent(whole["failure_rate"])
+                ax.errorbar(
+                    whole["bucket"],
+                    rate,
+                    yerr=[rate - _percent(whole["failure_rate_low"]), _percent(whole["failure_rate_high"]) - rate],
+                    color=colour,
+                    alpha=0.5,
+                    capsize=4,
+                    linestyle="none",
+                )
+        if len(cut):
+            ax.plot(
+                cut["bucket"],
+                _percent(cut["failure_rate"]),
+                linestyle="none",
+                marker="o",
+                markersize=5,
+                markerfacecolor="white",
+                markeredgecolor=colour,
+            )
+        n = int(part["terminal"].sum())
+        ax.set_title(f"{name} (n={n:,})", fontsize="small")
+        ax.grid(alpha=0.3)
+        if i % ncols == 0:
+            ax.set_ylabel("% failed")
+    for k, ax in enumerate(axes[len(parts) :], start=len(parts)):
+        ax.set_axis_off()
+        if k >= ncols:  # the panel above an empty slot is the last of its column: it shows the times
+            axes[k - ncols].tick_params(axis="x", labelbottom=True)
+    for ax in axes[: len(parts)]:
+        ax.tick_params(axis="x", labelrotation=30, labelsize="x-small")
+    axes[0].set_ylim(0, top * 1.05)  # shared by every panel
+    if width is not None:  # one bucket alone would otherwise get an axis spanning years
+        first, last = data["bucket"].min(), data["bucket"].max()
+        axes[0].set_xlim(first - width / 2, last + width / 2)
+    note = "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval"
+    if any_partial:
+        note += "; hollow: partial bucket (the period covers part of it), no band"
+    fig.suptitle(title)
+    fig.supxlabel(note, fontsize="small")
     return fig
 
 

@@ -155,6 +155,10 @@ class Report:
     rates_over_time: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     activity: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     thresholds: list[Threshold] = field(default_factory=list)
+    #: The failure rate's time bucket, and where the data ends (the end of the period or the newest event, the
+    #: earlier): a bucket past it is partial.
+    bucket: str = "1d"
+    data_until: pd.Timestamp | None = None
 
     @property
     def breaches(self) -> list[Threshold]:
@@ -274,8 +278,7 @@ def build_report(
         overall = _rate_row(metrics.failure_rates(wh, by=[], **period))
         before = _rate_row(metrics.failure_rates(wh, by=[], since=previous, until=start))
         bucket = "6h" if end - start <= pd.Timedelta(days=3) else "1d"
-        # all networks pooled: per network and bucket the intervals are too wide to read (the table splits them)
-        over_time = metrics.failure_rates(wh, by=[], bucket=bucket, **period)
+        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **period)
         by_channel = _with_channel_names(wh, metrics.failure_rates(wh, by=["channel_id"], **period))
         reasons = metrics.failure_reasons(wh, by=[], top=15, **period)
         finality = metrics.finality_breakdown(wh, by=["network"], **period)
@@ -345,6 +348,8 @@ def build_report(
         rates_over_time=over_time,
         activity=activity,
         thresholds=checks,
+        bucket=bucket,
+        data_until=at,
     )
     report.findings = _findings(report, stuck_at=at)
     return report
@@ -399,6 +404,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
+def _minutes(seconds: float) -> str:
+    """A stuck operation's age or threshold: always in minutes, as in its table and figure."""
+    return "unknown" if seconds is None or math.isnan(seconds) else f"{seconds / 60:,.1f} min"
+
+
 def _points(value: float) -> str:
     return "unknown" if value is None or math.isnan(value) else f"{value * 100:+.1f} pp"
 
@@ -435,12 +445,9 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
             "failure rate in the period."
         )
     now, before = s["failure_rate"], s["previous_failure_rate"]
-    days = (report.until - report.since) / pd.Timedelta(days=1)
+    previous = f"the previous period ({report.previous_since:%Y-%m-%d %H:%M} to {report.since:%Y-%m-%d %H:%M} UTC)"
     if math.isnan(now) or math.isnan(before):
-        out.append(
-            f"Failure rate {_pct(now)} in this period, {_pct(before)} in the previous {days:g} days: "
-            "no change can be computed."
-        )
+        out.append(f"Failure rate {_pct(now)} in this period, {_pct(before)} in {previous}: no change can be computed.")
     else:
         change = (now - before) * 100
         word = "up" if change > 0 else "down" if change < 0 else "unchanged"
@@ -449,7 +456,7 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
         p_text = "unknown" if math.isnan(p) else f"{p:.3g}"
         out.append(
             f"Failure rate {_pct(now)}, {word} {abs(change):.1f} percentage points from {_pct(before)} "
-            f"in the previous {days:g} days (95% interval {_points(low)} to {_points(high)}, p={p_text}{sure})."
+            f"in {previous} (95% interval {_points(low)} to {_points(high)}, p={p_text}{sure})."
         )
     stuck = t["stuck_operations"]
     if len(stuck):
@@ -457,7 +464,7 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
         out.append(
             f"{len(stuck):,} operations stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
             f"{_short(row['operation_id'])} on {_short(row['network'])}, has been {_short(row['status'])} for "
-            f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])})."
+            f"{_minutes(row['age_s'])} (threshold {_minutes(row['threshold_s'])})."
         )
     else:
         out.append(f"No stuck operations as of {stuck_at:%Y-%m-%d %H:%M} UTC.")
@@ -466,15 +473,23 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
 
 # ---- HTML --------------------------------------------------------------------------------------------------------
 
-_CSS = """
+#: The style of :func:`html_table`'s tables (scoped to their class: safe inside a notebook or a widget).
+TABLE_CSS = """
+table.chainops { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; color: #222; }
+table.chainops th, table.chainops td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; }
+table.chainops th { background: #f2f2f2; font-weight: 600; } table.chainops td.text { text-align: left; }
+table.chainops tbody tr:nth-child(even) { background: #fafafa; }
+table.chainops + details > summary { cursor: pointer; color: #555; }
+"""
+_CSS = (
+    """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; padding: 0 1rem; }
-table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; }
-th { background: #f2f2f2; } td.text { text-align: left; }
 img { max-width: 100%; }
 .meta { color: #555; }
 .breach { color: #a00; font-weight: bold; } .ok { color: #070; }
 """
+    + TABLE_CSS
+)
 
 #: Per table: the columns shown in the HTML report (the CSV/Parquet files hold every column).
 _SHOWN: dict[str, tuple[str, ...]] = {
@@ -537,8 +552,8 @@ _SHOWN: dict[str, tuple[str, ...]] = {
         "network",
         "status",
         "entered_at",
-        "age_s",
-        "threshold_s",
+        "age_min",
+        "threshold_min",
         "threshold_basis",
     ),
     "overdue_queries": ("query_id", "channel_id", "network", "status", "created_at", "expires_at", "overdue_s"),
@@ -589,26 +604,77 @@ def _cell(col: str, value: Any) -> tuple[str, bool]:
 def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: int | None = None) -> str:
     """A DataFrame as an HTML table with every header and cell escaped (rates as percentages).
 
-    Arguments: ``df``; ``columns`` to show (those present, in this order; default all); ``max_rows`` at most.
-    Returns the HTML.
+    Arguments: ``df``; ``columns`` to show (those present, in this order; default all); ``max_rows`` shown at
+    first: the other rows follow in a folded ``<details>`` element, so none is left out. Returns the HTML (style
+    it with :data:`TABLE_CSS`).
     """
-    cols = [c for c in (columns or df.columns) if c in df.columns]
-    shown = df[cols] if max_rows is None else df[cols].head(max_rows)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
-    body = []
-    for row in shown.itertuples(index=False):
-        cells = []
-        for col, value in zip(cols, row, strict=True):
-            text, is_text = _cell(col, value)
-            cls = ' class="text"' if is_text else ""
-            cells.append(f"<td{cls}>{html.escape(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    more = ""
-    if max_rows is not None and len(df) > max_rows:
-        more = f'<p class="meta">The first {max_rows} of {len(df):,} rows; the CSV/Parquet export holds all.</p>'
     if not len(df):
         return '<p class="meta">No rows in this period.</p>'
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+    cols = [c for c in (columns or df.columns) if c in df.columns]
+    head = "<thead><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr></thead>"
+
+    def rows(part: pd.DataFrame) -> str:
+        body = []
+        for row in part.itertuples(index=False):
+            cells = []
+            for col, value in zip(cols, row, strict=True):
+                text, is_text = _cell(col, value)
+                cls = ' class="text"' if is_text else ""
+                cells.append(f"<td{cls}>{html.escape(text)}</td>")
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        return f'<table class="chainops">{head}<tbody>{"".join(body)}</tbody></table>'
+
+    if max_rows is None or len(df) <= max_rows:
+        return rows(df[cols])
+    # every row is in the page: the ones past max_rows folded away, never cut (a mailed report has no export)
+    rest = len(df) - max_rows
+    return (
+        f"{rows(df[cols].head(max_rows))}<details><summary>Show the other {rest:,} of {len(df):,} rows</summary>"
+        f"{rows(df[cols].iloc[max_rows:])}</details>"
+    )
+
+
+@dataclass(frozen=True)
+class Table:
+    """A metric table shown as the report shows it (rates, shares and their intervals as percentages, times in
+    UTC, every value escaped): in a notebook as a styled HTML table, as aligned text elsewhere. The numbers stay
+    in ``frame`` at full precision."""
+
+    frame: pd.DataFrame
+    columns: tuple[str, ...] | None = None
+    max_rows: int | None = None
+
+    def _shown(self) -> pd.DataFrame:
+        cols = [c for c in (self.columns or self.frame.columns) if c in self.frame.columns]
+        return self.frame[cols]
+
+    def _repr_html_(self) -> str:
+        return f"<style>{TABLE_CSS}</style>" + html_table(self.frame, self.columns, max_rows=self.max_rows)
+
+    def __repr__(self) -> str:
+        df = self._shown()
+        if not len(df):
+            return "No rows."
+        text = pd.DataFrame({c: [_cell(c, v)[0] for v in df[c]] for c in df.columns})
+        return text.to_string(index=False)
+
+
+def table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: int | None = None) -> Table:
+    """``df`` for reading in a notebook: rates and shares as percentages with their intervals (see :class:`Table`).
+
+    Arguments: ``df``; ``columns`` to show (default all); ``max_rows`` shown before the rest is folded away.
+    Returns the :class:`Table`.
+    """
+    return Table(df, tuple(columns) if columns is not None else None, max_rows)
+
+
+def display_frame(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """A metric table as the report and dashboard show it: stuck operations' ``age_s`` and ``threshold_s`` also
+    in minutes (``age_min``, ``threshold_min``), the unit of the stuck finding and figure. Other tables as they are.
+    """
+    if name in ("stuck_operations", "stuck") and {"age_s", "threshold_s"} <= set(df.columns):
+        return df.assign(age_min=df["age_s"] / 60, threshold_min=df["threshold_s"] / 60)
+    return df
 
 
 def interval_safe(df: pd.DataFrame, rate: str = "coverage") -> pd.DataFrame:
@@ -641,8 +707,14 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
     return {
         "status_latency": (plots.latency_by_status(report.durations), "Seconds in each operation status, per network"),
         "failure_rates": (
-            plots.failure_rate_over_time(report.rates_over_time),
-            "Failure rate over time with its 95% interval, all networks",
+            plots.failure_rate_over_time(
+                interval_safe(report.rates_over_time, "failure_rate"),
+                group="network",
+                bucket=report.bucket,
+                period=(report.since, report.data_until if report.data_until is not None else report.until),
+                title="Failure rate over time, per network",
+            ),
+            "Failure rate over time with its 95% interval, one panel per network; a partial bucket is hollow",
         ),
         "failure_reasons": (plots.failure_reason_bars(t["failure_reasons"]), "Most frequent failure reasons"),
         "finality": (plots.finality_funnel(t["finality"]), "Share of relayed operations reaching each stage"),
@@ -717,10 +789,9 @@ def _when(ts: pd.Timestamp | None) -> str:
 def _render_html(report: Report, *, figures: bool = True, full_page: bool = True) -> str:
     e = html.escape
     parts = [f"<h1>{e(report.title)}</h1>"]
-    days = (report.until - report.since) / pd.Timedelta(days=1)
     parts.append(
-        f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))} ({days:g} days; '
-        f"compared with {e(_when(report.previous_since))} to {e(_when(report.since))}).</p>"
+        f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))}; compared with the '
+        f"previous period of the same length, {e(_when(report.previous_since))} to {e(_when(report.since))}.</p>"
     )
     fresh = f"Warehouse last synced {e(_when(report.synced_at))}"
     if report.synced_at is not None and report.synced_at >= report.until:
@@ -754,14 +825,14 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
         if key in _NOTES:
             parts.append(f'<p class="meta note">{e(_NOTES[key])}</p>')
         if key in _SHOWN:
-            parts.append(html_table(report.tables[key], _SHOWN[key], max_rows=_MAX_ROWS))
+            parts.append(html_table(display_frame(key, report.tables[key]), _SHOWN[key], max_rows=_MAX_ROWS))
         for extra, sub in _EXTRA_TABLES.get(key, ()):
             if extra in report.tables:
                 parts.append(f'<h3 id="{extra}">{e(sub)}</h3>')
                 parts.append(html_table(report.tables[extra], _SHOWN.get(extra), max_rows=_MAX_ROWS))
     body = "\n".join(parts)
     if not full_page:
-        return f"<div>{body}</div>"
+        return f"<div><style>{TABLE_CSS}</style>{body}</div>"
     return (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(report.title)}</title>'
         f"<style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
@@ -850,12 +921,16 @@ def _last_time(warehouse: metrics.WarehouseLike) -> pd.Timestamp | None:
 __all__ = [
     "FORMATS",
     "SUMMARY_VALUES",
+    "TABLE_CSS",
     "Report",
+    "Table",
     "Threshold",
     "build_report",
+    "display_frame",
     "figure_png",
     "html_table",
     "parse_threshold",
+    "table",
     "write_html_report",
     "write_report",
 ]

@@ -10,6 +10,7 @@ import pytest
 
 import toolkit as tk
 from tests.report.test_report import SCRIPT_CHANNEL, SCRIPT_NETWORK, warehouse  # noqa: F401  (the fixture)
+from toolkit.dashboard import ALL
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -31,7 +32,7 @@ def test_first_draw_shows_every_view(dash) -> None:
     assert set(dash.figures) == set(dash.tables) == {"latency", "failure", "finality", "stuck"}
     for key, image in dash.images.items():
         assert bytes(image.value).startswith(PNG), key
-        assert "<table>" in dash.html[key].value, key
+        assert '<table class="chainops">' in dash.html[key].value, key
     assert set(dash.tables["failure"]["network"]) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
     assert "Time spent in each operation status" in texts(dash.figures["latency"])
     assert list(dash.tables["stuck"]["operation_id"]) == ["stuck-1"]
@@ -39,9 +40,13 @@ def test_first_draw_shows_every_view(dash) -> None:
 
 
 def test_options_come_from_the_warehouse(dash) -> None:
-    assert set(dash.network.options) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
+    networks = dict(dash.network.options)
+    assert networks.pop("All") is ALL and set(networks) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
     assert dict(dash.channel.options)[f"{SCRIPT_CHANNEL} (ch-evil)"] == "ch-evil"
-    assert "sending" in dash.status.options
+    assert "sending" in dict(dash.status.options)
+    # "All" comes first and is what is selected at first: one plain click on a value filters, no ctrl-click
+    for control in (dash.channel, dash.network, dash.status):
+        assert control.options[0] == ("All", ALL) and control.value == (ALL,)
     since, until = dash.period.value
     assert since.tzinfo is not None and since < until
 
@@ -59,6 +64,46 @@ def test_network_filter_redraws_every_view(dash) -> None:
     assert dash.tables["stuck"].empty and "no stuck operations" in texts(dash.figures["stuck"])
     dash.network.value = ()
     assert len(set(dash.tables["failure"]["network"])) == 3
+    dash.network.value = ("Ethereum Sepolia",)
+    dash.network.value = (ALL,)
+    assert len(set(dash.tables["failure"]["network"])) == 3 and dash.filters["network"] is None
+    dash.network.value = (ALL, "Ethereum Sepolia")  # All with a value still means all
+    assert dash.filters["network"] is None
+
+
+def test_stuck_ages_are_in_minutes_everywhere(dash) -> None:
+    stuck = dash.tables["stuck"]
+    minutes = f"{stuck['age_s'].iloc[0] / 60:,.1f}"
+    assert "<th>age_min</th>" in dash.html["stuck"].value and f"<td>{minutes}</td>" in dash.html["stuck"].value
+    assert "age_s" not in dash.html["stuck"].value
+    assert "minutes in the status" in texts(dash.figures["stuck"])
+
+
+def test_the_period_is_written_out_in_full(dash) -> None:
+    since, until = dash.period.value
+    assert dash.period.readout is False  # the slider's own readout box clips the two times
+    assert dash.period_label.value == f"<b>{since:%Y-%m-%d %H:%M}</b> to <b>{until:%Y-%m-%d %H:%M}</b> UTC"
+    options = [value for _, value in dash.period.options]
+    dash.period.value = (options[1], options[3])
+    assert f"{options[1]:%Y-%m-%d %H:%M}" in dash.period_label.value
+
+
+def test_a_static_render_shows_a_snapshot(dash) -> None:
+    """nbconvert (and GitHub) cannot run the widget: the output falls back to HTML with the views, and text."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    dash.network.value = ("Ethereum Sepolia",)
+    bundle = dash._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widget where Jupyter runs
+    text = bundle["text/plain"]
+    assert "network: Ethereum Sepolia" in text and "Failure rates:" in text and "Stuck operations:" in text
+    assert "Ethereum Mainnet" not in text
+    cell = nbformat.v4.new_code_cell("tk.dashboard(WAREHOUSE)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
+    page, _ = HTMLExporter().from_notebook_node(nbformat.v4.new_notebook(cells=[cell]))
+    assert "operations created" in page and page.count("data:image/png;base64,") >= 4
+    assert "Ethereum Sepolia" in page and '<table class="chainops">' in page
 
 
 def test_status_filter_applies_to_latency_and_stuck(dash) -> None:

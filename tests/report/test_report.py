@@ -180,7 +180,10 @@ def test_every_value_from_the_service_is_escaped(page) -> None:
 def test_period_freshness_and_findings(page) -> None:
     _, parsed, rep = page
     shown = " ".join(parsed.text)
-    assert "2023-11-14 22:13 UTC to 2023-11-15 22:13 UTC" in shown
+    assert (
+        "Period: 2023-11-14 22:13 UTC to 2023-11-15 22:13 UTC; compared with the previous period of the same " in shown
+    )
+    assert "2023-11-13 22:13 UTC to 2023-11-14 22:13 UTC." in shown and " days" not in shown
     assert "Warehouse last synced 2023-11-15 22:12 UTC" in shown and "last sync run: ok" in shown
     findings = parsed.items[:4]
     assert findings[0].startswith("Slowest status: ")
@@ -193,10 +196,57 @@ def test_period_freshness_and_findings(page) -> None:
     # any age: 20 + late-1), 2 of them failed
     assert rep.summary["terminal"] == 22 and rep.summary["failure_rate"] == pytest.approx((4 + 2 / 21) / (22 + 1))
     assert rep.summary["previous_failure_rate"] == 0.0
-    assert findings[2].startswith("Failure rate 17.8%, up 17.8 percentage points from 0.0% in the previous 1 days")
+    assert findings[2].startswith(
+        "Failure rate 17.8%, up 17.8 percentage points from 0.0% in the previous period (2023-11-13 22:13 to "
+        "2023-11-14 22:13 UTC)"
+    )
     assert "(95% interval " in findings[2] and "p=" in findings[2]
     assert findings[3].startswith("1 operations stuck as of") and "stuck-1 on Ethereum Mainnet" in findings[3]
     assert rep.summary["stuck"] == 1
+    # the stuck operation's age and threshold in minutes, as in its table and figure
+    stuck = rep.tables["stuck_operations"].iloc[0]
+    age, threshold = f"{stuck['age_s'] / 60:,.1f}", f"{stuck['threshold_s'] / 60:,.1f}"
+    assert f"for {age} min (threshold {threshold} min)" in findings[3]
+    assert age in parsed.cells and threshold in parsed.cells and f"{stuck['age_s']:,.1f}" not in parsed.cells
+
+
+def test_failure_rates_draw_one_panel_per_network_and_mark_the_partial_bucket(page) -> None:
+    from matplotlib.text import Text
+
+    _, _, rep = page
+    over_time = rep.rates_over_time
+    assert set(over_time["network"]) == {"Ethereum Mainnet", "Ethereum Sepolia", SCRIPT_NETWORK}
+    # the newest event ends the data before the period does: the bucket holding it is partial, drawn hollow
+    # (without the period, nothing is marked)
+    end = rep.data_until
+    assert end < rep.until
+    from toolkit import plots
+
+    fig = plots.failure_rate_over_time(
+        report.interval_safe(over_time, "failure_rate"), bucket=rep.bucket, period=(rep.since, end)
+    )
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    titles = sorted(ax.get_title() for ax in panels)
+    assert len(panels) == 3 and [t.split(" (n=")[0] for t in titles] == sorted(set(over_time["network"].astype(str)))
+    hollow = [line for ax in panels for line in ax.get_lines() if line.get_markerfacecolor() in ("white", (1, 1, 1, 1))]
+    width = pd.Timedelta(rep.bucket)
+    # the period starts at 22:13, inside a 6-hour bucket, so the first bucket is partial too
+    cut = (over_time["bucket"] < rep.since) | (over_time["bucket"] + width > end)
+    partial = over_time[cut & over_time["failure_rate"].notna()]
+    assert len(hollow) == partial["network"].nunique() > 0
+    assert "hollow: partial bucket" in "\n".join(t.get_text() for t in fig.findobj(Text))
+    plain = plots.failure_rate_over_time(report.interval_safe(over_time, "failure_rate"))
+    assert not any(line.get_markerfacecolor() == "white" for ax in plain.axes for line in ax.get_lines())
+
+
+def test_no_row_is_left_out_of_a_long_table() -> None:
+    df = pd.DataFrame({"network": [f"net-{i:03d}" for i in range(71)], "failure_rate": [i / 100 for i in range(71)]})
+    shown = parse(report.html_table(df, max_rows=50))
+    assert [c for c in shown.cells if c.startswith("net-")] == list(df["network"])  # all 71, in order
+    assert "70.0%" in shown.cells
+    text = report.html_table(df, max_rows=50)
+    assert "<details><summary>Show the other 21 of 71 rows</summary>" in text
+    assert report.html_table(df.head(3), max_rows=50).count("<table") == 1
 
 
 def test_thresholds_are_judged(page) -> None:
