@@ -1,0 +1,68 @@
+"""One Spark session (local mode) for every Spark test, and the two exports they read: the demo warehouse's and a
+messy sandbox's, each synced over real HTTP into a DuckDB file and exported with ``chainops export``.
+
+Without Java (or pyspark) the tests are skipped with a reason that says so in the summary; with
+``CHAINOPS_REQUIRE_SPARK=1`` (set by ``.ci/run``) that is an error instead: CI always runs them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_KEY
+from toolkit.spark import spark_unavailable_reason
+
+#: The session runs in a zone with a half-hour offset: results must be UTC whatever the session's zone.
+SESSION_TIME_ZONE = "Asia/Kolkata"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The suite's Spark session (local mode, two cores, a non-UTC session time zone)."""
+    reason = spark_unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CHAINOPS_REQUIRE_SPARK"):
+            raise RuntimeError(f"CHAINOPS_REQUIRE_SPARK is set but Spark cannot run: {reason}")
+        pytest.skip(f"NOT RUN: the Spark tests need pyspark and Java 17+ ({reason})")
+    from toolkit.spark import spark_session
+
+    session = spark_session(
+        "local[2]",
+        config={"spark.sql.session.timeZone": SESSION_TIME_ZONE, "spark.sql.shuffle.partitions": "2"},
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_export(tmp_path_factory) -> tuple[str, str]:
+    """``chainops demo``'s warehouse and its Parquet export: (warehouse path, export directory)."""
+    from toolkit.cli import main
+
+    root = tmp_path_factory.mktemp("demo")
+    warehouse, export = root / "demo.duckdb", root / "export"
+    assert main(["demo", "--warehouse", str(warehouse), "--out", str(root / "report"), "--quiet"]) == 0
+    assert main(["export", "--warehouse", str(warehouse), "--out", str(export)]) == 0
+    return str(warehouse), str(export)
+
+
+@pytest.fixture(scope="session")
+def messy_export(tmp_path_factory) -> tuple[str, str]:
+    """A messy sandbox (duplicated, re-emitted and out-of-order events, reorganisations, a skewed clock, an unknown
+    status) synced over HTTP and exported: (warehouse path, export directory)."""
+    from toolkit.config import Settings
+    from toolkit.export import export_parquet
+    from toolkit.sandbox import Sandbox
+    from toolkit.sync import sync
+
+    root = Path(tmp_path_factory.mktemp("messy"))
+    warehouse = str(root / "messy.duckdb")
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=5, days=2, operations_per_day=250, shape="messy", start=1_795_000_000)
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=warehouse, environ={})
+        sync(settings, quiet=True)
+    export_parquet(warehouse, root / "export")
+    return warehouse, str(root / "export")
