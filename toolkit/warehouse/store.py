@@ -150,7 +150,11 @@ class Warehouse:
             con = duckdb.connect(str(self.path), read_only=True, config=CONNECTION_CONFIG)
             try:
                 check_complete(con, self.path)
-                classify(con, self.path)
+                if classify(con, self.path) == "empty":
+                    raise WarehouseError(
+                        f"{self.path} is an empty DuckDB file, not a warehouse yet: run `chainops sync` (or "
+                        "`chainops demo`) into it first, or point CHAINOPS_WAREHOUSE / --warehouse at a warehouse."
+                    )
             except BaseException:
                 con.close()
                 raise
