@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -348,8 +349,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
                     f"chainops sql is read-only: only queries of the warehouse are allowed ({message})"
                 ) from None
             raise ChainopsError(f"The query failed: {message}") from None
+        df = _with_comments(wh, args.query, df)
     _write_frame(df, fmt, args.out, metric=False)
     return 0
+
+
+_DESCRIBE = re.compile(r"\s*(?:describe|desc)\s+(?:main\.)?\"?(\w+)\"?\s*;?\s*", re.IGNORECASE)
+
+
+def _with_comments(wh: object, query: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``describe TABLE`` with each column's meaning from the data dictionary (DuckDB's DESCRIBE leaves it out)."""
+    m = _DESCRIBE.fullmatch(query)
+    if m is None or "column_name" not in df.columns:
+        return df
+    rows = wh.con.execute(  # type: ignore[attr-defined]
+        "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
+        [m.group(1)],
+    ).fetchall()
+    comments = dict(rows)
+    return df.assign(comment=[comments.get(c) for c in df["column_name"]])
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
+from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
 from .views import view_statements
@@ -234,6 +235,7 @@ class Warehouse:
         self._drop_primary_keys()
         for statement in view_statements():
             self.con.execute(statement)
+        apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
 
     def _drop_primary_keys(self) -> None:
         """Rebuild without its PRIMARY KEY each of :data:`KEYLESS_TABLES` that still has one (warehouses made before
