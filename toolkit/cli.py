@@ -371,7 +371,7 @@ def _with_comments(wh: object, query: str, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write every table and view as Parquet partitioned by network and UTC day."""
+    """Write every table and view as Parquet, one directory each (the large ones partitioned by network and day)."""
     from .export import export_parquet
 
     settings = Settings.load(warehouse=args.warehouse)
@@ -544,7 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
     output_options(p)
     p.set_defaults(func=cmd_sql)
 
-    p = sub.add_parser("export", help="write every table and view as Parquet, partitioned by network and day")
+    p = sub.add_parser(
+        "export", help="write every table and view as Parquet (large ones partitioned by network and day)"
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced table by table)")
     warehouse_opt(p)
     p.set_defaults(func=cmd_export)
