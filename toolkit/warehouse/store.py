@@ -61,7 +61,7 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
         if method is not None:
             out = method()
             return out.read_all() if isinstance(out, pa.RecordBatchReader) else out
-    raise WarehouseError("this DuckDB release has no Arrow export; install duckdb>=1.1")
+    raise WarehouseError(f"cannot read a {type(result).__name__} as an Arrow table (not a query result)")
 
 
 class Warehouse:
@@ -382,8 +382,12 @@ class Warehouse:
     # ---- reading --------------------------------------------------------------------------------------------
 
     def arrow(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
-        """Run SQL (values bound as parameters, never pasted in) and return an Arrow table."""
-        return to_arrow_table(self.con.sql(sql, params=params or None))
+        """Run SQL (values bound as parameters, never pasted in) and return an Arrow table (an empty one for a
+        statement that returns no result, such as a comment alone)."""
+        relation = self.con.sql(sql, params=params or None)
+        if relation is None:
+            return pa.table({})
+        return to_arrow_table(relation)
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""
