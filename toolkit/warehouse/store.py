@@ -414,6 +414,8 @@ def sync_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     lock_path = Path(f"{path}.lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
+        # filelock reports a file it cannot create as a lock held by someone else: name that problem for what it is
+        lock_path.touch()
         lock = filelock.FileLock(lock_path, timeout=0, thread_local=False)
         lock.acquire()
     except filelock.Timeout:
