@@ -3,10 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# A DuckDB 1.4 client beside the project's own DuckDB: tests/warehouse/test_old_clients.py opens a warehouse with it
+# (the oldest release the warehouse's storage format promises to be read by)
+OLD_DUCKDB_VENV := .venv-duckdb14
+OLD_DUCKDB_STAMP := $(OLD_DUCKDB_VENV)/.installed
 
 .PHONY: install demo test lint bench clean
 
-install: $(STAMP)
+install: $(STAMP) $(OLD_DUCKDB_STAMP)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -14,6 +18,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+$(OLD_DUCKDB_STAMP):
+	test -x $(OLD_DUCKDB_VENV)/bin/python || $(PYTHON) -m venv $(OLD_DUCKDB_VENV)
+	$(OLD_DUCKDB_VENV)/bin/python -m pip install --quiet 'duckdb>=1.4,<1.5' 'pytz>=2023.3'
+	touch $(OLD_DUCKDB_STAMP)
 
 demo: install
 	$(BIN)/chainops demo
@@ -31,4 +40,4 @@ bench: install
 	$(BIN)/python -m benchmarks.metrics_bench
 
 clean:
-	rm -rf $(VENV) data/*.duckdb data/reports
+	rm -rf $(VENV) $(OLD_DUCKDB_VENV) data/*.duckdb data/reports

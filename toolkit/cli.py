@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +19,8 @@ import pandas as pd
 
 from .atomic import atomic_file, output_error
 from .config import Settings, data_dir, redact
-from .display import clean_for_terminal, frame_for_csv, frame_for_terminal
-from .errors import ChainopsError
+from .display import clean_for_terminal, frame_for_csv, frame_for_display, frame_for_terminal
+from .errors import ChainopsError, UsageError
 from .signals import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -35,44 +36,87 @@ DEMO_KEY = "sandbox-demo-key"
 SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions", "long-lived", "query-heavy", "messy")
 
 
-class UsageError(ChainopsError):
-    """A command line that parses but does not make sense (exit 2)."""
-
-
 #: Exit code of `chainops report` when a --fail-on threshold is breached.
 EXIT_THRESHOLD = 3
+#: Exit code when standard output is closed early (``chainops sync | head -1``), as for a process killed by SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
+#: The output format of ``--out PATH`` without ``--format``, by the file's extension.
+FORMATS_BY_EXTENSION = {
+    ".csv": "csv",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".html": "html",
+    ".htm": "html",
+    ".txt": "table",
+}
 
 
-def _print_table(df: pd.DataFrame) -> None:
-    with pd.option_context(
-        "display.width",
-        200,
-        "display.max_columns",
-        30,
-        "display.max_rows",
-        500,
-        "display.float_format",
-        "{:,.1f}".format,
-    ):
-        print(frame_for_terminal(df).to_string(index=False, na_rep="-"))
-
-
-def _write_frame(df: pd.DataFrame, fmt: str, out: str | None) -> None:
-    """Print or write a result: a table and CSV as displayed (control characters shown, long values shortened for
-    the table, formulas neutralised for CSV), JSON and Parquet with every value as it is. ``--out`` files appear
-    whole or not at all."""
+def output_format(fmt: str | None, out: str | None) -> str:
+    """The format to write: ``--format`` when given, else the ``--out`` file's extension (a text table when there is
+    no ``--out`` or the file has no extension). Raises :class:`UsageError` for an extension it does not know and for
+    Parquet without a file."""
+    if fmt is None:
+        suffix = Path(out).suffix.lower() if out else ""
+        if suffix and suffix not in FORMATS_BY_EXTENSION:
+            known = ", ".join(FORMATS_BY_EXTENSION)
+            raise UsageError(
+                f"cannot tell the output format from the extension {suffix!r} of --out {out}; "
+                f"use one of {known}, or say --format"
+            )
+        fmt = FORMATS_BY_EXTENSION.get(suffix, "table")
     if fmt == "parquet" and not out:
-        raise ChainopsError("--format parquet needs --out PATH")
+        raise UsageError("--format parquet needs --out PATH (Parquet is a binary file, not for a terminal)")
+    return fmt
+
+
+def _table_text(df: pd.DataFrame, *, metric: bool) -> str:
+    """A text table for people: numbers as :func:`toolkit.display.frame_for_display` shows them, strings cleaned
+    (a table without rows is its header line)."""
+    if df.empty:
+        shown = frame_for_terminal(frame_for_display(df, metric=metric))
+        return "  ".join(str(c) for c in shown.columns) + "\n"
+    return frame_for_terminal(frame_for_display(df, metric=metric)).to_string(index=False, na_rep="-") + "\n"
+
+
+def _print_table(df: pd.DataFrame, *, metric: bool = True) -> None:
+    sys.stdout.write(_table_text(df, metric=metric))
+
+
+def _json_value(value: object) -> object:
+    """What orjson cannot write itself: times as ISO 8601 text, a missing value as null."""
+    if value is pd.NaT or value is pd.NA:
+        return None
+    if isinstance(value, pd.Timestamp | pd.Timedelta):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _json_text(df: pd.DataFrame) -> str:
+    """The rows as a JSON array of objects, every number as exact as a float is (shortest round-trip form)."""
+    import orjson
+
+    records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+    option = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z
+    return orjson.dumps(records, default=_json_value, option=option).decode() + "\n"
+
+
+def _write_frame(df: pd.DataFrame, fmt: str, out: str | None, *, metric: bool = True) -> None:
+    """Print or write a result (``fmt`` from :func:`output_format`). The table (text or HTML) is for people:
+    percentages, durations in a unit per column, significant digits (``metric`` says whether the columns follow the
+    metrics' naming conventions; a SQL result gets significant digits only), control characters shown, long values
+    shortened. CSV has formulas neutralised (and control characters shown when printed); CSV, JSON and Parquet keep
+    every number at full precision. ``--out`` files appear whole or not at all."""
     if fmt == "table":
-        text = frame_for_terminal(df).to_string(index=False) + "\n"
-        if not out:
-            _print_table(df)
-            return
+        text = _table_text(df, metric=metric)
+    elif fmt == "html":
+        text = frame_for_display(df, metric=metric).to_html(index=False, na_rep="-", border=0)
     elif fmt == "csv":
         # printed: control characters shown visibly too (a file keeps them; only formulas are defused there)
         text = frame_for_csv(df, terminal=not out).to_csv(index=False)
     elif fmt == "json":
-        text = df.to_json(orient="records", date_format="iso", indent=1)
+        text = _json_text(df)
     if not out:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
@@ -97,20 +141,66 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .sync import sync
 
     warehouse = Path(args.warehouse)
-    for stale in (warehouse, Path(f"{warehouse}.wal")):
-        stale.unlink(missing_ok=True)  # the demo's warehouse mirrors this run's sandbox only
+    _replace_demo_warehouse(warehouse)
     print(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
     sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         print(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
         result = sync(settings, quiet=args.quiet)
+    _mark_demo(warehouse)
     print(result.summary())
-    print("\nSeconds in each status, per network:")
+    print("\nTime in each status, per network:")
     _print_table(metrics.status_latency(str(warehouse)))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
     print(f"\nReport: {out}")
     return 0
+
+
+def _replace_demo_warehouse(warehouse: Path) -> None:
+    """Delete the previous demo's warehouse (the demo's mirrors this run's sandbox only); refuse, touching nothing,
+    when ``warehouse`` is anything else: a README, another program's file, a warehouse synced from the service."""
+    from .warehouse.identity import is_demo_warehouse
+
+    if warehouse.exists() or warehouse.is_symlink():
+        if not is_demo_warehouse(warehouse):
+            raise UsageError(
+                f"--warehouse {warehouse} is not a warehouse made by `chainops demo`, and the demo replaces its "
+                "warehouse on every run: it was left untouched. Choose a new path (the default is data/demo.duckdb)."
+            )
+        warehouse.unlink()
+    Path(f"{warehouse}.wal").unlink(missing_ok=True)
+
+
+def _mark_demo(warehouse: Path) -> None:
+    from .warehouse import Warehouse
+    from .warehouse.identity import DEMO_MARK, MARKER_TABLE
+
+    with Warehouse(warehouse) as wh:
+        wh.con.execute(f"INSERT OR REPLACE INTO {MARKER_TABLE} VALUES (?, ?)", list(DEMO_MARK))
+
+
+def _time_text(text: str) -> str:
+    """argparse type of a time (``--since``, ``--until``, ``--now``): checked here so that a typo is a usage error
+    listing the accepted forms; the text itself is kept (an age counts back from ``--until``, read later)."""
+    from .times import parse_time
+
+    try:
+        parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _duration_text(text: str) -> str:
+    """argparse type of ``--bucket``: a usage error listing the accepted forms for anything else."""
+    from .times import parse_duration
+
+    try:
+        parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _at_least_one(text: str) -> int:
@@ -166,8 +256,24 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from . import metrics
 
     settings = Settings.load(warehouse=args.warehouse)
+    fmt = output_format(args.format, args.out)
     func = metrics.METRICS[args.name]
-    accepts = {*inspect.signature(func).parameters, *getattr(func, "filter_names", ())}
+    kwargs = _metric_arguments(args, func)
+    source = _metrics_source(args, settings)
+    _check_filter_values(source, args)
+    try:
+        df = func(source, **kwargs)
+    except ValueError as exc:  # a grouping, bucket or period the metric refuses: the command line was wrong
+        raise UsageError(str(exc)) from None
+    if df.empty:
+        _say_why_empty(args)
+    _write_frame(df, fmt, args.out)
+    return 0
+
+
+def _metric_arguments(args: argparse.Namespace, func: object) -> dict[str, object]:
+    """The metric's keyword arguments from the command line; a usage error for an option it does not take."""
+    accepts = {*inspect.signature(func).parameters, *getattr(func, "filter_names", ())}  # type: ignore[arg-type]
     given = {
         "since": args.since,
         "until": args.until,
@@ -181,15 +287,35 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     refused = [f"--{k}" for k, v in given.items() if v and k not in accepts]
     if refused:
         raise UsageError(f"{args.name} does not take {', '.join(refused)}")
-    kwargs = {k: v for k, v in given.items() if v}
+    kwargs: dict[str, object] = {k: v for k, v in given.items() if v}
     if args.by:
         kwargs["by"] = [c.strip() for c in args.by.split(",") if c.strip()]
-    try:
-        df = func(_metrics_source(args, settings), **kwargs)
-    except ValueError as exc:
-        raise ChainopsError(str(exc)) from None
-    _write_frame(df, args.format, args.out)
-    return 0
+    return kwargs
+
+
+def _check_filter_values(source: object, args: argparse.Namespace) -> None:
+    """A usage error (exit 2) for a --network, --channel or --status value the warehouse (a path) or the Spark
+    export does not know."""
+    if not (args.network or args.channel or args.status):
+        return
+    from .known_values import check_filters
+    from .warehouse import Warehouse
+
+    def check(wh: object) -> None:
+        check_filters(wh, args.name, network=args.network, channel=args.channel, status=args.status)  # type: ignore[arg-type]
+
+    if isinstance(source, str):
+        with Warehouse(source, read_only=True) as wh:
+            check(wh)
+    else:
+        check(source)
+
+
+def _say_why_empty(args: argparse.Namespace) -> None:
+    from .known_values import describe_empty
+
+    filters = {k: getattr(args, k) for k in ("network", "channel", "status", "since", "until")}
+    print(f"chainops metrics: {clean_for_terminal(describe_empty(filters))}", file=sys.stderr)
 
 
 def _threshold(text: str) -> object:
@@ -227,7 +353,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     breaches = result.breaches
     for threshold in breaches:
         value = result.summary.get(threshold.name)
-        print(f"chainops report: threshold breached: {threshold} (value {value:g})", file=sys.stderr)
+        never = threshold.name == "sync_age_h" and value == float("inf")
+        shown = "no sync has ever succeeded" if never else f"value {value:g}"
+        print(f"chainops report: threshold breached: {threshold} ({shown})", file=sys.stderr)
     return EXIT_THRESHOLD if breaches else 0
 
 
@@ -238,6 +366,9 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from .warehouse import Warehouse
 
     settings = Settings.load(warehouse=args.warehouse)
+    fmt = output_format(args.format, args.out)
+    if not args.query.strip().strip(";").strip():
+        raise UsageError('the query is empty; give one, e.g. chainops sql "select count(*) from events"')
     with Warehouse(settings.warehouse, read_only=True) as wh:
         # no files, extensions or other databases either: COPY ... TO, ATTACH and INSTALL fail, and the query
         # cannot switch this back on
@@ -253,12 +384,29 @@ def cmd_sql(args: argparse.Namespace) -> int:
                     f"chainops sql is read-only: only queries of the warehouse are allowed ({message})"
                 ) from None
             raise ChainopsError(f"The query failed: {message}") from None
-    _write_frame(df, args.format, args.out)
+        df = _with_comments(wh, args.query, df)
+    _write_frame(df, fmt, args.out, metric=False)
     return 0
 
 
+_DESCRIBE = re.compile(r"\s*(?:describe|desc)\s+(?:main\.)?\"?(\w+)\"?\s*;?\s*", re.IGNORECASE)
+
+
+def _with_comments(wh: object, query: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``describe TABLE`` with each column's meaning from the data dictionary (DuckDB's DESCRIBE leaves it out)."""
+    m = _DESCRIBE.fullmatch(query)
+    if m is None or "column_name" not in df.columns:
+        return df
+    rows = wh.con.execute(  # type: ignore[attr-defined]
+        "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
+        [m.group(1)],
+    ).fetchall()
+    comments = dict(rows)
+    return df.assign(comment=[comments.get(c) for c in df["column_name"]])
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write every table and view as Parquet partitioned by network and UTC day."""
+    """Write every table and view as Parquet, one directory each (the large ones partitioned by network and day)."""
     from .export import export_parquet
 
     settings = Settings.load(warehouse=args.warehouse)
@@ -322,6 +470,16 @@ def build_parser() -> argparse.ArgumentParser:
             help="DuckDB warehouse file (default: $CHAINOPS_WAREHOUSE or data/chainops.duckdb)",
         )
 
+    def output_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--format",
+            choices=["table", "csv", "json", "parquet", "html"],
+            default=None,
+            help="output format (default: from the --out file's extension, .csv .json .parquet .html .txt; "
+            "a text table without --out; parquet needs --out)",
+        )
+        p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
+
     p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
     p.add_argument(
         "--warehouse",
@@ -357,8 +515,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", choices=sorted(METRICS), help="which metric")
     warehouse_opt(p)
     p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
-    p.add_argument("--since", metavar="T", help="start of the period: ISO time or an age such as 7d, 12h")
-    p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age")
+    p.add_argument(
+        "--since",
+        type=_time_text,
+        metavar="T",
+        help="start of the period: ISO date/time or an age such as 7d, '7 days', 12h, 90min, yesterday",
+    )
+    p.add_argument("--until", type=_time_text, metavar="T", help="end of the period (exclusive): ISO time or an age")
     p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
     p.add_argument(
         "--network", action="append", metavar="NAME", help="only this network, by name or chain selector (repeatable)"
@@ -369,20 +532,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="STATUS",
         help="only this status (repeatable; metrics that group by status)",
     )
-    p.add_argument("--bucket", metavar="SIZE", help="time buckets, e.g. 1h, 6h, 1d (metrics over time)")
-    p.add_argument("--top", type=int, metavar="N", help="how many failure reasons (failure-reasons)")
+    p.add_argument(
+        "--bucket", type=_duration_text, metavar="SIZE", help="time buckets, e.g. 1h, 6h, 1d (metrics over time)"
+    )
+    p.add_argument("--top", type=_at_least_one, metavar="N", help="how many failure reasons (failure-reasons)")
     p.add_argument(
         "--now",
+        type=_time_text,
         metavar="T",
         help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
     )
-    p.add_argument(
-        "--format",
-        choices=["table", "csv", "json", "parquet"],
-        default="table",
-        help="output format (default table; parquet needs --out)",
-    )
-    p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
+    output_options(p)
     spark_options(p)
     p.set_defaults(func=cmd_metrics)
 
@@ -391,10 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--since",
         default="7d",
+        type=_time_text,
         metavar="T",
         help="start of the period: ISO time or an age before --until such as 7d, 12h (default 7d)",
     )
-    p.add_argument("--until", metavar="T", help="end of the period (exclusive): ISO time or an age (default now)")
+    p.add_argument(
+        "--until", type=_time_text, metavar="T", help="end of the period (exclusive): ISO time or an age (default now)"
+    )
     p.add_argument(
         "--out",
         required=True,
@@ -417,11 +580,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sql", help="run a read-only SQL query against the warehouse")
     p.add_argument("query", help='SQL text, e.g. "select * from operation_lifecycle limit 5"')
     warehouse_opt(p)
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format (default table)")
-    p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
+    output_options(p)
     p.set_defaults(func=cmd_sql)
 
-    p = sub.add_parser("export", help="write every table and view as Parquet, partitioned by network and day")
+    p = sub.add_parser(
+        "export", help="write every table and view as Parquet (large ones partitioned by network and day)"
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced table by table)")
     warehouse_opt(p)
     p.set_defaults(func=cmd_export)
@@ -511,6 +675,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_closed() -> int:
+    """Standard output was closed early (``chainops sync | head -1``): what was done is done (a sync has committed);
+    exit as a process killed by SIGPIPE would, quietly, and keep Python from complaining again at exit."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors are one cleaned line on standard error, never a traceback: 1 for a
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
@@ -527,7 +702,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a sync stops at its next safe point (see toolkit.signals); other commands at once
         stops = sigterm_interrupts(deferred=args.command in ("sync", "demo"))
         with stops if args.command != "sandbox" else contextlib.nullcontext():
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+            return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except UsageError as exc:
         return fail(str(exc), 2)
     except ChainopsError as exc:

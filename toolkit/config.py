@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
 
@@ -136,6 +137,12 @@ def check_base_url(base_url: str) -> str:
         raise ConfigError(
             f"Refusing to send the API key over plain http to {parts.hostname}: use an https:// CREC_BASE_URL "
             "(plain http is allowed only to a loopback address such as 127.0.0.1)."
+        )
+    if not re.search(r"/v\d+$", parts.path.rstrip("/")):
+        suggestion = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/v1", query="", fragment=""))
+        raise ConfigError(
+            f"CREC_BASE_URL must end in the API version /v1, got {base_url!r}: every path of the service is under "
+            f"it (did you mean {suggestion!r}?)."
         )
     return base_url.rstrip("/")
 

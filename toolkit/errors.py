@@ -7,6 +7,7 @@ headers), and configuration errors mask the key.
 ::
 
     ChainopsError
+    ├── UsageError                      a command line or argument that does not make sense (exit 2)
     ├── ConfigError                     missing or unsafe settings (no key, plain http to a remote host, ...)
     ├── ApiError                        the service answered non-2xx with an ApplicationError (or something else)
     │   ├── AuthenticationError         401: missing, malformed or unknown key
@@ -30,6 +31,10 @@ from typing import Any
 
 class ChainopsError(Exception):
     """Base of every error the toolkit raises on purpose."""
+
+
+class UsageError(ChainopsError):
+    """A command line (or argument) that parses but does not make sense: the command line exits 2."""
 
 
 class ConfigError(ChainopsError):

@@ -1,8 +1,16 @@
 """Export the warehouse as Parquet for other engines (Spark, Trino, BigQuery, DuckDB, pandas).
 
-One directory per table and view, partitioned Hive style by network and UTC day::
+One directory per table and view. The large ones (those that grow with the operations: events, operations,
+operation_transactions, queries and the views operation_transitions, operation_lifecycle, query_lifecycle) are
+partitioned Hive style by network and UTC day::
 
     OUT/events/network=Ethereum%20Mainnet/day=2026-11-20/part-0.parquet
+
+The small ones (networks, channels, wallets, watchers, sync_state, sync_runs: tens to thousands of rows, growing with
+the organisation's configuration or one row per sync) are one file in their directory, ``OUT/networks/part-0.parquet``
+(a table whose partitions would each hold a handful of rows costs a reader more in file opens than it saves). Every
+table keeps its directory, so ``spark.read.parquet("OUT/networks")`` and DuckDB's
+``read_parquet('OUT/networks/**/*.parquet', hive_partitioning = true)`` read each the same way.
 
 ``network`` is the network's name (its chain selector when the networks table does not know it), ``day`` the UTC
 date (``YYYY-MM-DD``) of the table's time column; a row without one goes to ``__HIVE_DEFAULT_PARTITION__``, the
@@ -55,22 +63,26 @@ class ExportSpec:
     time: str | None
 
 
-#: Every exported table and view, with the SQL (fixed text, over the alias ``t``) of its partition values.
+#: Every exported table and view, with the SQL (fixed text, over the alias ``t``) of its partition values; the small
+#: tables (see the module docstring) have none and are written as one file.
 EXPORTS: tuple[ExportSpec, ...] = (
-    ExportSpec("networks", "t.name", None),
-    ExportSpec("channels", None, "t.created_at"),
-    ExportSpec("wallets", _NETWORK_OF_SELECTOR, "t.created_at"),
-    ExportSpec("watchers", _NETWORK_OF_SELECTOR, "t.created_at"),
+    ExportSpec("networks", None, None),
+    ExportSpec("channels", None, None),
+    ExportSpec("wallets", None, None),
+    ExportSpec("watchers", None, None),
     ExportSpec("operations", _NETWORK_OF_SELECTOR, "t.created_at"),
     ExportSpec("operation_transactions", _NETWORK_OF_OPERATION, _CREATED_OF_OPERATION),
     ExportSpec("queries", _NETWORK_OF_SELECTOR, "t.created_at"),
     ExportSpec("events", _NETWORK_OF_SELECTOR, "t.ts"),
     ExportSpec("sync_state", None, None),
-    ExportSpec("sync_runs", None, "t.started_at"),
+    ExportSpec("sync_runs", None, None),
     ExportSpec("operation_transitions", "t.network", "t.entered_at"),
     ExportSpec("operation_lifecycle", "t.network", "t.created_at"),
     ExportSpec("query_lifecycle", "t.network", "t.created_at"),
 )
+
+#: The tables written as one file each (no partition columns).
+SMALL_TABLES: tuple[str, ...] = tuple(e.name for e in EXPORTS if e.network is None and e.time is None)
 
 _AS_TEXT = re.compile(r"^(UBIGINT|HUGEINT|UHUGEINT|UUID|JSON|ENUM\(.*\)|BIT|INTERVAL|VARINT|BIGNUM)$", re.S)
 _WIDER = {"UTINYINT": "SMALLINT", "USMALLINT": "INTEGER", "UINTEGER": "BIGINT"}
@@ -188,6 +200,7 @@ __all__ = [
     "EXPORTS",
     "NULL_PARTITION",
     "PARTITION_COLUMNS",
+    "SMALL_TABLES",
     "ExportSpec",
     "export_parquet",
     "export_sql",

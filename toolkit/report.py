@@ -71,7 +71,7 @@ SUMMARY_VALUES: dict[str, str] = {
     "query_expiry_rate": "expired / chain queries created in the period, the ones in flight estimated",
     "proof_coverage": "share of the events that must carry a DON proof and do",
     "slowest_p90_s": "the highest p90 seconds spent in one status on one network (rows with n >= 10)",
-    "sync_age_h": "hours from the last successful sync to the end of the period",
+    "sync_age_h": "hours from the last successful sync to the end of the period (infinite when none succeeded)",
 }
 
 #: Summary values with a 95% interval (``<name>_low``/``<name>_high``) that a threshold judges by the interval.
@@ -319,7 +319,8 @@ def build_report(
         "query_expiry_rate": _value(query_all, "expiry_rate"),
         "proof_coverage": _value(proof_all, "coverage"),
         "slowest_p90_s": float(timed["p90_s"].max()) if len(timed) else float("nan"),
-        "sync_age_h": max((end - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("nan"),
+        # never synced successfully is the worst staleness: infinite, so `sync_age_h>24` fires
+        "sync_age_h": max((end - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("inf"),
     }
     tables = {
         "status_latency": latency,

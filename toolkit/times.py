@@ -46,6 +46,13 @@ _UNIT_SECONDS = {
     "week": 604_800,
     "weeks": 604_800,
 }
+#: The forms a time may take, as error messages list them.
+TIME_FORMS = (
+    "an ISO date or time (2026-01-01, 2026-01-01 12:00, 2026-01-01T12:00:00Z; UTC when no zone is given), "
+    "an age (7d, 7 days, 12h, 90min, 30s, 2 weeks, '3 days ago'), or now, today, yesterday"
+)
+#: The forms a duration may take.
+DURATION_FORMS = "a number and a unit: 15m, 90min, 1h, 12 hours, 1d, 7 days, 1w (units s, min, h, d, w)"
 _AGE_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*(?:ago)?\s*$", re.I)
 
 
@@ -76,7 +83,7 @@ def parse_duration(value: DurationLike) -> int:
     elif isinstance(value, str) and (parsed := age_seconds(value)) is not None:
         seconds = parsed
     else:
-        raise ValueError(f"not a duration: {value!r}; use e.g. '15m', '1h', '1d', '1w'")
+        raise ValueError(f"not a duration: {value!r}; use {DURATION_FORMS}")
     if seconds < 1:
         raise ValueError(f"a duration must be at least one second, not {value!r}")
     return seconds
@@ -105,10 +112,7 @@ def parse_time(value: TimeLike, *, anchor: TimeLike = None) -> pd.Timestamp | No
         try:
             ts = pd.Timestamp(value.strip())
         except ValueError:
-            raise ValueError(
-                f"not a time: {value!r}; use an ISO time such as 2026-01-01T00:00Z, an age such as 7d or 12h, "
-                "or now/today/yesterday"
-            ) from None
+            raise ValueError(f"not a time: {value!r}; use {TIME_FORMS}") from None
     else:
         ts = pd.Timestamp(value)
     if pd.isna(ts):

@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS {MARKER_TABLE} (key VARCHAR PRIMARY KEY, value VARCHA
 INSERT OR IGNORE INTO {MARKER_TABLE} VALUES ('format', '{FORMAT}'), ('schema_version', '{SCHEMA_VERSION}');
 """
 
+#: The marker row of a warehouse made by ``chainops demo``, which the demo may replace on its next run.
+DEMO_MARK = ("made_by", "chainops demo")
+
 #: Columns by which a warehouse made before the marker is recognised.
 _LEGACY_COLUMNS = {
     "sync_state": {"stream", "cursor", "updated_at"},
@@ -136,8 +139,41 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
         raise
 
 
+def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a warehouse ``chainops demo`` made, which the next demo may delete and make again: it
+    carries :data:`DEMO_MARK`, or (made before the mark existed) it is a chainops warehouse whose every sync ran
+    against a service on this machine (the sandbox, on a loopback address). Anything else (another file, a DuckDB
+    file of another program, a warehouse synced from a real service) is not. Opens the file read-only."""
+    target = Path(path)
+    if not target.is_file():
+        return False
+    try:
+        con = duckdb.connect(str(target), read_only=True, config=CONNECTION_CONFIG)
+    except duckdb.Error:
+        return False
+    try:
+        kind = classify(con, target)
+        if (
+            kind == "marked"
+            and con.execute(
+                f"SELECT count(*) FROM {MARKER_TABLE} WHERE key = ? AND value = ?", list(DEMO_MARK)
+            ).fetchall()[0][0]
+        ):
+            return True
+        if kind not in ("marked", "legacy"):
+            return False
+        urls = [r[0] for r in con.execute("SELECT base_url FROM sync_runs").fetchall()]
+        loopback = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
+        return bool(urls) and all(isinstance(u, str) and u.startswith(loopback) for u in urls)
+    except (duckdb.Error, WarehouseError):
+        return False
+    finally:
+        con.close()
+
+
 __all__ = [
     "CONNECTION_CONFIG",
+    "DEMO_MARK",
     "FORMAT",
     "MARKER_SQL",
     "MARKER_TABLE",
@@ -145,5 +181,6 @@ __all__ = [
     "check_complete",
     "classify",
     "inspect_file",
+    "is_demo_warehouse",
     "open_error",
 ]

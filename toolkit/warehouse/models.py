@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from .dictionary import apply_comments
 from .memory import is_out_of_memory, memory_limit, raise_memory_limit, with_more_memory
 from .store import Warehouse
 from .views import (
@@ -107,6 +108,7 @@ def _rebuild(wh: Warehouse) -> None:
         for statement in model_table_statements():
             con.execute(statement)
         con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])
+    apply_comments(wh.con)  # the new tables' dictionary entries
 
 
 def _stage_stale(wh: Warehouse) -> None:

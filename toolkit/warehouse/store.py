@@ -7,7 +7,6 @@ One writer at a time: :func:`sync_lock` takes an exclusive lock file beside the 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -17,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import filelock
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
+from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
 from .views import view_statements
@@ -37,6 +38,11 @@ DEFAULT_READER_WAIT = 30.0
 WRITE_ROW_GROUP_SIZE = 16_384
 #: The large tables whose key the loader keeps unique without a PRIMARY KEY constraint (see schema.sql).
 KEYLESS_TABLES = ("operations", "operation_transactions", "queries")
+#: The storage format a new warehouse is written in: the oldest DuckDB release that reads every feature the schema
+#: uses (ZSTD-compressed text in ``events.payload``), so DuckDB 1.4 and later (its CLI, DBeaver's bundled driver,
+#: older Python environments) open the file. A file made before keeps the format it has: DuckDB cannot lower the
+#: storage version of an existing database.
+STORAGE_VERSION = "v1.4.0"
 
 
 def _readers_file(path: Path) -> Path:
@@ -55,7 +61,7 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
         if method is not None:
             out = method()
             return out.read_all() if isinstance(out, pa.RecordBatchReader) else out
-    raise WarehouseError("this DuckDB release has no Arrow export; install duckdb>=1.1")
+    raise WarehouseError(f"cannot read a {type(result).__name__} as an Arrow table (not a query result)")
 
 
 class Warehouse:
@@ -112,8 +118,19 @@ class Warehouse:
                     continue
                 if "file handle conflict" in str(exc).lower():
                     hint = "it is already open in this process: close that Warehouse or DuckDB connection first"
+                elif busy and not self.read_only:
+                    # the writer holds the sync lock, so the holder is not a sync: a reader such as a notebook,
+                    # `chainops sql` or a DuckDB client (DBeaver, the duckdb CLI) keeps the file open
+                    hint = (
+                        f"a reader holds it open and did not let go within {wait:.0f} s (a notebook, a DuckDB client "
+                        "such as DBeaver or the duckdb CLI, or another chainops command; the process is named above): "
+                        "close it and run again"
+                    )
                 elif busy:
-                    hint = "a sync is writing to it and did not make room in time; try again, or wait for the sync"
+                    hint = (
+                        "another process holds it for writing: a sync that did not make room in time, or a DuckDB "
+                        "client that opened it read-write; try again, or wait for it to finish"
+                    )
                 elif not self.read_only and any(w in str(exc).lower() for w in ("permission", "read-only", "director")):
                     raise write_failure(self.path, exc) from None
                 else:
@@ -134,7 +151,11 @@ class Warehouse:
             con = duckdb.connect(str(self.path), read_only=True, config=CONNECTION_CONFIG)
             try:
                 check_complete(con, self.path)
-                classify(con, self.path)
+                if classify(con, self.path) == "empty":
+                    raise WarehouseError(
+                        f"{self.path} is an empty DuckDB file, not a warehouse yet: run `chainops sync` (or "
+                        "`chainops demo`) into it first, or point CHAINOPS_WAREHOUSE / --warehouse at a warehouse."
+                    )
             except BaseException:
                 con.close()
                 raise
@@ -142,10 +163,13 @@ class Warehouse:
         if not self._inspected:
             inspect_file(self.path)  # refuses, without writing to it, a file that is not a warehouse
             self._inspected = True
+        options = f"ROW_GROUP_SIZE {WRITE_ROW_GROUP_SIZE}"
+        if not self.path.exists():
+            options += f", STORAGE_VERSION '{STORAGE_VERSION}'"
         con = duckdb.connect(config=CONNECTION_CONFIG)
         try:
             quoted = str(self.path).replace("'", "''")
-            con.execute(f"ATTACH '{quoted}' AS warehouse (ROW_GROUP_SIZE {WRITE_ROW_GROUP_SIZE})")
+            con.execute(f"ATTACH '{quoted}' AS warehouse ({options})")
             con.execute("USE warehouse")
             con.execute("SET temp_directory = ?", [f"{self.path}.tmp"])
         except BaseException:
@@ -212,6 +236,7 @@ class Warehouse:
         self._migrate_query_target()
         for statement in view_statements():
             self.con.execute(statement)
+        apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
 
     def _drop_primary_keys(self) -> None:
         """Rebuild without its PRIMARY KEY each of :data:`KEYLESS_TABLES` that still has one (warehouses made before
@@ -382,8 +407,12 @@ class Warehouse:
     # ---- reading --------------------------------------------------------------------------------------------
 
     def arrow(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
-        """Run SQL (values bound as parameters, never pasted in) and return an Arrow table."""
-        return to_arrow_table(self.con.sql(sql, params=params or None))
+        """Run SQL (values bound as parameters, never pasted in) and return an Arrow table (an empty one for a
+        statement that returns no result, such as a comment alone)."""
+        relation = self.con.sql(sql, params=params or None)
+        if relation is None:
+            return pa.table({})
+        return to_arrow_table(relation)
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""
@@ -403,22 +432,25 @@ class Warehouse:
 
 @contextlib.contextmanager
 def sync_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold the warehouse's writer lock (``<warehouse>.lock``) for the block, or raise SyncLockedError at once."""
+    """Hold the warehouse's writer lock (``<warehouse>.lock``) for the block, or raise SyncLockedError at once.
+
+    The lock is the ``filelock`` package's (``flock`` on POSIX, ``msvcrt`` locking on Windows), released by the
+    operating system when the process ends, so a killed sync leaves no lock behind."""
     lock_path = Path(f"{path}.lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock_path, "a+")  # noqa: SIM115 - closed by the with below
+        # filelock reports a file it cannot create as a lock held by someone else: name that problem for what it is
+        lock_path.touch()
+        lock = filelock.FileLock(lock_path, timeout=0, thread_local=False)
+        lock.acquire()
+    except filelock.Timeout:
+        raise SyncLockedError(
+            f"Another sync is writing to {path} right now. Wait for it to finish and run again "
+            f"(if no sync is running, the lock file {lock_path} is stale and may be deleted)."
+        ) from None
     except OSError as exc:
         raise write_failure(path, exc) from None
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SyncLockedError(
-                f"Another sync is writing to {path} right now. Wait for it to finish and run again "
-                f"(if no sync is running, the lock file {lock_path} is stale and may be deleted)."
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        lock.release()

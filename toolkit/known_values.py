@@ -1,0 +1,148 @@
+"""Filter values checked against what the warehouse knows, so a typo is a clear usage error, not an empty table.
+
+``chainops metrics failure-rates --network Ethereum`` on a warehouse whose networks are ``Ethereum Mainnet`` and
+``Ethereum Sepolia`` would match no row; :func:`check_filters` raises :class:`UnknownValueError` naming the known
+values and the nearest one instead. A known value that matches no row in the period is not an error: the command
+line says so on standard error (:func:`describe_empty`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+
+from . import spec
+from .errors import UsageError
+from .metrics.common import QueryEngine
+
+#: How many known values an error lists before it says how many more there are.
+LISTED = 20
+
+
+class UnknownValueError(UsageError):
+    """A filter value the warehouse does not know (a usage error: exit 2 on the command line)."""
+
+
+def nearest(value: str, known: Iterable[str]) -> str | None:
+    """The known value nearest to ``value``: one that differs only in case, else one that contains it (or that it
+    contains), else difflib's closest match; None when nothing is close."""
+    options = sorted(set(known))
+    lowered = value.lower()
+    for option in options:
+        if option.lower() == lowered:
+            return option
+    containing = [o for o in options if lowered in o.lower() or o.lower() in lowered]
+    if containing:
+        return min(containing, key=lambda o: (abs(len(o) - len(value)), o))
+    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    folded = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
+
+
+def unknown_value_message(flag: str, value: str, known: Sequence[str], labels: Mapping[str, str] | None = None) -> str:
+    """The message for an unknown ``--flag value``: the known values (at most :data:`LISTED`, each with its label
+    when ``labels`` has one) and the nearest."""
+    labels = labels or {}
+    shown = [f"{k} ({labels[k]})" if k in labels else k for k in list(known)[:LISTED]]
+    more = f", and {len(known) - LISTED} more" if len(known) > LISTED else ""
+    listing = ", ".join(shown) + more if shown else "none (the warehouse holds no data yet; run `chainops sync`)"
+    hint = nearest(value, [*known, *labels.values()])
+    if hint is not None and hint not in known:  # a label (a channel's name): name its id
+        hint = next(k for k, label in labels.items() if label == hint)
+    suggestion = f"; did you mean {hint!r}?" if hint is not None else "."
+    return f"unknown {flag} {value!r}{suggestion} Known values: {listing}."
+
+
+def _rows(wh: QueryEngine, sql: str) -> list[tuple]:
+    """The rows of ``sql`` on the warehouse, or on any engine the metrics run on (Spark over an export)."""
+    return list(wh.query(sql).itertuples(index=False, name=None))
+
+
+def _column(wh: QueryEngine, sql: str) -> list[str]:
+    return [str(r[0]) for r in _rows(wh, sql) if r[0] is not None and r[0] == r[0]]
+
+
+def known_networks(wh: QueryEngine) -> tuple[list[str], dict[str, str]]:
+    """Network names, then the chain selectors seen anywhere the metrics look (a selector the networks table does
+    not name is still a valid filter); and each named selector's name."""
+    named = _rows(wh, "SELECT chain_selector, name FROM networks ORDER BY name")
+    names = [str(n) for _, n in named if n is not None]
+    selectors = _column(
+        wh,
+        "SELECT DISTINCT chain_selector FROM (SELECT chain_selector FROM networks UNION ALL "
+        "SELECT chain_selector FROM operations UNION ALL SELECT chain_selector FROM queries UNION ALL "
+        "SELECT chain_selector FROM watchers) ORDER BY 1",
+    )
+    return [*names, *(s for s in selectors if s not in names)], {}
+
+
+def known_channels(wh: QueryEngine) -> tuple[list[str], dict[str, str]]:
+    """Channel ids (the filter matches ids), with each channel's name as its label."""
+    rows = _rows(wh, "SELECT channel_id, name FROM channels ORDER BY name, channel_id")
+    return [str(i) for i, _ in rows], {str(i): str(n) for i, n in rows if n is not None}
+
+
+#: Which statuses a metric's ``status`` filter is about (operations unless named here).
+STATUS_KINDS: dict[str, str] = {"query-latency": "queries", "watcher-activity": "watchers"}
+_SPEC_STATUSES = {
+    "operations": spec.OPERATION_STATUSES,
+    "queries": spec.QUERY_STATUSES,
+    "watchers": spec.WATCHER_STATUSES,
+}
+
+
+def known_statuses(wh: QueryEngine, metric: str) -> list[str]:
+    """The statuses of the metric's resource: the service's vocabulary (toolkit.spec) and any other value the
+    warehouse stored (an unknown enum value is kept as text, and is a valid filter)."""
+    kind = STATUS_KINDS.get(metric, "operations")
+    stored = _column(wh, f"SELECT DISTINCT status FROM {kind} ORDER BY 1")
+    vocabulary = list(_SPEC_STATUSES[kind])
+    return [*vocabulary, *(s for s in stored if s not in vocabulary)]
+
+
+def check_filters(
+    wh: QueryEngine,
+    metric: str,
+    *,
+    network: Sequence[str] | None = None,
+    channel: Sequence[str] | None = None,
+    status: Sequence[str] | None = None,
+) -> None:
+    """Raise :class:`UnknownValueError` for the first filter value the warehouse does not know."""
+    checks = (
+        ("--network", network, lambda: known_networks(wh)),
+        ("--channel", channel, lambda: known_channels(wh)),
+        ("--status", status, lambda: (known_statuses(wh, metric), {})),
+    )
+    for flag, values, load in checks:
+        if not values:
+            continue
+        known, labels = load()
+        for value in values:
+            if value not in known:
+                raise UnknownValueError(unknown_value_message(flag, value, known, labels))
+
+
+def describe_empty(filters: Mapping[str, object]) -> str:
+    """The note for a metric that found no rows: which filters (all known values) matched nothing."""
+    given = ", ".join(
+        f"--{name} {', '.join(map(str, v)) if isinstance(v, list | tuple) else v}" for name, v in filters.items() if v
+    )
+    if not given:
+        return "no rows: the warehouse holds nothing this metric counts yet (run `chainops sync`)"
+    return f"no rows match {given}: the values are known, but nothing matched them in this period"
+
+
+__all__ = [
+    "UnknownValueError",
+    "check_filters",
+    "describe_empty",
+    "known_channels",
+    "known_networks",
+    "known_statuses",
+    "nearest",
+    "unknown_value_message",
+]
