@@ -93,3 +93,44 @@ def test_chain_selectors_stay_text(spark, demo_export) -> None:
     with Warehouse(warehouse, read_only=True) as wh:
         want = wh.query("SELECT DISTINCT chain_selector FROM operations ORDER BY chain_selector")
     assert got["chain_selector"].tolist() == want["chain_selector"].tolist()
+
+
+def test_the_command_line_runs_a_metric_on_spark(spark, demo_export, capsys) -> None:
+    """`chainops metrics NAME --engine spark --parquet DIR` writes what the DuckDB run writes."""
+    import json
+
+    from toolkit.cli import main
+
+    warehouse, export = demo_export
+    common = ["metrics", "failure-reasons", "--warehouse", warehouse, "--network", "Polygon", "--format", "json"]
+    assert main(common) == 0
+    on_duckdb = json.loads(capsys.readouterr().out)
+    assert main([*common, "--engine", "spark", "--parquet", export]) == 0
+    on_spark = json.loads(capsys.readouterr().out)
+    assert on_spark == on_duckdb and len(on_duckdb) > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--engine", "spark"], 2, "--parquet DIR"),
+        (["--parquet", "somewhere"], 2, "--engine spark"),
+        (["--engine", "spark", "--parquet", "/nonexistent/export"], 1, "no Parquet export"),
+        (["--engine", "spark", "--parquet", "/nonexistent/export", "--network", "Nowhere"], 1, "no Parquet export"),
+    ],
+)
+def test_spark_mistakes_get_a_clear_answer(spark, args, code, says, capsys) -> None:
+    from toolkit.cli import main
+
+    assert main(["metrics", "failure-rates", *args]) == code
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_an_unknown_network_on_spark_is_a_usage_error(spark, demo_export, capsys) -> None:
+    """The filter check reads the export's own networks on Spark."""
+    from toolkit.cli import main
+
+    _, export = demo_export
+    assert main(["metrics", "failure-rates", "--engine", "spark", "--parquet", export, "--network", "Polygn"]) == 2
+    assert "Polygon" in capsys.readouterr().err
