@@ -177,7 +177,10 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
     "queries": {
         "status": f"The query's status ({', '.join(spec.QUERY_STATUSES)}; unknown values kept as text).",
-        "target": "What the query reads (contract, call), as JSON from the service.",
+        "target": (
+            "The contract address the query reads (text, as the service sends it since 0.8); an older object "
+            "target keeps its contract_address here and the whole object in extra.target."
+        ),
         "has_proof": "Whether the answer carried DON proofs.",
         "expires_at": f"When the query's time-to-live ends ({UTC}).",
         **_QUERY_AT,
