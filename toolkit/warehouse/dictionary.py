@@ -177,7 +177,8 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
     "queries": {
         "status": f"The query's status ({', '.join(spec.QUERY_STATUSES)}; unknown values kept as text).",
-        "target": "What the query reads (contract, call), as JSON from the service.",
+        "target": "The contract address the query calls (0.8 sends a string); an older object target is kept whole in "
+        "extra.target.",
         "has_proof": "Whether the answer carried DON proofs.",
         "expires_at": f"When the query's time-to-live ends ({UTC}).",
         **_QUERY_AT,
