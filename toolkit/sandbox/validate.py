@@ -133,10 +133,23 @@ def _one_of(options: list[schemas.Schema], value: Any, where: str) -> None:
         names = " or ".join(sorted({r for o in options for r in o.get("required", ())} - _shared(options)))
         raise validation(f"{where} must be exactly one form: name one of {names}, not several")
     if isinstance(value, dict):
+        tag = _tag(options)
+        if tag is not None and tag in value:  # a tag no form takes: name the tag, not a field of some form
+            prefix = "" if where == "body" else f"{where}."
+            allowed = [v for option in options for v in option["properties"][tag]["enum"]]
+            check({"type": "string", "enum": allowed}, value[tag], f"{prefix}{tag}")
         for option, err in zip(options, failures, strict=True):
             if _selects(option, value):
                 raise err
     raise failures[0]
+
+
+def _tag(options: list[schemas.Schema]) -> str | None:
+    """The field every form requires with an ``enum`` of its own (``status``, ``type``), if there is one."""
+    for name in sorted(_shared(options)):
+        if all("enum" in option.get("properties", {}).get(name, {}) for option in options):
+            return name
+    return None
 
 
 def _shared(options: list[schemas.Schema]) -> set[str]:
@@ -158,7 +171,7 @@ def parse_json(body: bytes) -> dict:
     """The request body as a JSON object."""
     try:
         data = json.loads(body or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         raise validation("request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise validation("request body must be a JSON object")
