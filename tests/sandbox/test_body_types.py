@@ -215,3 +215,20 @@ def test_a_body_nested_too_deep_to_parse_is_a_400(mine) -> None:
     r = mine.post("/wallets", content=deep, headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["type"] == "VALIDATION_ERROR"
     assert json.loads(r.text)["message"] == "request body is not valid JSON"
+
+
+@pytest.mark.parametrize("field", ["wallet_owner_address", "chain_selector"])
+def test_a_pattern_matches_the_whole_value_a_trailing_newline_included(mine, field) -> None:
+    """JSON Schema patterns are ECMA-262: ``$`` ends the text, it does not also match before a final newline."""
+    body = {"name": "nl-wallet", "wallet_owner_address": A1, "chain_selector": ETH, "wallet_type": "ecdsa"}
+    r = mine.post("/wallets", json={**body, field: body[field] + "\n"})
+    assert r.status_code == 400 and r.json()["message"].startswith(field)
+
+
+@pytest.mark.parametrize(("path", "name"), [("/wallets", "owner"), ("/channels/{}/events/search", "wallet_id")])
+def test_a_query_parameter_pattern_refuses_a_trailing_newline(api, path, name) -> None:
+    channel = api.get("/channels").json()["data"][0]["channel_id"]
+    good = A1 if name == "owner" else "00000000-0000-0000-0000-000000000000"
+    assert api.get(path.format(channel), params={name: good}).status_code == 200
+    r = api.get(path.format(channel), params={name: good + "\n"})
+    assert r.status_code == 400 and name in r.json()["message"]

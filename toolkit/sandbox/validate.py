@@ -39,7 +39,13 @@ _TYPE_WORDS = {
 
 @cache
 def _regex(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
+    # JSON Schema patterns are ECMA-262, where $ ends the text; Python's $ also matches before a final newline
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+def matches(pattern: str, value: str) -> bool:
+    """Whether ``value`` matches the JSON Schema ``pattern`` (anywhere, as JSON Schema says; ``$`` is the end)."""
+    return _regex(pattern).search(value) is not None
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -86,7 +92,7 @@ def _check_string(schema: schemas.Schema, value: str, where: str) -> None:
     if len(value) < low or (high is not None and len(value) > high):
         raise validation(f"{where} must be {low}-{high or 'any'} characters")
     pattern = schema.get("pattern")
-    if pattern is not None and not _regex(pattern).search(value):
+    if pattern is not None and not matches(pattern, value):
         raise validation(f"{where} has an invalid format")
 
 
