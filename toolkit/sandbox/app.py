@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,8 @@ class SandboxApp:
             return
         if fault is Fault.RATE_LIMIT:
             wait = self.faults.config.retry_after
-            headers = ((b"retry-after", f"{wait:g}".encode()),) if wait is not None else ()
+            # delay-seconds is a whole number (RFC 9110 10.2.3): a fraction is rounded up
+            headers = ((b"retry-after", str(math.ceil(wait)).encode()),) if wait is not None else ()
             err = ApiError(429, ErrorType.VALIDATION_ERROR, "rate limit exceeded", headers=headers)
             await _send(send, error_response(err))
             return
