@@ -232,3 +232,13 @@ def test_a_query_parameter_pattern_refuses_a_trailing_newline(api, path, name) -
     assert api.get(path.format(channel), params={name: good}).status_code == 200
     r = api.get(path.format(channel), params={name: good + "\n"})
     assert r.status_code == 400 and name in r.json()["message"]
+
+
+@pytest.mark.parametrize("seconds", ["1e400", "-1e400", "NaN"])
+def test_the_clock_control_refuses_a_number_it_cannot_use(srv, seconds) -> None:
+    r = httpx.post(
+        srv.base_url.removesuffix("/v1") + "/sandbox/clock/advance",
+        content='{"seconds": ' + seconds + "}",
+        headers={"Authorization": "Apikey sbx_empty_SECRET-9c2e"},
+    )
+    assert r.status_code == 400 and "seconds" in r.json()["message"]

@@ -166,7 +166,7 @@ def _advance_seconds(body: bytes) -> int:
     except ValueError:
         raise validation("body must be JSON") from None
     seconds = data.get("seconds") if isinstance(data, dict) else None
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < math.inf:
         raise validation("seconds must be a non-negative number")
     return int(seconds)
 
