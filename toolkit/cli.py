@@ -420,12 +420,26 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_rate_limit(rate: float | None, retry_after: float | None) -> None:
+    """Refuse rate-limit flags the sandbox cannot honour (a usage error, before anything is served)."""
+    if rate is not None and not rate > 0:
+        raise UsageError(f"--rate-limit must be a positive number of requests per second, not {rate:g}")
+    if retry_after is not None:
+        if rate is None:
+            raise UsageError(
+                "--rate-limit-retry-after adds a header to the 429s of --rate-limit: give --rate-limit too"
+            )
+        if not retry_after >= 0:
+            raise UsageError(f"--rate-limit-retry-after must be 0 or more seconds, not {retry_after:g}")
+
+
 def cmd_sandbox(args: argparse.Namespace) -> int:
     """Serve the sandbox on loopback until interrupted."""
     from .sandbox.serve import run_server
 
     if args.shape not in SANDBOX_SHAPES:
         raise UsageError(f"unknown --shape {args.shape!r}; choose one of {', '.join(SANDBOX_SHAPES)}")
+    _check_rate_limit(args.rate_limit, args.rate_limit_retry_after)
     run_server(
         host=args.host,
         port=args.port,

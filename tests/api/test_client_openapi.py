@@ -27,8 +27,8 @@ from toolkit.sandbox import Sandbox
 
 KEY = "sbx_client_spec_SECRET-6c1d"
 START = 1_765_000_000 // 60 * 60
-#: Client methods that send no request of their own (the paging helpers are reached through the methods using them).
-NOT_ENDPOINTS = {"from_settings", "redact", "close", "request", "offset_pages", "event_pages", "event_wire_pages"}
+#: Client methods that send no request of their own (offset_pages is reached through the *_pages methods using it).
+NOT_ENDPOINTS = {"from_settings", "redact", "close", "request", "offset_pages"}
 
 
 class Recorder(httpx.HTTPTransport):
@@ -142,6 +142,10 @@ def _exercise(call, sb: Sandbox) -> None:
     call("search_events", cid, type=["operation.status"], status=["accepted"], limit=10)
     call("search_events", cid, **{"type": ["watcher.status"], "created.gte": 0, "watcher_id": watcher["watcher_id"]})
     call("get_event", cid, page.records[0]["event_id"])
+    # the pagers sync reads the event log with, from an offset forward (poll) and through search with filters
+    call("event_wire_pages", cid, start=0, limit=200)
+    call("event_pages", cid, start=5, limit=100)
+    call("event_pages", cid, search=True, type=["wallet.status"], wallet_id=payer["wallet_id"], limit=50)
 
 
 def _operations(doc: dict) -> list[tuple[str, re.Pattern, dict]]:

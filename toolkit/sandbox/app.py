@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,8 @@ class SandboxApp:
             return
         if fault is Fault.RATE_LIMIT:
             wait = self.faults.config.retry_after
-            headers = ((b"retry-after", f"{wait:g}".encode()),) if wait is not None else ()
+            # delay-seconds is a whole number (RFC 9110 10.2.3): a fraction is rounded up
+            headers = ((b"retry-after", str(math.ceil(wait)).encode()),) if wait is not None else ()
             err = ApiError(429, ErrorType.VALIDATION_ERROR, "rate limit exceeded", headers=headers)
             await _send(send, error_response(err))
             return
@@ -164,7 +166,7 @@ def _advance_seconds(body: bytes) -> int:
     except ValueError:
         raise validation("body must be JSON") from None
     seconds = data.get("seconds") if isinstance(data, dict) else None
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < math.inf:
         raise validation("seconds must be a non-negative number")
     return int(seconds)
 

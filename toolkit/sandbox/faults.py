@@ -42,6 +42,12 @@ class FaultConfig:
     drop_rate: float = 0.0
     malformed_rate: float = 0.0
 
+    def __post_init__(self) -> None:
+        if self.rate_limit is not None and not self.rate_limit > 0:
+            raise ValueError(f"rate_limit must be a positive number of requests per second, not {self.rate_limit!r}")
+        if self.retry_after is not None and not self.retry_after >= 0:
+            raise ValueError(f"rate_limit_retry_after must be 0 or more seconds, not {self.retry_after!r}")
+
     @property
     def active(self) -> bool:
         """Whether any fault can happen."""

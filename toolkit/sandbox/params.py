@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from toolkit.sandbox import validate
 from toolkit.sandbox.apierror import validation
 from toolkit.spec import ADDRESS_RE, UUID_RE, PageLimits
 
@@ -86,7 +87,7 @@ def _check_value(param: Param, schema: dict, raw: str) -> None:
     if "enum" in schema and raw not in schema["enum"]:
         raise validation(f"{name}: unknown value {raw!r}"[:200])
     pattern = schema.get("pattern")
-    if pattern is not None and not re.search(pattern, raw):
+    if pattern is not None and not validate.matches(pattern, raw):
         raise validation(f"{name} has an invalid format")
 
 

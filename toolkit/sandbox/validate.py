@@ -39,7 +39,13 @@ _TYPE_WORDS = {
 
 @cache
 def _regex(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
+    # JSON Schema patterns are ECMA-262, where $ ends the text; Python's $ also matches before a final newline
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+
+
+def matches(pattern: str, value: str) -> bool:
+    """Whether ``value`` matches the JSON Schema ``pattern`` (anywhere, as JSON Schema says; ``$`` is the end)."""
+    return _regex(pattern).search(value) is not None
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -86,7 +92,7 @@ def _check_string(schema: schemas.Schema, value: str, where: str) -> None:
     if len(value) < low or (high is not None and len(value) > high):
         raise validation(f"{where} must be {low}-{high or 'any'} characters")
     pattern = schema.get("pattern")
-    if pattern is not None and not _regex(pattern).search(value):
+    if pattern is not None and not matches(pattern, value):
         raise validation(f"{where} has an invalid format")
 
 
@@ -133,10 +139,23 @@ def _one_of(options: list[schemas.Schema], value: Any, where: str) -> None:
         names = " or ".join(sorted({r for o in options for r in o.get("required", ())} - _shared(options)))
         raise validation(f"{where} must be exactly one form: name one of {names}, not several")
     if isinstance(value, dict):
+        tag = _tag(options)
+        if tag is not None and tag in value:  # a tag no form takes: name the tag, not a field of some form
+            prefix = "" if where == "body" else f"{where}."
+            allowed = [v for option in options for v in option["properties"][tag]["enum"]]
+            check({"type": "string", "enum": allowed}, value[tag], f"{prefix}{tag}")
         for option, err in zip(options, failures, strict=True):
             if _selects(option, value):
                 raise err
     raise failures[0]
+
+
+def _tag(options: list[schemas.Schema]) -> str | None:
+    """The field every form requires with an ``enum`` of its own (``status``, ``type``), if there is one."""
+    for name in sorted(_shared(options)):
+        if all("enum" in option.get("properties", {}).get(name, {}) for option in options):
+            return name
+    return None
 
 
 def _shared(options: list[schemas.Schema]) -> set[str]:
@@ -158,7 +177,7 @@ def parse_json(body: bytes) -> dict:
     """The request body as a JSON object."""
     try:
         data = json.loads(body or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         raise validation("request body is not valid JSON") from None
     if not isinstance(data, dict):
         raise validation("request body must be a JSON object")
