@@ -687,7 +687,7 @@ def _stdout_closed() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code. Errors are one cleaned line on standard error, never a traceback: 1 for a
+    """Run the CLI; returns the exit code. Errors are cleaned text on standard error, never a traceback: 1 for a
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
     import duckdb
 
@@ -695,7 +695,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def fail(message: str, code: int) -> int:
-        print(f"chainops {args.command}: {clean_for_terminal(message)}", file=sys.stderr)
+        # newlines stay: DuckDB's syntax errors point at the query with a caret on the next line
+        print(f"chainops {args.command}: {clean_for_terminal(message, keep_newlines=True)}", file=sys.stderr)
         return code
 
     try:

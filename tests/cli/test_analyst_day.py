@@ -253,6 +253,17 @@ def test_an_empty_query_is_a_usage_error(synced) -> None:
     assert out.returncode == 2 and "the query is empty" in out.stderr
 
 
+def test_a_query_error_keeps_duckdbs_lines(synced) -> None:
+    """DuckDB points at a syntax error with a caret on the line below the query: the lines stay lines."""
+    out = chainops("sql", "selec 1", "--warehouse", synced)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "\\x0a" not in out.stderr
+    lines = out.stderr.splitlines()
+    query_line = next(i for i, line in enumerate(lines) if line.startswith("LINE 1: selec 1"))
+    assert lines[query_line + 1].strip() == "^^^^^"
+    assert lines[query_line + 1].index("^") == lines[query_line].index("selec")
+
+
 def test_a_base_url_without_the_version_is_named(tmp_path) -> None:
     out = chainops(
         "sync",
