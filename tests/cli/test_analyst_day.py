@@ -309,6 +309,24 @@ def test_the_demo_never_replaces_a_file_that_is_not_its_own(synced, tmp_path) ->
     assert out.returncode == 2 and real.read_bytes() == before
 
 
+def test_the_demo_keeps_a_warehouse_synced_on_this_machine(synced, server, tmp_path) -> None:
+    """A warehouse synced more than once from a service on loopback (a sandbox, an SSH tunnel to the service) is
+    someone's history, not a demo: only the one sync a demo made before the demo mark existed is taken for one."""
+    import shutil
+
+    from toolkit.warehouse.identity import is_demo_warehouse
+
+    assert is_demo_warehouse(synced)  # one sync from loopback, as a demo before the mark: may be replaced
+    path = tmp_path / "tunnel.duckdb"
+    shutil.copy(synced, path)
+    sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
+    assert not is_demo_warehouse(path)
+    before = path.read_bytes()
+    out = chainops("demo", "--warehouse", str(path), "--quiet")
+    assert out.returncode == 2 and "not a warehouse made by `chainops demo`" in out.stderr
+    assert path.read_bytes() == before
+
+
 def test_the_demo_may_replace_its_own_warehouse(tmp_path) -> None:
     from toolkit.cli import _mark_demo, _replace_demo_warehouse
     from toolkit.warehouse.identity import is_demo_warehouse
