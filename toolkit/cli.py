@@ -512,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .metrics import METRICS
 
     p = sub.add_parser("metrics", help="print or write one metric table")
-    p.add_argument("name", choices=sorted(METRICS), help="which metric")
+    p.add_argument("name", choices=sorted(METRICS), metavar="NAME", help=f"which metric: {', '.join(sorted(METRICS))}")
     warehouse_opt(p)
     p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
     p.add_argument(

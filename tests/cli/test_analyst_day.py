@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -251,6 +252,21 @@ def test_no_traceback_for_files_that_are_not_warehouses(tmp_path) -> None:
 def test_an_empty_query_is_a_usage_error(synced) -> None:
     out = chainops("sql", "  ", "--warehouse", synced)
     assert out.returncode == 2 and "the query is empty" in out.stderr
+
+
+def test_metrics_help_names_each_metric_once_outside_the_usage_line() -> None:
+    """The usage line shows NAME, not the eleven metric names twice over in braces; the help lists them."""
+    from toolkit.metrics import METRICS
+
+    out = chainops("metrics", "--help")
+    usage, _, rest = out.stdout.partition("positional arguments:")
+    assert out.returncode == 0 and "NAME" in usage and "{failure-rates" not in out.stdout
+    assert all(name in usage for name in ("--since", "--network", "--out"))
+    assert not any(name in usage for name in METRICS)
+    listed = re.sub(r"-\n\s+", "-", rest)  # argparse may wrap a name at its hyphen
+    assert all(name in listed for name in METRICS)
+    wrong = chainops("metrics", "failure-rate")
+    assert wrong.returncode == 2 and "failure-rates" in wrong.stderr
 
 
 def test_a_query_error_keeps_duckdbs_lines(synced) -> None:
