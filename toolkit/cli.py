@@ -526,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .metrics import METRICS
 
     p = sub.add_parser("metrics", help="print or write one metric table")
-    p.add_argument("name", choices=sorted(METRICS), help="which metric")
+    p.add_argument("name", choices=sorted(METRICS), metavar="NAME", help=f"which metric: {', '.join(sorted(METRICS))}")
     warehouse_opt(p)
     p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
     p.add_argument(
@@ -701,7 +701,7 @@ def _stdout_closed() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code. Errors are one cleaned line on standard error, never a traceback: 1 for a
+    """Run the CLI; returns the exit code. Errors are cleaned text on standard error, never a traceback: 1 for a
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
     import duckdb
 
@@ -709,7 +709,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def fail(message: str, code: int) -> int:
-        print(f"chainops {args.command}: {clean_for_terminal(message)}", file=sys.stderr)
+        # newlines stay: DuckDB's syntax errors point at the query with a caret on the next line
+        print(f"chainops {args.command}: {clean_for_terminal(message, keep_newlines=True)}", file=sys.stderr)
         return code
 
     try:

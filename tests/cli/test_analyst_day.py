@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -253,6 +254,32 @@ def test_an_empty_query_is_a_usage_error(synced) -> None:
     assert out.returncode == 2 and "the query is empty" in out.stderr
 
 
+def test_metrics_help_names_each_metric_once_outside_the_usage_line() -> None:
+    """The usage line shows NAME, not the eleven metric names twice over in braces; the help lists them."""
+    from toolkit.metrics import METRICS
+
+    out = chainops("metrics", "--help")
+    usage, _, rest = out.stdout.partition("positional arguments:")
+    assert out.returncode == 0 and "NAME" in usage and "{failure-rates" not in out.stdout
+    assert all(name in usage for name in ("--since", "--network", "--out"))
+    assert not any(name in usage for name in METRICS)
+    listed = re.sub(r"-\n\s+", "-", rest)  # argparse may wrap a name at its hyphen
+    assert all(name in listed for name in METRICS)
+    wrong = chainops("metrics", "failure-rate")
+    assert wrong.returncode == 2 and "failure-rates" in wrong.stderr
+
+
+def test_a_query_error_keeps_duckdbs_lines(synced) -> None:
+    """DuckDB points at a syntax error with a caret on the line below the query: the lines stay lines."""
+    out = chainops("sql", "selec 1", "--warehouse", synced)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "\\x0a" not in out.stderr
+    lines = out.stderr.splitlines()
+    query_line = next(i for i, line in enumerate(lines) if line.startswith("LINE 1: selec 1"))
+    assert lines[query_line + 1].strip() == "^^^^^"
+    assert lines[query_line + 1].index("^") == lines[query_line].index("selec")
+
+
 def test_a_base_url_without_the_version_is_named(tmp_path) -> None:
     out = chainops(
         "sync",
@@ -296,6 +323,24 @@ def test_the_demo_never_replaces_a_file_that_is_not_its_own(synced, tmp_path) ->
     before = real.read_bytes()
     out = chainops("demo", "--warehouse", str(real), "--quiet")
     assert out.returncode == 2 and real.read_bytes() == before
+
+
+def test_the_demo_keeps_a_warehouse_synced_on_this_machine(synced, server, tmp_path) -> None:
+    """A warehouse synced more than once from a service on loopback (a sandbox, an SSH tunnel to the service) is
+    someone's history, not a demo: only the one sync a demo made before the demo mark existed is taken for one."""
+    import shutil
+
+    from toolkit.warehouse.identity import is_demo_warehouse
+
+    assert is_demo_warehouse(synced)  # one sync from loopback, as a demo before the mark: may be replaced
+    path = tmp_path / "tunnel.duckdb"
+    shutil.copy(synced, path)
+    sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
+    assert not is_demo_warehouse(path)
+    before = path.read_bytes()
+    out = chainops("demo", "--warehouse", str(path), "--quiet")
+    assert out.returncode == 2 and "not a warehouse made by `chainops demo`" in out.stderr
+    assert path.read_bytes() == before
 
 
 def test_the_demo_may_replace_its_own_warehouse(tmp_path) -> None:

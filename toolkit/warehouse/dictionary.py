@@ -177,10 +177,10 @@ COLUMNS: dict[str, dict[str, str]] = {
     },
     "queries": {
         "status": f"The query's status ({', '.join(spec.QUERY_STATUSES)}; unknown values kept as text).",
-        "target": (
-            "The contract address the query reads (text, as the service sends it since 0.8); an older object "
-            "target keeps its contract_address here and the whole object in extra.target."
-        ),
+        "target": "The contract address the query reads (0x-prefixed hex text), the service's string `target` "
+        "(API 0.8); from a service that sent an object, its contract_address (the object is kept in extra.target).",
+        "extra": "Fields of the query that this toolkit version does not know, as JSON (NULL when none); an object "
+        "`target` (before API 0.8) is kept whole under extra.target.",
         "has_proof": "Whether the answer carried DON proofs.",
         "expires_at": f"When the query's time-to-live ends ({UTC}).",
         **_QUERY_AT,

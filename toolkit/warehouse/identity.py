@@ -141,9 +141,10 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
 
 def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a warehouse ``chainops demo`` made, which the next demo may delete and make again: it
-    carries :data:`DEMO_MARK`, or (made before the mark existed) it is a chainops warehouse whose every sync ran
-    against a service on this machine (the sandbox, on a loopback address). Anything else (another file, a DuckDB
-    file of another program, a warehouse synced from a real service) is not. Opens the file read-only."""
+    carries :data:`DEMO_MARK`, or (made before the mark existed) it is a chainops warehouse synced exactly once, from
+    a service on this machine (the sandbox, on a loopback address): the demo made its warehouse anew and synced it
+    once. Anything else (another file, a DuckDB file of another program, a warehouse synced from a real service or
+    synced more than once, say through an SSH tunnel on localhost) is not. Opens the file read-only."""
     target = Path(path)
     if not target.is_file():
         return False
@@ -164,7 +165,7 @@ def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
             return False
         urls = [r[0] for r in con.execute("SELECT base_url FROM sync_runs").fetchall()]
         loopback = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
-        return bool(urls) and all(isinstance(u, str) and u.startswith(loopback) for u in urls)
+        return len(urls) == 1 and isinstance(urls[0], str) and urls[0].startswith(loopback)
     except (duckdb.Error, WarehouseError):
         return False
     finally:
