@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from urllib.parse import urlsplit
 
 
@@ -31,6 +32,8 @@ class LatencyProxy:
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests = 0
+        #: Every request: (arrived, answered, HTTP status), monotonic seconds.
+        self.log: list[tuple[float, float, int]] = []
         self.port = 0
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -47,6 +50,7 @@ class LatencyProxy:
         """Start counting afresh (requests, and the most in flight)."""
         with self._lock:
             self.requests = 0
+            self.log = []
             self.max_in_flight = self.in_flight
 
     def __enter__(self) -> LatencyProxy:
@@ -71,10 +75,11 @@ class LatencyProxy:
             loop.run_forever()
         finally:
             self._server.close()
-            for task in asyncio.all_tasks(loop):
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
                 task.cancel()
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(asyncio.sleep(0))
+            with contextlib.suppress(Exception):  # connections still open when the proxy stops: dropped quietly
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.close()
 
     def _enter(self) -> None:
@@ -83,9 +88,10 @@ class LatencyProxy:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
-    def _leave(self) -> None:
+    def _leave(self, arrived: float, status: int) -> None:
         with self._lock:
             self.in_flight -= 1
+            self.log.append((arrived, time.monotonic(), status))
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
@@ -93,10 +99,11 @@ class LatencyProxy:
             while True:
                 try:
                     head = await client_r.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
                     return
                 body = await _read_body(client_r, head, request=True)
                 self._enter()
+                arrived, status = time.monotonic(), 0
                 try:
                     await asyncio.sleep(self.delay)
                     if upstream is None:
@@ -105,11 +112,12 @@ class LatencyProxy:
                     up_w.write(head + body)
                     await up_w.drain()
                     answer = await up_r.readuntil(b"\r\n\r\n")
+                    status = int(answer.split(b" ", 2)[1])
                     answer += await _read_body(up_r, answer, request=False)
                     client_w.write(answer)
                     await client_w.drain()
                 finally:
-                    self._leave()
+                    self._leave(arrived, status)
                 if _closes(head) or _closes(answer):
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -151,3 +159,30 @@ async def _read_body(reader: asyncio.StreamReader, head: bytes, *, request: bool
     if request or head.split(b" ", 2)[1:2] in ([b"204"], [b"304"]):
         return b""
     return await reader.read()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.latency_proxy UPSTREAM_BASE_URL DELAY_MS``: serve in this process (so the proxy's CPU is not
+    the client's) and print ``serving on URL``; then on standard input, ``stats`` prints ``{"requests": n,
+    "max_in_flight": m}`` and ``reset`` starts counting afresh; end of input stops it."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(description="an HTTP proxy on 127.0.0.1 adding a delay to every request")
+    parser.add_argument("upstream", help="the service's base URL, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument("delay_ms", type=float, help="milliseconds added to every request")
+    args = parser.parse_args(argv)
+    with LatencyProxy(args.upstream, args.delay_ms / 1000) as proxy:
+        print(f"serving on {proxy.base_url}", flush=True)
+        for line in sys.stdin:
+            if line.strip() == "reset":
+                proxy.reset()
+                print("ok", flush=True)
+            elif line.strip() == "stats":
+                print(json.dumps({"requests": proxy.requests, "max_in_flight": proxy.max_in_flight}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -318,7 +318,8 @@ class Client:
             pool,
             lambda offset: self.request("GET", path, params={**template, "offset": offset}, parse=parse),
             step=limit,
-            depth=pool.workers,
+            # a known end costs no wasted request: keep the pool busy while this walk's pages are handed over
+            depth=2 * pool.workers if until is not None else pool.workers,
             until=until,
         )
         try:

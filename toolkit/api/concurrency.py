@@ -127,9 +127,9 @@ class ReadAhead(Generic[T]):
     path, and the walk continues from where the page says. Only the waiting overlaps.
 
     With ``until`` (the highest offset known to exist: an event log's head) the walk reads ``depth`` requests ahead
-    at once and never predicts past it. Without (a list has no total), it starts with no prediction and doubles how
-    far it reads ahead after each full page, up to ``depth``: a list of one page costs one request, and a long list
-    wastes at most ``depth`` requests past its end.
+    at once and never predicts past it. Without (a list has no total), it predicts nothing until a page comes back full,
+    then reads ``depth`` ahead while pages stay full: a list of one page costs one request, and a long list wastes at
+    most ``depth`` requests past its end.
     """
 
     def __init__(
@@ -153,7 +153,7 @@ class ReadAhead(Generic[T]):
     def get(self, offset: int) -> T:
         """The answer for ``offset`` (sent now unless it is already on its way); sends the predicted next ones."""
         if self.until is None and self._expected is not None:
-            self.ahead = min(self.depth, max(1, self.ahead * 2)) if offset == self._expected else 0
+            self.ahead = self.depth if offset == self._expected else 0
         path = [offset + k * self.step for k in range(self.ahead + 1)]
         path = [o for o in path if o == offset or self.until is None or o <= self.until]
         for stale in set(self._pending) - set(path):  # predictions off the walk's path
