@@ -421,17 +421,20 @@ class Loader:
     # ---- whole-list resources -------------------------------------------------------------------------------
 
     def sync_small_lists(self) -> list[str]:
-        """Networks, channels and wallets, read whole; returns every channel id."""
-        for page in _tolerant(self.client.network_pages(pool=self.pool)):
-            self._note_page(page)
-            self.store("networks", page.records, page=page)
+        """Networks, channels and wallets, read whole (at once, with several workers); returns every channel id."""
+        streams: dict[str, Callable[[], Iterator[Page]]] = {
+            "networks": lambda: _tolerant(self.client.network_pages(pool=self.pool)),
+            "channels": lambda: _tolerant(self.client.channel_pages(pool=self.pool)),
+            "wallets": lambda: _tolerant(self.client.wallet_pages(pool=self.pool)),
+        }
         channel_ids: list[str] = []
         listed_whole = True
-        for page in _tolerant(self.client.channel_pages(pool=self.pool)):
+        for table, page in prefetch(streams, workers=self.workers):
             self._note_page(page)
-            listed_whole = listed_whole and page.problem is None
-            self.store("channels", page.records, page=page)
-            channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
+            if table == "channels":
+                listed_whole = listed_whole and page.problem is None
+                channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
+            self.store(table, page.records, page=page)
         if not listed_whole:  # the channels past a bad page are not lost for this run: those already known are synced
             self.settle()
             channel_ids += [
@@ -439,9 +442,6 @@ class Loader:
                 for (c,) in self.wh.con.execute("SELECT channel_id FROM channels ORDER BY created_at").fetchall()
                 if c is not None
             ]
-        for page in _tolerant(self.client.wallet_pages(pool=self.pool)):
-            self._note_page(page)
-            self.store("wallets", page.records, page=page)
         return list(dict.fromkeys(channel_ids))
 
     def sync_watchers(self, channel_ids: Sequence[str]) -> None:

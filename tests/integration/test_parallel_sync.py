@@ -44,7 +44,9 @@ def bookkeeping(path) -> dict[str, list[tuple]]:
     models' watermark, a wall-clock time, is left out)."""
     with Warehouse(path, read_only=True) as wh:
         return {
-            "sync_state": sorted(wh.con.execute("SELECT stream, cursor::VARCHAR FROM sync_state WHERE stream LIKE '%:%'").fetchall()),
+            "sync_state": sorted(
+                wh.con.execute("SELECT stream, cursor::VARCHAR FROM sync_state WHERE stream LIKE '%:%'").fetchall()
+            ),
             "sync_refetch": sorted(wh.con.execute("SELECT * FROM sync_refetch").fetchall(), key=repr),
             "gaps": wh.con.execute("SELECT gaps::VARCHAR FROM sync_runs").fetchall(),
         }
