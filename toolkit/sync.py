@@ -574,10 +574,13 @@ class Loader:
         started = time.perf_counter()
         self.settle()
         starts = {cid: int((self.wh.get_cursor(f"events:{cid}") or {}).get("next_offset", 0)) for cid in channel_ids}
-        # Where each log ends (one newest-first poll per channel, all at once): the parallel walks read ahead up to
-        # it, and the progress bar gets a total. One request at a time (loopback), only a bar on screen needs it.
-        heads: dict[str, int | None] = dict.fromkeys(channel_ids)
-        if self.pool is not None or self.show_progress:
+        # Where each log ends (a newest-first poll per channel): a parallel walk reads ahead up to it. With a bar on
+        # screen every channel's is asked first, all at once, for the bar's total; otherwise only a walk whose first
+        # page comes back full asks (a channel with one page of new events costs no extra request).
+        heads: dict[str, int | Callable[[], int | None] | None] = {
+            cid: (lambda c=cid: self._head_offset(c)) for cid in channel_ids
+        }
+        if self.show_progress:
             heads = dict(zip(channel_ids, self._map(self._newest_offset, channel_ids), strict=True))
         for cid in channel_ids:
             streams[cid] = lambda c=cid: self._event_stream(c, starts[c], heads[c])
@@ -586,8 +589,9 @@ class Loader:
         pending_rows: Counter[str] = Counter()
         pending_bytes: Counter[str] = Counter()
         bar = self.bar("events")
-        if any(head is not None for head in heads.values()):
-            bar.total = sum(max(0, head + 1 - starts[c]) for c, head in heads.items() if head is not None)
+        known = {c: head for c, head in heads.items() if isinstance(head, int)}
+        if known:
+            bar.total = sum(max(0, head + 1 - starts[c]) for c, head in known.items())
             bar.refresh()
 
         def flush(cid: str, next_offset: int | None) -> None:
@@ -647,12 +651,15 @@ class Loader:
             )
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
 
-    def _event_stream(self, channel_id: str, start: int, head: int | None = None) -> Iterator[WireEventPage]:
-        """A channel's event pages from message offset ``start``, read ahead up to ``head`` (the newest offset,
-        when known) with a pool. A page that cannot be read even after the retries
-        is skipped when the channel has events past it (the newest-first poll says how far it goes): the walk goes
-        on after it, the problem is noted, and its offsets stay a hole that the gap pass re-reads (this run, and
-        every run until it reads). A bad last page, or any other problem page, ends the walk as before."""
+    def _event_stream(
+        self, channel_id: str, start: int, head: int | Callable[[], int | None] | None = None
+    ) -> Iterator[WireEventPage]:
+        """A channel's event pages from message offset ``start``, read ahead with a pool up to ``head`` (the newest
+        offset, or a function telling it: see :class:`~toolkit.api.concurrency.ReadAhead`). A page that cannot be
+        read even after the retries is skipped when the channel has events past it (the newest-first poll says how
+        far it goes): the walk goes on after it, the problem is noted, and its offsets stay a hole that the gap pass
+        re-reads (this run, and every run until it reads). A bad last page, or any other problem page, ends the walk
+        as before."""
         while True:
             walk = self.client.event_wire_pages(
                 channel_id, start=start, limit=EVENT_PAGE_LIMIT, pool=self.pool, until=head

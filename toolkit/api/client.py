@@ -256,7 +256,7 @@ class Client:
         start: int = 0,
         limit: int = 200,
         pool: RequestPool | None = None,
-        until: int | None = None,
+        until: int | Callable[[], int | None] | None = None,
     ) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
         documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically.
@@ -265,7 +265,8 @@ class Client:
         page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset).
         With ``pool``, the requests go through it and the pages that follow are fetched while the walk waits (the
         offsets are a contiguous sequence, so the page after ``offset`` starts at ``offset + limit``), up to the
-        offset ``until`` when it is known (the channel's newest); the pages and their order are the same."""
+        offset ``until`` when it is known (the channel's newest; or a function telling it, asked once a page comes back
+        full); the pages and their order are the same."""
         path = f"channels/{channel_id}/events"
         pager = EventCursorPaginator(path, {}, limit=limit, start=start)
         with self._sender(path, pager.next_request(), limit, pool, until, parse=_parse_event_page) as send:
@@ -304,7 +305,7 @@ class Client:
         first: Mapping[str, Any],
         limit: int,
         pool: RequestPool | None,
-        until: int | None,
+        until: int | Callable[[], int | None] | None,
         *,
         parse: Callable[[bytes], Any] | None = None,
     ) -> Iterator[Callable[[Mapping[str, Any]], Any]]:

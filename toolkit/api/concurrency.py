@@ -127,9 +127,10 @@ class ReadAhead(Generic[T]):
     path, and the walk continues from where the page says. Only the waiting overlaps.
 
     With ``until`` (the highest offset known to exist: an event log's head) the walk reads ``depth`` requests ahead
-    at once and never predicts past it. Without (a list has no total), it predicts nothing until a page comes back full,
-    then reads ``depth`` ahead while pages stay full: a list of one page costs one request, and a long list wastes at
-    most ``depth`` requests past its end.
+    at once and never predicts past it; ``until`` may be a function telling it, asked once the first page comes
+    back full (a log of one page costs no request to find its head). Without (a list has no total), it predicts
+    nothing until a page comes back full, then reads ``depth`` ahead while pages stay full: a list of one page costs
+    one request, and a long list wastes at most ``depth`` requests past its end.
     """
 
     def __init__(
@@ -139,21 +140,24 @@ class ReadAhead(Generic[T]):
         *,
         step: int,
         depth: int,
-        until: int | None = None,
+        until: int | Callable[[], int | None] | None = None,
     ) -> None:
         self.pool = pool
         self.send = send
         self.step = max(1, step)
         self.depth = max(0, depth)
-        self.until = until
-        self.ahead = self.depth if until is not None else 0
+        self._find_until = until if callable(until) else None
+        self.until = until if isinstance(until, int) else None
+        self.ahead = self.depth if self.until is not None else 0
         self._pending: dict[int, Future[T]] = {}
         self._expected: int | None = None
 
     def get(self, offset: int) -> T:
         """The answer for ``offset`` (sent now unless it is already on its way); sends the predicted next ones."""
         if self.until is None and self._expected is not None:
-            self.ahead = self.depth if offset == self._expected else 0
+            if offset == self._expected and self._find_until is not None:
+                self.until, self._find_until = self._find_until(), None
+            self.ahead = self.depth if offset == self._expected or self.until is not None else 0
         path = [offset + k * self.step for k in range(self.ahead + 1)]
         path = [o for o in path if o == offset or self.until is None or o <= self.until]
         for stale in set(self._pending) - set(path):  # predictions off the walk's path
