@@ -32,7 +32,6 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -45,7 +44,7 @@ from tqdm.auto import tqdm
 
 from . import spec
 from .api import Client, Page, WireEventPage
-from .api.concurrency import prefetch
+from .api.concurrency import RequestPool, prefetch
 from .api.pages import event_offset
 from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
@@ -61,6 +60,8 @@ from .warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 PageT = TypeVar("PageT", bound=Page)
+T = TypeVar("T")
+A = TypeVar("A")
 #: Rows of one stream written together (one INSERT with its cursor).
 COMMIT_ROWS = {"events": 5000, "operations": 2000, "queries": 2000}
 #: Rows written before the open transaction is committed: a few large commits cost less than many small ones
@@ -192,6 +193,9 @@ class Loader:
     ) -> None:
         self.client = client
         self.workers = max(1, workers or default_workers(client.base_url))
+        #: With more than one worker, every request of the run goes through this pool: at most ``workers`` in flight,
+        #: and each walk reads ahead (see :class:`~toolkit.api.concurrency.ReadAhead`).
+        self.pool = RequestPool(self.workers) if self.workers > 1 else None
         self.wh = warehouse
         self.result = result
         self.full = full
@@ -361,6 +365,8 @@ class Loader:
     def finish(self) -> None:
         """Stop the writer and commit the open transaction, whose rows and cursors are consistent. A write or commit
         that failed has rolled its transaction back already, so nothing of it is committed here."""
+        if self.pool is not None:
+            self.pool.close()
         self.writer.close()
         self._commit()
 
@@ -415,17 +421,20 @@ class Loader:
     # ---- whole-list resources -------------------------------------------------------------------------------
 
     def sync_small_lists(self) -> list[str]:
-        """Networks, channels and wallets, read whole; returns every channel id."""
-        for page in _tolerant(self.client.network_pages()):
-            self._note_page(page)
-            self.store("networks", page.records, page=page)
+        """Networks, channels and wallets, read whole (at once, with several workers); returns every channel id."""
+        streams: dict[str, Callable[[], Iterator[Page]]] = {
+            "networks": lambda: _tolerant(self.client.network_pages(pool=self.pool)),
+            "channels": lambda: _tolerant(self.client.channel_pages(pool=self.pool)),
+            "wallets": lambda: _tolerant(self.client.wallet_pages(pool=self.pool)),
+        }
         channel_ids: list[str] = []
         listed_whole = True
-        for page in _tolerant(self.client.channel_pages()):
+        for table, page in prefetch(streams, workers=self.workers):
             self._note_page(page)
-            listed_whole = listed_whole and page.problem is None
-            self.store("channels", page.records, page=page)
-            channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
+            if table == "channels":
+                listed_whole = listed_whole and page.problem is None
+                channel_ids += [c["channel_id"] for c in page.records if isinstance(c.get("channel_id"), str)]
+            self.store(table, page.records, page=page)
         if not listed_whole:  # the channels past a bad page are not lost for this run: those already known are synced
             self.settle()
             channel_ids += [
@@ -433,15 +442,14 @@ class Loader:
                 for (c,) in self.wh.con.execute("SELECT channel_id FROM channels ORDER BY created_at").fetchall()
                 if c is not None
             ]
-        for page in _tolerant(self.client.wallet_pages()):
-            self._note_page(page)
-            self.store("wallets", page.records, page=page)
         return list(dict.fromkeys(channel_ids))
 
     def sync_watchers(self, channel_ids: Sequence[str]) -> None:
         """Each channel's watchers: the list of summaries, then the detail (events, ABI, config) of each watcher
         that is new or whose name or status changed since the warehouse saw it."""
-        streams = {cid: (lambda cid=cid: _tolerant(self.client.watcher_pages(cid))) for cid in channel_ids}
+        streams = {
+            cid: (lambda cid=cid: _tolerant(self.client.watcher_pages(cid, pool=self.pool))) for cid in channel_ids
+        }
         summaries: list[tuple[str, dict[str, Any]]] = []
         for cid, page in prefetch(streams, workers=self.workers):
             self._note_page(page)
@@ -458,6 +466,15 @@ class Loader:
             by_channel[cid].append(detail if isinstance(detail, dict) else summary)
         for cid, records in by_channel.items():
             self.store("watchers", records, defaults={"channel_id": cid})
+
+    def _call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)``: on the request pool when there is one (so it counts among the requests in
+        flight), else here."""
+        return self.pool.call(fn, *args, **kwargs) if self.pool is not None else fn(*args, **kwargs)
+
+    def _map(self, fn: Callable[[A], T], items: Sequence[A]) -> list[T]:
+        """``fn`` of each item, concurrently on the request pool when there is one."""
+        return self.pool.map(fn, items) if self.pool is not None else [fn(item) for item in items]
 
     def _fetch_each(
         self, keys: Sequence[tuple[str, str]], get: Callable[[str, str], dict[str, Any]]
@@ -477,10 +494,9 @@ class Loader:
 
         if not keys:
             return []
-        if self.workers == 1:
+        if self.pool is None:
             return [one(key) for key in keys]
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="chainops-get") as pool:
-            return list(pool.map(one, keys))
+        return self.pool.map(one, keys)
 
     # ---- paged streams --------------------------------------------------------------------------------------
 
@@ -535,7 +551,7 @@ class Loader:
                 saved = self.wh.get_cursor(f"{table}:{cid}") or {}
                 start = int(saved.get("offset", 0))
                 starts[(table, cid)] = (start, bool(saved.get("complete")))
-                streams[(table, cid)] = lambda p=pages_of, c=cid, s=start: p(c, start=s)
+                streams[(table, cid)] = lambda p=pages_of, c=cid, s=start: p(c, start=s, pool=self.pool)
         seen: Counter[tuple[str, str]] = Counter()
 
         def cursor_of(key: tuple[str, str], buf: _Buffer) -> tuple[str, Any]:
@@ -557,15 +573,26 @@ class Loader:
         streams: dict[str, Callable[[], Iterator[WireEventPage]]] = {}
         started = time.perf_counter()
         self.settle()
+        starts = {cid: int((self.wh.get_cursor(f"events:{cid}") or {}).get("next_offset", 0)) for cid in channel_ids}
+        # Where each log ends (a newest-first poll per channel): a parallel walk reads ahead up to it. With a bar on
+        # screen every channel's is asked first, all at once, for the bar's total; otherwise only a walk whose first
+        # page comes back full asks (a channel with one page of new events costs no extra request).
+        heads: dict[str, int | Callable[[], int | None] | None] = {
+            cid: (lambda c=cid: self._head_offset(c)) for cid in channel_ids
+        }
+        if self.show_progress:
+            heads = dict(zip(channel_ids, self._map(self._newest_offset, channel_ids), strict=True))
         for cid in channel_ids:
-            saved = self.wh.get_cursor(f"events:{cid}") or {}
-            start = int(saved.get("next_offset", 0))
-            streams[cid] = lambda c=cid, s=start: self._event_stream(c, s)
+            streams[cid] = lambda c=cid: self._event_stream(c, starts[c], heads[c])
         # per channel: pages decoded in the documented shape (converted together when flushed) or converted batches
         pending: dict[str, list[DecodedEvents | pa.RecordBatch]] = defaultdict(list)
         pending_rows: Counter[str] = Counter()
         pending_bytes: Counter[str] = Counter()
         bar = self.bar("events")
+        known = {c: head for c, head in heads.items() if isinstance(head, int)}
+        if known:
+            bar.total = sum(max(0, head + 1 - starts[c]) for c, head in known.items())
+            bar.refresh()
 
         def flush(cid: str, next_offset: int | None) -> None:
             batches = self.convert_events(pending.pop(cid, []), cid)
@@ -624,13 +651,20 @@ class Loader:
             )
         self.result.phases["events: patch"] = round(time.perf_counter() - started, 3)
 
-    def _event_stream(self, channel_id: str, start: int) -> Iterator[WireEventPage]:
-        """A channel's event pages from message offset ``start``. A page that cannot be read even after the retries
-        is skipped when the channel has events past it (the newest-first poll says how far it goes): the walk goes
-        on after it, the problem is noted, and its offsets stay a hole that the gap pass re-reads (this run, and
-        every run until it reads). A bad last page, or any other problem page, ends the walk as before."""
+    def _event_stream(
+        self, channel_id: str, start: int, head: int | Callable[[], int | None] | None = None
+    ) -> Iterator[WireEventPage]:
+        """A channel's event pages from message offset ``start``, read ahead with a pool up to ``head`` (the newest
+        offset, or a function telling it: see :class:`~toolkit.api.concurrency.ReadAhead`). A page that cannot be
+        read even after the retries is skipped when the channel has events past it (the newest-first poll says how
+        far it goes): the walk goes on after it, the problem is noted, and its offsets stay a hole that the gap pass
+        re-reads (this run, and every run until it reads). A bad last page, or any other problem page, ends the walk
+        as before."""
         while True:
-            for page in _tolerant(self.client.event_wire_pages(channel_id, start=start, limit=EVENT_PAGE_LIMIT)):
+            walk = self.client.event_wire_pages(
+                channel_id, start=start, limit=EVENT_PAGE_LIMIT, pool=self.pool, until=head
+            )
+            for page in _tolerant(walk):
                 if page.unreadable:
                     asked = int(page.params.get("offset") or 0)
                     after = asked + int(page.params.get("limit") or EVENT_PAGE_LIMIT)
@@ -648,6 +682,10 @@ class Loader:
 
     def _head_offset(self, channel_id: str) -> int | None:
         """The channel's newest message offset (one newest-first poll), or ``None`` when it cannot be told."""
+        return self._call(self._newest_offset, channel_id)
+
+    def _newest_offset(self, channel_id: str) -> int | None:
+        """(Sends its request itself: on a pool thread, or when there is no pool.) See :meth:`_head_offset`."""
         try:
             offsets = [
                 o for o in map(event_offset, self.client.poll_events(channel_id, limit=1).records) if o is not None
@@ -686,7 +724,8 @@ class Loader:
         holes = self._holes(channel_id)
         served_twice: set[int] = set()
         for lo, hi in holes:
-            for page in _tolerant(self.client.event_wire_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT)):
+            walk = self.client.event_wire_pages(channel_id, start=lo, limit=EVENT_PAGE_LIMIT, pool=self.pool, until=hi)
+            for page in _tolerant(walk):
                 if page.problem is not None:  # the hole stays, and is recorded below
                     self._note_page(page)
                     break
@@ -767,9 +806,11 @@ class Loader:
         streams: dict[tuple[str, str], Callable[[], Iterator[Page]]] = {}
         for cid in channel_ids:
             streams[("operations", cid)] = lambda c=cid: self.client.operation_pages(
-                c, status=NON_TERMINAL_OPERATION_STATUSES
+                c, status=NON_TERMINAL_OPERATION_STATUSES, pool=self.pool
             )
-            streams[("queries", cid)] = lambda c=cid: self.client.query_pages(c, status=NON_TERMINAL_QUERY_STATUSES)
+            streams[("queries", cid)] = lambda c=cid: self.client.query_pages(
+                c, status=NON_TERMINAL_QUERY_STATUSES, pool=self.pool
+            )
         self.consume(streams, lambda key, buf: None)
 
     # ---- the run --------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ..errors import (
 from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
+from .concurrency import ReadAhead, RequestPool
 from .models import (
     Channel,
     Event,
@@ -200,20 +201,29 @@ class Client:
     # ---- paging helpers -------------------------------------------------------------------------------------
 
     def offset_pages(
-        self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        limit: int,
+        start: int = 0,
+        pool: RequestPool | None = None,
     ) -> Iterator[Page]:
         """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``.
 
         A page that brings no new id although it claims more ends the walk; that last page carries the
         :attr:`~Page.problem`. A page that cannot be read even after the retries raises :class:`BadPageError`.
+        With ``pool``, the requests go through it and the pages the walk is predicted to ask for next are fetched
+        while it waits (:class:`~.concurrency.ReadAhead`); the pages and their order are the same.
         """
         pager = OffsetPaginator(path, params, limit=limit, start=start, key=_ID_FIELDS.get(path.rsplit("/", 1)[-1]))
-        while not pager.done:
-            request = pager.next_request()
-            with _bad_page(Page([], False, path, request)):
-                page = unwrap_list(self.request("GET", path, params=request), path, request)
-            pager.update(page)
-            yield replace(page, problem=pager.problem) if pager.problem else page
+        with self._sender(path, pager.next_request(), limit, pool, None) as send:
+            while not pager.done:
+                request = pager.next_request()
+                with _bad_page(Page([], False, path, request)):
+                    page = unwrap_list(send(request), path, request)
+                pager.update(page)
+                yield replace(page, problem=pager.problem) if pager.problem else page
 
     def event_pages(
         self, channel_id: str, *, start: int = 0, limit: int = 200, search: bool = False, **filters: Any
@@ -239,41 +249,84 @@ class Client:
                 next_offset=next_offset,
             )
 
-    def event_wire_pages(self, channel_id: str, *, start: int = 0, limit: int = 200) -> Iterator[WireEventPage]:
+    def event_wire_pages(
+        self,
+        channel_id: str,
+        *,
+        start: int = 0,
+        limit: int = 200,
+        pool: RequestPool | None = None,
+        until: int | Callable[[], int | None] | None = None,
+    ) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
         documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically.
 
         As :meth:`event_pages`: a walk that stops early says why in the last page's :attr:`~Page.problem`, and a
-        page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset)."""
+        page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset).
+        With ``pool``, the requests go through it and the pages that follow are fetched while the walk waits (the
+        offsets are a contiguous sequence, so the page after ``offset`` starts at ``offset + limit``), up to the
+        offset ``until`` when it is known (the channel's newest; or a function telling it, asked once a page comes back
+        full); the pages and their order are the same."""
         path = f"channels/{channel_id}/events"
         pager = EventCursorPaginator(path, {}, limit=limit, start=start)
-        while not pager.done:
-            request = pager.next_request()
-            with _bad_page(WireEventPage([], False, path, request, next_offset=pager.offset)):
-                body = self.request("GET", path, params=request, parse=_parse_event_page)
-                if not isinstance(body, DecodedEvents):
-                    parsed, texts = body
-                    page = unwrap_list(parsed, path, request, keys=("events", "data"))
-            if isinstance(body, DecodedEvents):
-                highest = max((e.headers.offset for e in body.events), default=None)
-                next_offset = pager.advance(highest, body.has_more)
+        with self._sender(path, pager.next_request(), limit, pool, until, parse=_parse_event_page) as send:
+            while not pager.done:
+                request = pager.next_request()
+                with _bad_page(WireEventPage([], False, path, request, next_offset=pager.offset)):
+                    body = send(request)
+                    if not isinstance(body, DecodedEvents):
+                        parsed, texts = body
+                        page = unwrap_list(parsed, path, request, keys=("events", "data"))
+                if isinstance(body, DecodedEvents):
+                    highest = max((e.headers.offset for e in body.events), default=None)
+                    next_offset = pager.advance(highest, body.has_more)
+                    yield WireEventPage(
+                        [], body.has_more, path, request, problem=pager.problem, next_offset=next_offset, decoded=body
+                    )
+                    continue
+                if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
+                    texts = None
+                next_offset = pager.update(page)
                 yield WireEventPage(
-                    [], body.has_more, path, request, problem=pager.problem, next_offset=next_offset, decoded=body
+                    page.records,
+                    page.has_more,
+                    path,
+                    request,
+                    rejected=page.rejected,
+                    problem=pager.problem,
+                    next_offset=next_offset,
+                    payload_texts=texts,
                 )
-                continue
-            if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
-                texts = None
-            next_offset = pager.update(page)
-            yield WireEventPage(
-                page.records,
-                page.has_more,
-                path,
-                request,
-                rejected=page.rejected,
-                problem=pager.problem,
-                next_offset=next_offset,
-                payload_texts=texts,
-            )
+
+    @contextlib.contextmanager
+    def _sender(
+        self,
+        path: str,
+        first: Mapping[str, Any],
+        limit: int,
+        pool: RequestPool | None,
+        until: int | Callable[[], int | None] | None,
+        *,
+        parse: Callable[[bytes], Any] | None = None,
+    ) -> Iterator[Callable[[Mapping[str, Any]], Any]]:
+        """How a walk over ``offset`` sends its requests: one at a time here, or through ``pool`` reading ahead.
+        Every request of one walk differs only in its ``offset`` (``first`` gives the rest)."""
+        if pool is None:
+            yield lambda request: self.request("GET", path, params=request, parse=parse)
+            return
+        template = dict(first)
+        ahead = ReadAhead(
+            pool,
+            lambda offset: self.request("GET", path, params={**template, "offset": offset}, parse=parse),
+            step=limit,
+            # a known end costs no wasted request: keep the pool busy while this walk's pages are handed over
+            depth=2 * pool.workers if until is not None else pool.workers,
+            until=until,
+        )
+        try:
+            yield lambda request: ahead.get(int(request["offset"]))
+        finally:
+            ahead.close()
 
     # ---- health and networks --------------------------------------------------------------------------------
 
@@ -285,17 +338,22 @@ class Client:
         """``GET /networks``: every network the organisation can use."""
         return cast(list[Network], next(self.network_pages()).records)
 
-    def network_pages(self) -> Iterator[Page]:
-        """``GET /networks`` as its one page (the list has no paging)."""
+    def network_pages(self, *, pool: RequestPool | None = None) -> Iterator[Page]:
+        """``GET /networks`` as its one page (the list has no paging; with ``pool``, sent through it)."""
         with _bad_page(Page([], False, "networks", {})):
-            page = unwrap_list(self.request("GET", "networks"), "networks", {})
+            body = pool.call(self.request, "GET", "networks") if pool else self.request("GET", "networks")
+            page = unwrap_list(body, "networks", {})
         yield page
 
     # ---- wallets --------------------------------------------------------------------------------------------
 
-    def wallet_pages(self, *, status: Sequence[str] | None = ALL_WALLET_STATUSES, **filters: Any) -> Iterator[Page]:
+    def wallet_pages(
+        self, *, status: Sequence[str] | None = ALL_WALLET_STATUSES, pool: RequestPool | None = None, **filters: Any
+    ) -> Iterator[Page]:
         """Pages of ``GET /wallets`` (archived too unless ``status`` says otherwise)."""
-        return self.offset_pages("wallets", {"status": status, **filters}, limit=spec.PAGE_LIMITS["wallets"].maximum)
+        return self.offset_pages(
+            "wallets", {"status": status, **filters}, limit=spec.PAGE_LIMITS["wallets"].maximum, pool=pool
+        )
 
     def iter_wallets(self, **filters: Any) -> Iterator[Wallet]:
         """Every wallet (archived too by default)."""
@@ -324,9 +382,13 @@ class Client:
 
     # ---- channels -------------------------------------------------------------------------------------------
 
-    def channel_pages(self, *, status: Sequence[str] | None = ALL_CHANNEL_STATUSES, **filters: Any) -> Iterator[Page]:
+    def channel_pages(
+        self, *, status: Sequence[str] | None = ALL_CHANNEL_STATUSES, pool: RequestPool | None = None, **filters: Any
+    ) -> Iterator[Page]:
         """Pages of ``GET /channels`` (archived too unless ``status`` says otherwise)."""
-        return self.offset_pages("channels", {"status": status, **filters}, limit=spec.PAGE_LIMITS["channels"].maximum)
+        return self.offset_pages(
+            "channels", {"status": status, **filters}, limit=spec.PAGE_LIMITS["channels"].maximum, pool=pool
+        )
 
     def iter_channels(self, **filters: Any) -> Iterator[Channel]:
         """Every channel (archived too by default)."""
@@ -357,13 +419,19 @@ class Client:
     # ---- watchers -------------------------------------------------------------------------------------------
 
     def watcher_pages(
-        self, channel_id: str, *, status: Sequence[str] | None = ALL_WATCHER_STATUSES, **filters: Any
+        self,
+        channel_id: str,
+        *,
+        status: Sequence[str] | None = ALL_WATCHER_STATUSES,
+        pool: RequestPool | None = None,
+        **filters: Any,
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/watchers`` (summaries; archived too unless ``status`` says otherwise)."""
         return self.offset_pages(
             f"channels/{channel_id}/watchers",
             {"status": status, **filters},
             limit=spec.PAGE_LIMITS["watchers"].maximum,
+            pool=pool,
         )
 
     def iter_watchers(self, channel_id: str, **filters: Any) -> Iterator[WatcherSummary]:
@@ -393,10 +461,16 @@ class Client:
 
     # ---- operations -----------------------------------------------------------------------------------------
 
-    def operation_pages(self, channel_id: str, *, start: int = 0, **filters: Any) -> Iterator[Page]:
+    def operation_pages(
+        self, channel_id: str, *, start: int = 0, pool: RequestPool | None = None, **filters: Any
+    ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/operations`` (filters: status, chain_selector, address, wallet_id, ...)."""
         return self.offset_pages(
-            f"channels/{channel_id}/operations", filters, limit=spec.PAGE_LIMITS["operations"].maximum, start=start
+            f"channels/{channel_id}/operations",
+            filters,
+            limit=spec.PAGE_LIMITS["operations"].maximum,
+            start=start,
+            pool=pool,
         )
 
     def iter_operations(self, channel_id: str, **filters: Any) -> Iterator[Operation]:
@@ -429,10 +503,16 @@ class Client:
 
     # ---- queries --------------------------------------------------------------------------------------------
 
-    def query_pages(self, channel_id: str, *, start: int = 0, **filters: Any) -> Iterator[Page]:
+    def query_pages(
+        self, channel_id: str, *, start: int = 0, pool: RequestPool | None = None, **filters: Any
+    ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/queries`` (filters: status, query_kind, chain_selector)."""
         return self.offset_pages(
-            f"channels/{channel_id}/queries", filters, limit=spec.PAGE_LIMITS["queries"].maximum, start=start
+            f"channels/{channel_id}/queries",
+            filters,
+            limit=spec.PAGE_LIMITS["queries"].maximum,
+            start=start,
+            pool=pool,
         )
 
     def iter_queries(self, channel_id: str, **filters: Any) -> Iterator[Query]:

@@ -1,0 +1,174 @@
+"""A sync with several workers, through the latency proxy (real HTTP, a delay on every request, requests in flight
+counted): the warehouse it builds equals a sync one request at a time, table for table and cursor for cursor, on
+the sandbox's default, one-channel and messy shapes; never more than ``workers`` requests are in flight; a run killed
+mid-way resumes to the same result; a storm of 429s still ends exact."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import TEST_KEY
+from tests.integration.test_incremental import TABLES, snapshot
+from tests.latency_proxy import LatencyProxy
+from toolkit.api import Client
+from toolkit.api.concurrency import RequestPool
+from toolkit.api.retry import RetryPolicy
+from toolkit.sync import sync
+from toolkit.warehouse import Warehouse
+
+SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
+START = 1_795_000_000  # the same simulated "now" for every sandbox, so their histories are identical
+PATIENT = RetryPolicy(attempts=30, initial=0.01, maximum=0.2, floor=0.01, deadline=120)
+WORKERS = 4
+#: Scenario sizes: one-channel makes several event pages per channel (what the walks read ahead over).
+SHAPES = {"default": 300, "one-channel": 600, "messy": 300}
+
+
+def sandbox(shape: str = "default", per_day: float = 300, **faults):
+    from toolkit.sandbox import Sandbox
+
+    return Sandbox(
+        orgs=(TEST_KEY,), seed=SEED % 1000, days=1, operations_per_day=per_day, start=START, shape=shape, **faults
+    )
+
+
+def bookkeeping(path) -> dict[str, list[tuple]]:
+    """The streams' cursors, the refetch queue and the gaps: what the next run starts from must be the same too (the
+    models' watermark, a wall-clock time, is left out)."""
+    with Warehouse(path, read_only=True) as wh:
+        return {
+            "sync_state": sorted(
+                wh.con.execute("SELECT stream, cursor::VARCHAR FROM sync_state WHERE stream LIKE '%:%'").fetchall()
+            ),
+            "sync_refetch": sorted(wh.con.execute("SELECT * FROM sync_refetch").fetchall(), key=repr),
+            "gaps": wh.con.execute("SELECT gaps::VARCHAR FROM sync_runs").fetchall(),
+        }
+
+
+def assert_same(got_path, want_path, what: str) -> None:
+    got, want = snapshot(got_path), snapshot(want_path)
+    for table in TABLES:
+        assert got[table] == want[table], f"seed {SEED}: {table} differs ({what})"
+    assert bookkeeping(got_path) == bookkeeping(want_path), f"seed {SEED}: cursors or queue differ ({what})"
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_parallel_sync_equals_a_serial_one_and_keeps_within_workers(shape, tmp_path) -> None:
+    with sandbox(shape, SHAPES[shape]).serve(host="127.0.0.1", port=0) as server:
+        serial = tmp_path / "serial.duckdb"
+        with Client(server.base_url, TEST_KEY) as client:
+            one = sync(client=client, warehouse=str(serial), quiet=True, workers=1)
+        with LatencyProxy(server.base_url, 0.01) as proxy, Client(proxy.base_url, TEST_KEY) as client:
+            parallel = tmp_path / "parallel.duckdb"
+            four = sync(client=client, warehouse=str(parallel), quiet=True, workers=WORKERS)
+            assert proxy.max_in_flight <= WORKERS, f"{proxy.max_in_flight} requests in flight"
+            assert proxy.max_in_flight > 1, "the requests never overlapped"
+            assert proxy.requests == four.requests
+    assert four.outcome == one.outcome, four.summary()
+    assert four.rejected == one.rejected
+    assert four.gaps == one.gaps
+    assert_same(parallel, serial, f"{shape}: parallel against serial")
+
+
+def test_one_channel_log_is_read_ahead_up_to_its_head(tmp_path) -> None:
+    """The event walk of a channel sends the pages after the one it waits for (the offsets are contiguous), up to
+    the head: it never asks past it, so it costs no request a serial walk does not make (but the head's poll)."""
+    with sandbox("one-channel", 600).serve(host="127.0.0.1", port=0) as server:
+        with Client(server.base_url, TEST_KEY) as client:
+            one = sync(client=client, warehouse=str(tmp_path / "serial.duckdb"), quiet=True, workers=1)
+            events_serial = client.requests
+        with LatencyProxy(server.base_url, 0.01) as proxy, Client(proxy.base_url, TEST_KEY) as client:
+            four = sync(client=client, warehouse=str(tmp_path / "parallel.duckdb"), quiet=True, workers=WORKERS)
+            assert proxy.max_in_flight == WORKERS  # one channel alone keeps every worker busy
+    # the parallel run adds one newest-first poll per channel and at most WORKERS list pages past each list's end
+    assert events_serial <= four.requests <= events_serial + 1 + 2 * WORKERS, (one.requests, four.requests)
+
+
+def test_a_429_storm_slows_every_worker_and_still_ends_exact(tmp_path) -> None:
+    reference = tmp_path / "reference.duckdb"
+    with sandbox().serve(host="127.0.0.1", port=0) as server, Client(server.base_url, TEST_KEY) as client:
+        sync(client=client, warehouse=str(reference), quiet=True, workers=1)
+    with (
+        sandbox(rate_limit=15.0).serve(host="127.0.0.1", port=0) as server,
+        LatencyProxy(server.base_url, 0.005) as proxy,
+        Client(proxy.base_url, TEST_KEY, retry=PATIENT) as client,
+    ):
+        result = sync(client=client, warehouse=str(tmp_path / "storm.duckdb"), quiet=True, workers=WORKERS)
+        assert proxy.max_in_flight <= WORKERS
+    assert result.outcome == "ok", f"seed {SEED}: {result.summary()}"
+    assert result.retries > 0, f"seed {SEED}: no 429 was ever answered"
+    assert_same(tmp_path / "storm.duckdb", reference, "under 429s")
+
+
+def test_a_429_pauses_every_worker_together() -> None:
+    """Once a 429 is answered, no worker sends a request before the pause it asks for is over."""
+    pause = 0.6
+    with (
+        sandbox(rate_limit=10.0, rate_limit_retry_after=pause).serve(host="127.0.0.1", port=0) as server,
+        LatencyProxy(server.base_url, 0.0) as proxy,
+        Client(proxy.base_url, TEST_KEY, retry=RetryPolicy(attempts=30, maximum=2 * pause, deadline=60)) as client,
+    ):
+        pool = RequestPool(WORKERS)
+        try:
+            pool.map(lambda _: client.list_networks(), range(40))
+        finally:
+            pool.close()
+        log = sorted(proxy.log)
+    limited = [answered for _, answered, status in log if status == 429]
+    assert limited, "the rate limit was never hit"
+    first = min(limited)
+    # requests already on their way when the 429 came back may arrive just after it; none later within the pause
+    during = [round(arrived - first, 3) for arrived, _, _ in log if first + 0.15 < arrived < first + pause - 0.1]
+    assert not during, f"requests sent during the pause, at +{during} s"
+
+
+def start_sync(base_url: str, path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    env |= {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": base_url, "CHAINOPS_WAREHOUSE": str(path)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "sync", "--quiet", "--workers", str(WORKERS)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigkill_mid_parallel_sync_then_resume_equals_an_uninterrupted_sync(tmp_path) -> None:
+    rng = random.Random(SEED)
+    with sandbox("one-channel", 1500).serve(host="127.0.0.1", port=0) as server:
+        reference = tmp_path / "reference.duckdb"
+        with Client(server.base_url, TEST_KEY) as client:
+            sync(client=client, warehouse=str(reference), quiet=True, workers=1)
+        with LatencyProxy(server.base_url, 0.02) as proxy:
+            path = tmp_path / "killed.duckdb"
+            t0 = time.monotonic()
+            first = start_sync(proxy.base_url, tmp_path / "timing.duckdb")
+            _, err = first.communicate(timeout=300)
+            assert first.returncode == 0, err
+            uninterrupted = time.monotonic() - t0
+            kills = runs = 0
+            while kills < 4 and runs < 12:
+                runs += 1
+                proc = start_sync(proxy.base_url, path)
+                # ~0.9 s go to starting Python; then each run gets a random slice of the work before it dies
+                time.sleep(0.9 + rng.uniform(0.0, max(0.1, uninterrupted - 0.9) / 2))
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGKILL)
+                    kills += 1
+                proc.wait(timeout=60)
+            final = start_sync(proxy.base_url, path)
+            _, err = final.communicate(timeout=300)
+            assert proxy.max_in_flight <= WORKERS
+    assert final.returncode == 0, f"seed {SEED}: {err}"
+    assert kills >= 2, f"seed {SEED}: only {kills} of {runs} runs were killed mid-way; the scenario is too small"
+    got, want = snapshot(path), snapshot(reference)
+    for table in TABLES:
+        assert got[table] == want[table], f"seed {SEED}: {table} differs after {kills} kills"
