@@ -190,7 +190,7 @@ def engine_for(
 @contextmanager
 def open_warehouse(warehouse: WarehouseLike) -> Iterator[Warehouse | QueryEngine]:
     """The given warehouse (or engine), or the path (default: the configured one) opened read-only for the block."""
-    if isinstance(warehouse, (Warehouse, QueryEngine)) and not isinstance(warehouse, (str, os.PathLike)):
+    if isinstance(warehouse, QueryEngine):  # a Warehouse, or an engine such as Spark over an export
         yield warehouse
         return
     path = warehouse if warehouse is not None else Settings.load().warehouse

@@ -17,13 +17,11 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .session import SparkUnavailable, java_home, spark_session, spark_unavailable_reason
+from .source import RAW_TABLES, ExportNotFound, SparkWarehouse
 from .transpile import SparkSqlError, to_spark
-
-if TYPE_CHECKING:
-    from .source import SparkWarehouse
 
 _cache: dict[tuple[Any, ...], SparkWarehouse] = {}
 _lock = threading.Lock()
@@ -33,8 +31,6 @@ def _export_state(parquet: str) -> tuple[Any, ...]:
     """What changes when an export is written again (each table's directory is swapped in whole)."""
     if "://" in parquet:
         return ()
-    from .source import RAW_TABLES
-
     state = []
     for table in RAW_TABLES:
         try:
@@ -48,8 +44,6 @@ def _export_state(parquet: str) -> tuple[Any, ...]:
 def spark_warehouse(parquet: str | os.PathLike[str], session: Any = None) -> SparkWarehouse:
     """The export ``parquet`` registered in ``session`` (default: the active or a new local one), reused while the
     export is unchanged so that a series of metrics reads its schemas once."""
-    from .source import SparkWarehouse
-
     session = session if session is not None else spark_session()
     path = str(parquet).rstrip("/")
     if "://" not in path:
@@ -64,15 +58,8 @@ def spark_warehouse(parquet: str | os.PathLike[str], session: Any = None) -> Spa
         return cached
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("SparkWarehouse", "ExportNotFound", "RAW_TABLES"):
-        from . import source
-
-        return getattr(source, name)
-    raise AttributeError(name)
-
-
 __all__ = [
+    "RAW_TABLES",
     "ExportNotFound",
     "SparkSqlError",
     "SparkUnavailable",

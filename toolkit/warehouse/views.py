@@ -311,23 +311,23 @@ LEFT JOIN networks n ON n.chain_selector = l.chain_selector
 """
 
 
-def _transitions_view() -> str:
-    cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
-    rows = f"""(
-    SELECT {cols} FROM {TRANSITIONS_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
+def _stored_or_live(table: str, live: str, columns: tuple[tuple[str, str], ...]) -> str:
+    """The rows of the model ``table`` for fresh operations, and of the ``live`` view for stale ones."""
+    cols = ", ".join(c for c, _ in columns)
+    return f"""(
+    SELECT {cols} FROM {table} m ANTI JOIN model_stale_operations s USING (operation_id)
     UNION ALL
-    SELECT {cols} FROM model_operation_transitions_live
+    SELECT {cols} FROM {live}
 )"""
+
+
+def _transitions_view() -> str:
+    rows = _stored_or_live(TRANSITIONS_TABLE, "model_operation_transitions_live", TRANSITION_COLUMNS)
     return f"CREATE OR REPLACE VIEW operation_transitions AS {_named_transitions(rows)}"
 
 
 def _lifecycle_view() -> str:
-    cols = ", ".join(c for c, _ in LIFECYCLE_COLUMNS)
-    rows = f"""(
-    SELECT {cols} FROM {LIFECYCLE_TABLE} m ANTI JOIN model_stale_operations s USING (operation_id)
-    UNION ALL
-    SELECT {cols} FROM model_operation_lifecycle_live
-)"""
+    rows = _stored_or_live(LIFECYCLE_TABLE, "model_operation_lifecycle_live", LIFECYCLE_COLUMNS)
     return f"CREATE OR REPLACE VIEW operation_lifecycle AS {_named_lifecycle(rows)}"
 
 
