@@ -2,7 +2,7 @@
 
 Every endpoint of the service has one method. List endpoints have a ``*_pages`` method yielding
 :class:`~toolkit.api.pages.Page` objects (what the loaders use) and an ``iter_*`` method yielding records.
-Results are the plain dicts the service sent (unknown fields kept), typed by :mod:`toolkit.api.models`.
+Results are the plain dicts the service sent (unknown fields kept), typed by :mod:`toolkit.api.resources`.
 
 >>> with Client("http://127.0.0.1:8080/v1", "key") as client:  # doctest: +SKIP
 ...     for channel in client.iter_channels():
@@ -35,7 +35,8 @@ from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
 from .concurrency import ReadAhead, RequestPool
-from .models import (
+from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, WireEventPage, unwrap_list
+from .resources import (
     Channel,
     Event,
     HealthCheck,
@@ -47,7 +48,6 @@ from .models import (
     Watcher,
     WatcherSummary,
 )
-from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, WireEventPage, unwrap_list
 from .retry import RetryPolicy, parse_retry_after, retrying
 from .wire import DecodedEvents, decode_event_page, raw_payloads
 
@@ -485,7 +485,7 @@ class Client:
     def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
         """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``).
 
-        The service answers an ``OperationResponse`` (:class:`~toolkit.api.models.OperationResponse`) holding only
+        The service answers an ``OperationResponse`` (:class:`~toolkit.api.resources.OperationResponse`) holding only
         that id; fetch the record with :meth:`get_operation`.
         """
         answer = self.request("POST", f"channels/{channel_id}/operations", json_body=dict(body))
