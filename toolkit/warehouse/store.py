@@ -11,7 +11,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
+from .ddl import KEYLESS_TABLES, schema_sql
 from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
@@ -36,8 +36,6 @@ DEFAULT_READER_WAIT = 30.0
 #: (and compresses again) a partly filled one at every commit that adds to it. With groups smaller than a commit,
 #: nearly every row is compressed once: measured on a 1M-event sync, about 40% less work for the writer.
 WRITE_ROW_GROUP_SIZE = 16_384
-#: The large tables whose key the loader keeps unique without a PRIMARY KEY constraint (see schema.sql).
-KEYLESS_TABLES = ("operations", "operation_transactions", "queries")
 #: The storage format a new warehouse is written in: the oldest DuckDB release that reads every feature the schema
 #: uses (ZSTD-compressed text in ``events.payload``), so DuckDB 1.4 and later (its CLI, DBeaver's bundled driver,
 #: older Python environments) open the file. A file made before keeps the format it has: DuckDB cannot lower the
@@ -48,10 +46,6 @@ STORAGE_VERSION = "v1.4.0"
 def _readers_file(path: Path) -> Path:
     """The file by which readers in other processes ask a running sync to make room."""
     return Path(f"{path}.readers")
-
-
-def _schema_sql() -> str:
-    return resources.files("toolkit.warehouse").joinpath("sql/schema.sql").read_text(encoding="utf-8")
 
 
 def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pa.Table:
@@ -204,7 +198,7 @@ class Warehouse:
 
         DuckDB then lets go of what it held for the file, such as the primary-key index nodes that upserts loaded
         (it keeps them in memory, against the memory limit, until the connection closes; the large tables have no
-        such index, see schema.sql), and loads again only what is used. Settings made with :meth:`configure` are
+        such index, see ddl.py), and loads again only what is used. Settings made with :meth:`configure` are
         applied again (a plain ``SET`` is not); a reader that got in meanwhile is waited for up to ``wait`` seconds.
         Call only between transactions, from the thread that owns the connection.
         """
@@ -230,7 +224,7 @@ class Warehouse:
     def ensure_schema(self) -> None:
         """Create missing tables, drop the primary keys an older warehouse may still hold on the large tables, and
         (re)create the views."""
-        self.con.execute(_schema_sql())
+        self.con.execute(schema_sql())
         self.con.execute(MARKER_SQL)
         self._drop_primary_keys()
         self._migrate_query_target()
@@ -240,7 +234,7 @@ class Warehouse:
 
     def _drop_primary_keys(self) -> None:
         """Rebuild without its PRIMARY KEY each of :data:`KEYLESS_TABLES` that still has one (warehouses made before
-        the keys were dropped; see schema.sql). DuckDB cannot drop a constraint, so the rows are copied to a new table
+        the keys were dropped; see ddl.py). DuckDB cannot drop a constraint, so the rows are copied to a new table
         that takes the old one's name, in one transaction: a crash leaves the table as it was."""
         keyed = [
             name
