@@ -35,7 +35,17 @@ from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
 from .concurrency import ReadAhead, RequestPool
-from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, WireEventPage, unwrap_list
+from .pages import (
+    EventCursorPaginator,
+    EventPage,
+    OffsetPaginator,
+    Page,
+    PageT,
+    Paginator,
+    WireEventPage,
+    WireEventPaginator,
+    unwrap_list,
+)
 from .resources import (
     Channel,
     Event,
@@ -49,7 +59,6 @@ from .resources import (
     WatcherSummary,
 )
 from .retry import RetryPolicy, parse_retry_after, retrying
-from .wire import DecodedEvents, decode_event_page, raw_payloads
 
 Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
@@ -200,6 +209,29 @@ class Client:
 
     # ---- paging helpers -------------------------------------------------------------------------------------
 
+    def paginate(
+        self,
+        paginator: Paginator[PageT],
+        *,
+        pool: RequestPool | None = None,
+        until: int | Callable[[], int | None] | None = None,
+    ) -> Iterator[PageT]:
+        """Every page of one walk, the one paging loop of the client: ``paginator`` (one per paging mechanism, see
+        :mod:`.pages`) says what to ask for next, how to read each answer and when the walk ends.
+
+        A walk that stops early says why in the last page's :attr:`~Page.problem`; a page that cannot be read even
+        after the retries raises :class:`BadPageError` (its ``page`` names the request, and the offset for events).
+        With ``pool``, the requests go through it and the pages the walk is predicted to ask for next are fetched
+        while it waits (:class:`~.concurrency.ReadAhead`), up to the offset ``until`` when it is known (or a function
+        telling it, asked once a page comes back full); the pages and their order are the same."""
+        path = paginator.path
+        with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=paginator.parse) as send:
+            while not paginator.done:
+                request = paginator.next_request()
+                with _bad_page(paginator.unreadable(request)):
+                    read = paginator.read(send(request), request)
+                yield paginator.turn(read, request)
+
     def offset_pages(
         self,
         path: str,
@@ -209,45 +241,27 @@ class Client:
         start: int = 0,
         pool: RequestPool | None = None,
     ) -> Iterator[Page]:
-        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``.
+        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``
+        (:class:`~.pages.OffsetPaginator` through :meth:`paginate`).
 
         A page that brings no new id although it claims more ends the walk; that last page carries the
         :attr:`~Page.problem`. A page that cannot be read even after the retries raises :class:`BadPageError`.
         With ``pool``, the requests go through it and the pages the walk is predicted to ask for next are fetched
         while it waits (:class:`~.concurrency.ReadAhead`); the pages and their order are the same.
         """
-        pager = OffsetPaginator(path, params, limit=limit, start=start, key=_ID_FIELDS.get(path.rsplit("/", 1)[-1]))
-        with self._sender(path, pager.next_request(), limit, pool, None) as send:
-            while not pager.done:
-                request = pager.next_request()
-                with _bad_page(Page([], False, path, request)):
-                    page = unwrap_list(send(request), path, request)
-                pager.update(page)
-                yield replace(page, problem=pager.problem) if pager.problem else page
+        key = _ID_FIELDS.get(path.rsplit("/", 1)[-1])
+        return self.paginate(OffsetPaginator(path, params, limit=limit, start=start, key=key), pool=pool)
 
     def event_pages(
         self, channel_id: str, *, start: int = 0, limit: int = 200, search: bool = False, **filters: Any
     ) -> Iterator[EventPage]:
-        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters).
+        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters;
+        :class:`~.pages.EventCursorPaginator` through :meth:`paginate`).
 
         Offsets that go backwards end the walk with a :attr:`~Page.problem` on the last page; a page that cannot be
         read raises :class:`BadPageError`."""
         path = f"channels/{channel_id}/events" + ("/search" if search else "")
-        pager = EventCursorPaginator(path, filters, limit=limit, start=start)
-        while not pager.done:
-            request = pager.next_request()
-            with _bad_page(EventPage([], False, path, request, next_offset=pager.offset)):
-                page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
-            next_offset = pager.update(page)
-            yield EventPage(
-                page.records,
-                page.has_more,
-                path,
-                request,
-                rejected=page.rejected,
-                problem=pager.problem,
-                next_offset=next_offset,
-            )
+        return self.paginate(EventCursorPaginator(path, filters, limit=limit, start=start))
 
     def event_wire_pages(
         self,
@@ -259,7 +273,8 @@ class Client:
         until: int | Callable[[], int | None] | None = None,
     ) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
-        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically.
+        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically
+        (:class:`~.pages.WireEventPaginator` through :meth:`paginate`).
 
         As :meth:`event_pages`: a walk that stops early says why in the last page's :attr:`~Page.problem`, and a
         page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset).
@@ -267,36 +282,8 @@ class Client:
         offsets are a contiguous sequence, so the page after ``offset`` starts at ``offset + limit``), up to the
         offset ``until`` when it is known (the channel's newest; or a function telling it, asked once a page comes back
         full); the pages and their order are the same."""
-        path = f"channels/{channel_id}/events"
-        pager = EventCursorPaginator(path, {}, limit=limit, start=start)
-        with self._sender(path, pager.next_request(), limit, pool, until, parse=_parse_event_page) as send:
-            while not pager.done:
-                request = pager.next_request()
-                with _bad_page(WireEventPage([], False, path, request, next_offset=pager.offset)):
-                    body = send(request)
-                    if not isinstance(body, DecodedEvents):
-                        parsed, texts = body
-                        page = unwrap_list(parsed, path, request, keys=("events", "data"))
-                if isinstance(body, DecodedEvents):
-                    highest = max((e.headers.offset for e in body.events), default=None)
-                    next_offset = pager.advance(highest, body.has_more)
-                    yield WireEventPage(
-                        [], body.has_more, path, request, problem=pager.problem, next_offset=next_offset, decoded=body
-                    )
-                    continue
-                if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
-                    texts = None
-                next_offset = pager.update(page)
-                yield WireEventPage(
-                    page.records,
-                    page.has_more,
-                    path,
-                    request,
-                    rejected=page.rejected,
-                    problem=pager.problem,
-                    next_offset=next_offset,
-                    payload_texts=texts,
-                )
+        pager = WireEventPaginator(f"channels/{channel_id}/events", {}, limit=limit, start=start)
+        return self.paginate(pager, pool=pool, until=until)
 
     @contextlib.contextmanager
     def _sender(
@@ -550,14 +537,6 @@ class Client:
 
 def _parse_json(content: bytes) -> Any:
     return exactjson.loads(content)
-
-
-def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
-    """The typed decode of an event page, or the generic parse with each payload's raw text."""
-    decoded = decode_event_page(content)
-    if decoded is not None:
-        return decoded
-    return exactjson.loads(content), raw_payloads(content)
 
 
 #: The id field of each offset list's records, by the last segment of its path.
