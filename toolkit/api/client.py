@@ -12,6 +12,7 @@ Results are the plain dicts the service sent (unknown fields kept), typed by :mo
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -150,13 +151,7 @@ class Client:
                 if attempt > 1:
                     with self._lock:
                         self.retries += 1
-                try:
-                    return self._send_once(method, path, params, json_body, parse or _parse_json)
-                except (ApiError, TransportError) as exc:
-                    exc.attempts = attempt
-                    if isinstance(exc, ApiError):
-                        exc.args = (exc._describe(),)
-                    raise
+                return self._send_once(method, path, params, json_body, parse or _parse_json, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send_once(
@@ -166,32 +161,34 @@ class Client:
         params: Mapping[str, Any] | None,
         json_body: Any,
         parse: Callable[[bytes], Any],
+        attempt: int,
     ) -> Any:
+        """One attempt; an error it raises is complete (it names the attempt, so the last one raised says how many
+        were made)."""
         check_stop()  # a safe point: no lock of ours or httpx's is held between two requests
         self._wait_if_paused()
         with self._lock:
             self.requests += 1
-        shown = "/" + path
+        where = {"method": method, "path": "/" + path, "attempts": attempt}
         try:
             response = self._http.request(method, path, params=_clean_params(params), json=json_body)
         except httpx.TimeoutException as exc:
-            raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
+            raise TransportError(f"timed out ({type(exc).__name__})", **where) from None
         except httpx.RemoteProtocolError as exc:
             if _cut_short(exc):  # the answer began and stopped part-way: a bad page, not a service that is down
-                raise ResponseFormatError(
-                    self.redact(f"the answer was cut short ({exc})"), method=method, path=shown
-                ) from None
-            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
+                raise ResponseFormatError(self.redact(f"the answer was cut short ({exc})"), **where) from None
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
         except httpx.HTTPError as exc:
             # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
-            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
         if response.is_success:
             try:
                 return parse(response.content)
             except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError; msgspec recurses
                 reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
-                raise ResponseFormatError(self.redact(f"the answer {reason}"), method=method, path=shown) from None
-        error = _error_from_response(response, method, shown, self.redact)
+                request_id = request_id_of(response, None, self.redact)
+                raise ResponseFormatError(self.redact(f"the answer {reason}"), request_id=request_id, **where) from None
+        error = _error_from_response(response, method, "/" + path, self.redact, attempts=attempt)
         if isinstance(error, RateLimitError):
             self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
         raise error
@@ -582,10 +579,33 @@ def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+#: The longest request id kept; the characters kept (printable ASCII, no space): an id, not a message.
+_REQUEST_ID_MAX = 128
+_REQUEST_ID_CHARS = re.compile(r"[!-~]+")
+
+
+def request_id_of(response: httpx.Response, body: Any, redact: Callable[[str], str]) -> str | None:
+    """The id the service gave this answer: the ``X-Request-Id`` header, else a ``request_id`` string in the JSON
+    error ``body``; ``None`` when neither holds a usable one. Redacted (a proxy may echo anything) and bounded."""
+    value = response.headers.get("X-Request-Id")
+    if value is None and isinstance(body, dict) and isinstance(body.get("request_id"), str):
+        value = body["request_id"]
+    if not value:
+        return None
+    value = redact(value.strip())
+    return value[:_REQUEST_ID_MAX] if _REQUEST_ID_CHARS.fullmatch(value) else None
+
+
 def _error_from_response(
-    response: httpx.Response, method: str, path: str, redact: Callable[[str], str] = lambda text: text
+    response: httpx.Response,
+    method: str,
+    path: str,
+    redact: Callable[[str], str] = lambda text: text,
+    *,
+    attempts: int = 1,
 ) -> ApiError:
-    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one.
+    """Map a non-2xx answer to its typed error, complete: the ``ApplicationError`` body when there is one, the
+    request id, ``Retry-After``, and which attempt this was.
 
     ``redact`` removes the key from the service's message or body before it is kept (some proxies echo it)."""
     error_type = code = message = None
@@ -600,6 +620,14 @@ def _error_from_response(
     elif response.content:
         message = redact(response.text)[:200]  # redacted before it is cut: a cut could split the key
     cls = api_error_class(response.status_code, error_type)
-    err = cls(status=response.status_code, method=method, path=path, type=error_type, code=code, message=message)
-    err.retry_after = parse_retry_after(response.headers.get("Retry-After"))  # type: ignore[attr-defined]
-    return err
+    return cls(
+        status=response.status_code,
+        method=method,
+        path=path,
+        type=error_type,
+        code=code,
+        message=message,
+        attempts=attempts,
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        request_id=request_id_of(response, body, redact),
+    )
