@@ -29,6 +29,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check toolkit tests benchmarks
+	$(BIN)/ruff format --check toolkit tests benchmarks
 	$(BIN)/python -m pytest
 
 lint: install

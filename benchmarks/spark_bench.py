@@ -30,7 +30,7 @@ from benchmarks.metrics_bench import generate
 from toolkit import metrics
 from toolkit.export import export_parquet
 from toolkit.warehouse import Warehouse
-from toolkit.warehouse.models import refresh_models
+from toolkit.warehouse.model_tables import refresh_models
 
 
 def _timed(call) -> tuple[float, pd.DataFrame]:

@@ -351,3 +351,58 @@ def _handler(server: HostileServer) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+#: What a scripted handler answers: ``(status, headers, body)``.
+Answer = tuple[int, dict[str, str], bytes]
+
+
+class ScriptedServer:
+    """A server over real HTTP on 127.0.0.1 whose every GET is answered by ``script(path, query)`` (a test's own
+    function: any status, headers and body, and it may block, for a slow answer). Use as a context manager;
+    :attr:`paths` lists what was asked, in order."""
+
+    def __init__(self, script: Any) -> None:
+        self.script = script
+        self.paths: list[str] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                with outer._lock:
+                    outer.paths.append(self.path)
+                status, headers, body = outer.script(url.path, parse_qs(url.query))
+                try:
+                    self.send_response(status)
+                    for name, value in {"Content-Type": "application/json", **headers}.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the client gave up on this answer (closed its connection)
+                    self.close_connection = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()

@@ -19,19 +19,15 @@ __version__ = "0.1.0"
 
 
 def dashboard(warehouse: str | Warehouse | None = None, **options: object) -> object:
-    """The ipywidgets dashboard over ``warehouse`` (see :func:`toolkit.dashboard.dashboard`).
+    """The ipywidgets dashboard over ``warehouse`` (see :func:`toolkit.dashboard_app.dashboard`).
 
-    Imported on first call, so ``import toolkit`` loads no widget or plotting code. Returns the
-    :class:`~toolkit.dashboard.Dashboard`.
+    :mod:`toolkit.dashboard_app` is imported on first call, so ``import toolkit`` loads no widget or plotting code.
+    Returns the :class:`~toolkit.dashboard_app.Dashboard`.
     """
-    import importlib
+    from . import dashboard_app
 
-    module = importlib.import_module("toolkit.dashboard")
-    globals()["dashboard"] = _dashboard  # importing the submodule rebound this name to the module
-    return module.dashboard(warehouse, **options)
+    return dashboard_app.dashboard(warehouse, **options)
 
-
-_dashboard = dashboard
 
 __all__ = [
     "ChainopsError",

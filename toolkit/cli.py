@@ -148,7 +148,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
         result = sync(settings, quiet=args.quiet)
-    _mark_demo(warehouse)
     print(result.summary())
     print("\nTime in each status, per network:")
     _print_table(metrics.status_latency(str(warehouse)))
@@ -158,21 +157,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _replace_demo_warehouse(warehouse: Path) -> None:
-    """Delete the previous demo's warehouse (the demo's mirrors this run's sandbox only); refuse, touching nothing,
-    when ``warehouse`` is anything else: a README, another program's file, a warehouse synced from the service."""
+    """Replace the previous demo's warehouse (the demo's mirrors this run's sandbox only) with a new one marked as
+    the demo's, holding the writer lock throughout: while a sync (or another writer) holds it, SyncLockedError names
+    the holder and nothing is touched. Refuse, touching nothing, when ``warehouse`` is anything else: a README,
+    another program's file, a warehouse synced from the service."""
+    from .warehouse import sync_lock
     from .warehouse.identity import is_demo_warehouse
 
-    if warehouse.exists() or warehouse.is_symlink():
-        if not is_demo_warehouse(warehouse):
+    lock_file = Path(f"{warehouse}.lock")
+    had_lock_file = lock_file.exists()
+    with sync_lock(warehouse, holder="chainops demo"):
+        if (warehouse.exists() or warehouse.is_symlink()) and not is_demo_warehouse(warehouse):
+            if not had_lock_file:
+                lock_file.unlink(missing_ok=True)  # touch nothing: not even a lock file beside another program's file
             raise UsageError(
                 f"--warehouse {warehouse} is not a warehouse made by `chainops demo`, and the demo replaces its "
                 "warehouse on every run: it was left untouched. Choose a new path (the default is data/demo.duckdb)."
             )
-        warehouse.unlink()
-    Path(f"{warehouse}.wal").unlink(missing_ok=True)
+        warehouse.unlink(missing_ok=True)
+        Path(f"{warehouse}.wal").unlink(missing_ok=True)
+        _mark_demo(warehouse)  # marked from the start, so a demo stopped part-way is replaced the next time
 
 
 def _mark_demo(warehouse: Path) -> None:
+    """Mark ``warehouse`` (made if missing) as the demo's, which the next demo may replace."""
     from .warehouse import Warehouse
     from .warehouse.identity import DEMO_MARK, MARKER_TABLE
 

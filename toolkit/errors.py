@@ -1,8 +1,10 @@
 """One exception tree for the toolkit.
 
 Every error the toolkit raises on purpose is a :class:`ChainopsError`; its message says what failed and what to do.
-No error text, repr or traceback ever contains the API key: API errors carry the request's method and path (never
-headers), and configuration errors mask the key.
+No error text, repr or traceback ever contains the API key: API and transport errors carry the request's method and
+path (never headers, never the query), the request id the service gave its answer (``X-Request-Id``, else a
+``request_id`` in the error body; ``None`` when it gave none), and configuration errors mask the key. Each error is
+built complete by its constructor: attributes and message agree from the start.
 
 ::
 
@@ -44,14 +46,14 @@ class ConfigError(ChainopsError):
 class ApiError(ChainopsError):
     """The service answered with a non-2xx status.
 
-    Attributes name the request (``method``, ``path`` without query secrets), the HTTP ``status``, and the
-    service's ``type``, ``code`` and ``message`` from its ``ApplicationError`` body (``None`` when absent).
+    Attributes name the request (``method``, ``path`` without the query), the HTTP ``status``, the service's
+    ``type``, ``code`` and ``message`` from its ``ApplicationError`` body (``None`` when absent), the
+    ``request_id`` of the answer (``None`` when it had none), how many ``attempts`` were made, and ``retry_after``,
+    the seconds the service asked us to wait (``Retry-After``; ``None`` when it did not say).
     """
 
     #: Whether retrying the same request may succeed.
     transient = False
-    #: Seconds the service asked us to wait (``Retry-After``), when it said.
-    retry_after: float | None = None
     hint = "Check the request and the service's documentation."
 
     def __init__(
@@ -64,6 +66,8 @@ class ApiError(ChainopsError):
         code: str | None = None,
         message: str | None = None,
         attempts: int = 1,
+        retry_after: float | None = None,
+        request_id: str | None = None,
     ) -> None:
         self.status = status
         self.method = method
@@ -72,16 +76,24 @@ class ApiError(ChainopsError):
         self.code = code
         self.service_message = message
         self.attempts = attempts
+        self.retry_after = retry_after
+        self.request_id = request_id
         super().__init__(self._describe())
 
     def _describe(self) -> str:
         what = "/".join(x for x in (self.type, self.code) if x) or "no ApplicationError body"
         tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
         text = f": {self.service_message}" if self.service_message else ""
-        return f"{self.method} {self.path} answered {self.status} ({what}){tries}{text}. {self.hint}"
+        rid = _rid(self.request_id)
+        return f"{self.method} {self.path} answered {self.status} ({what}){tries}{rid}{text}. {self.hint}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.__dict__.copy()))
+
+
+def _rid(request_id: str | None) -> str:
+    """How a message names the service's request id (nothing when there is none)."""
+    return f" [request id {request_id}]" if request_id else ""
 
 
 def _rebuild(cls: type[ApiError], state: dict[str, Any]) -> ApiError:
@@ -140,12 +152,15 @@ class TransportError(ChainopsError):
 
     transient = True
 
-    def __init__(self, message: str, *, method: str = "", path: str = "", attempts: int = 1) -> None:
+    def __init__(
+        self, message: str, *, method: str = "", path: str = "", attempts: int = 1, request_id: str | None = None
+    ) -> None:
         self.method = method
         self.path = path
         self.attempts = attempts
+        self.request_id = request_id
         self.reason = message
-        where = f"{method} {path}: " if method else ""
+        where = f"{method} {path}{_rid(request_id)}: " if method else ""
         tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         super().__init__(
             f"{where}{message}{tries}. Check CREC_BASE_URL and your network, then run again "
@@ -175,8 +190,9 @@ class BadPageError(ResponseFormatError):
 
     def __init__(self, error: TransportError, page: Any) -> None:
         self.page = page
-        ChainopsError.__init__(self, f"{page.describe()}: {page.problem}")
         self.method, self.path, self.attempts, self.reason = error.method, error.path, error.attempts, page.problem
+        self.request_id = error.request_id
+        ChainopsError.__init__(self, f"{page.describe()}{_rid(error.request_id)}: {page.problem}")
 
 
 class WarehouseError(ChainopsError):

@@ -54,7 +54,7 @@ from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transacti
 from .warehouse.event_batches import events_batch, wire_events_batch
 from .warehouse.failures import WRITE_FAILURES, write_failure
 from .warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_limit, with_more_memory
-from .warehouse.models import refresh_models
+from .warehouse.model_tables import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
 

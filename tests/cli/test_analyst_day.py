@@ -352,8 +352,12 @@ def test_the_demo_may_replace_its_own_warehouse(tmp_path) -> None:
     assert not is_demo_warehouse(path)  # no sync from the sandbox, no mark
     _mark_demo(path)
     assert is_demo_warehouse(path)
+    with Warehouse(path) as wh:
+        wh.con.execute("INSERT INTO sync_state VALUES ('old', '1', now())")
     _replace_demo_warehouse(path)
-    assert not path.exists()
+    assert is_demo_warehouse(path)  # a new warehouse, marked as the demo's from the start
+    with Warehouse(path, read_only=True) as wh:
+        assert wh.count("sync_state") == 0
 
 
 def test_sync_age_fires_when_no_sync_ever_succeeded(tmp_path) -> None:

@@ -10,7 +10,7 @@ from tests.conftest import TEST_KEY
 from toolkit.config import Settings
 from toolkit.sync import sync
 from toolkit.warehouse import Warehouse
-from toolkit.warehouse.store import KEYLESS_TABLES
+from toolkit.warehouse.ddl import KEYLESS_TABLES
 
 KEYS = {"operations": "operation_id", "operation_transactions": "operation_id, idx", "queries": "query_id"}
 

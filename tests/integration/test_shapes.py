@@ -118,7 +118,7 @@ def test_a_crash_in_the_models_build_leaves_a_warehouse_the_next_sync_completes(
     reference = tmp_path / "reference.duckdb"
     assert run_sync(server.base_url, reference).outcome == "ok"
 
-    models = importlib.import_module("toolkit.warehouse.models")
+    models = importlib.import_module("toolkit.warehouse.model_tables")
     monkeypatch.setattr(models, "CHUNK_BOUNDS", (200, 200))  # many pieces, so the crash comes mid-way
     fold = models._fold_in_scope
     calls = []

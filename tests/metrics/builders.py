@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.warehouse.helpers import ETHEREUM, SEPOLIA, T0, op_event
 from toolkit.warehouse import Warehouse, to_batch
-from toolkit.warehouse.models import refresh_models
+from toolkit.warehouse.model_tables import refresh_models
 
 __all__ = [
     "ETHEREUM",

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from tests.metrics.builders import ETHEREUM, NETWORKS, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
 from toolkit import spec
 from toolkit.warehouse import Warehouse
-from toolkit.warehouse import models as models_module
-from toolkit.warehouse.models import MODEL_VERSION, refresh_models
+from toolkit.warehouse import model_tables as models_module
+from toolkit.warehouse.model_tables import MODEL_VERSION, refresh_models
 from toolkit.warehouse.views import MODELS_STREAM
 
 TRANSITION_SQL = """SELECT operation_id, status, epoch(entered_at)::BIGINT, next_status, seconds_in_status,

@@ -69,7 +69,7 @@ def test_unknown_figure_name() -> None:
 
 def test_metrics_never_load_matplotlib() -> None:
     code = (
-        "import sys, toolkit, toolkit.metrics, toolkit.warehouse.models; "
+        "import sys, toolkit, toolkit.metrics, toolkit.warehouse.model_tables; "
         "print('matplotlib' in sys.modules, 'toolkit.plots' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

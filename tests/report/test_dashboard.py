@@ -10,7 +10,7 @@ import pytest
 
 import toolkit as tk
 from tests.report.test_report import SCRIPT_CHANNEL, SCRIPT_NETWORK, warehouse  # noqa: F401  (the fixture)
-from toolkit.dashboard import ALL
+from toolkit.dashboard_app import ALL
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -134,10 +134,11 @@ def test_time_range_filter(dash) -> None:
     assert dash.filters["since"] == options[0] and isinstance(dash.filters["until"], pd.Timestamp)
 
 
-def test_import_toolkit_loads_no_widgets_and_the_name_stays_callable() -> None:
+def test_import_toolkit_loads_no_widgets_and_the_name_stays_a_function() -> None:
     code = (
-        "import sys, toolkit as tk; assert 'ipywidgets' not in sys.modules and 'matplotlib' not in sys.modules;"
-        "import toolkit.dashboard as m; assert callable(m) and callable(tk.dashboard); print('ok')"
+        "import sys, types, toolkit as tk; assert 'ipywidgets' not in sys.modules and 'matplotlib' not in sys.modules;"
+        "import toolkit.dashboard_app as m; assert isinstance(tk.dashboard, types.FunctionType);"
+        "assert type(m) is types.ModuleType and not callable(m); print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr

@@ -1,4 +1,4 @@
-"""The typed results of :mod:`toolkit.api.models` against what the sandbox serves through the client.
+"""The typed results of :mod:`toolkit.api.resources` against what the sandbox serves through the client.
 
 Every record of a seeded history has each required key of its TypedDict and no key the TypedDict does not name
 (so the models cover WIRE.md section 2 as the sandbox serves it); and the client hands back the service's dicts
@@ -17,7 +17,8 @@ import pytest
 
 from tests.sandbox.conftest import SEEDED
 from toolkit import spec
-from toolkit.api import Client, models
+from toolkit.api import Client
+from toolkit.api import resources as models
 from toolkit.api.retry import RetryPolicy
 
 PAYLOADS: dict[str, Any] = {

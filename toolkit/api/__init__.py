@@ -1,7 +1,8 @@
 """Talking to the service: one httpx client, auth, retries, error mapping, page iterators, and typed results."""
 
 from .client import Client
-from .models import (
+from .pages import EventPage, Page, WireEventPage
+from .resources import (
     Channel,
     Event,
     EventHeaders,
@@ -19,7 +20,6 @@ from .models import (
     Watcher,
     WatcherSummary,
 )
-from .pages import EventPage, Page, WireEventPage
 
 __all__ = [
     "Channel",

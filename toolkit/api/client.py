@@ -2,7 +2,7 @@
 
 Every endpoint of the service has one method. List endpoints have a ``*_pages`` method yielding
 :class:`~toolkit.api.pages.Page` objects (what the loaders use) and an ``iter_*`` method yielding records.
-Results are the plain dicts the service sent (unknown fields kept), typed by :mod:`toolkit.api.models`.
+Results are the plain dicts the service sent (unknown fields kept), typed by :mod:`toolkit.api.resources`.
 
 >>> with Client("http://127.0.0.1:8080/v1", "key") as client:  # doctest: +SKIP
 ...     for channel in client.iter_channels():
@@ -12,6 +12,7 @@ Results are the plain dicts the service sent (unknown fields kept), typed by :mo
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,7 +36,18 @@ from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
 from .concurrency import ReadAhead, RequestPool
-from .models import (
+from .pages import (
+    EventCursorPaginator,
+    EventPage,
+    OffsetPaginator,
+    Page,
+    PageT,
+    Paginator,
+    WireEventPage,
+    WireEventPaginator,
+    unwrap_list,
+)
+from .resources import (
     Channel,
     Event,
     HealthCheck,
@@ -47,9 +59,7 @@ from .models import (
     Watcher,
     WatcherSummary,
 )
-from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, WireEventPage, unwrap_list
 from .retry import RetryPolicy, parse_retry_after, retrying
-from .wire import DecodedEvents, decode_event_page, raw_payloads
 
 Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
@@ -141,13 +151,7 @@ class Client:
                 if attempt > 1:
                     with self._lock:
                         self.retries += 1
-                try:
-                    return self._send_once(method, path, params, json_body, parse or _parse_json)
-                except (ApiError, TransportError) as exc:
-                    exc.attempts = attempt
-                    if isinstance(exc, ApiError):
-                        exc.args = (exc._describe(),)
-                    raise
+                return self._send_once(method, path, params, json_body, parse or _parse_json, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send_once(
@@ -157,32 +161,34 @@ class Client:
         params: Mapping[str, Any] | None,
         json_body: Any,
         parse: Callable[[bytes], Any],
+        attempt: int,
     ) -> Any:
+        """One attempt; an error it raises is complete (it names the attempt, so the last one raised says how many
+        were made)."""
         check_stop()  # a safe point: no lock of ours or httpx's is held between two requests
         self._wait_if_paused()
         with self._lock:
             self.requests += 1
-        shown = "/" + path
+        where = {"method": method, "path": "/" + path, "attempts": attempt}
         try:
             response = self._http.request(method, path, params=_clean_params(params), json=json_body)
         except httpx.TimeoutException as exc:
-            raise TransportError(f"timed out ({type(exc).__name__})", method=method, path=shown) from None
+            raise TransportError(f"timed out ({type(exc).__name__})", **where) from None
         except httpx.RemoteProtocolError as exc:
             if _cut_short(exc):  # the answer began and stopped part-way: a bad page, not a service that is down
-                raise ResponseFormatError(
-                    self.redact(f"the answer was cut short ({exc})"), method=method, path=shown
-                ) from None
-            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
+                raise ResponseFormatError(self.redact(f"the answer was cut short ({exc})"), **where) from None
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
         except httpx.HTTPError as exc:
             # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
-            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), method=method, path=shown) from None
+            raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
         if response.is_success:
             try:
                 return parse(response.content)
             except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError; msgspec recurses
                 reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
-                raise ResponseFormatError(self.redact(f"the answer {reason}"), method=method, path=shown) from None
-        error = _error_from_response(response, method, shown, self.redact)
+                request_id = request_id_of(response, None, self.redact)
+                raise ResponseFormatError(self.redact(f"the answer {reason}"), request_id=request_id, **where) from None
+        error = _error_from_response(response, method, "/" + path, self.redact, attempts=attempt)
         if isinstance(error, RateLimitError):
             self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
         raise error
@@ -200,6 +206,29 @@ class Client:
 
     # ---- paging helpers -------------------------------------------------------------------------------------
 
+    def paginate(
+        self,
+        paginator: Paginator[PageT],
+        *,
+        pool: RequestPool | None = None,
+        until: int | Callable[[], int | None] | None = None,
+    ) -> Iterator[PageT]:
+        """Every page of one walk, the one paging loop of the client: ``paginator`` (one per paging mechanism, see
+        :mod:`.pages`) says what to ask for next, how to read each answer and when the walk ends.
+
+        A walk that stops early says why in the last page's :attr:`~Page.problem`; a page that cannot be read even
+        after the retries raises :class:`BadPageError` (its ``page`` names the request, and the offset for events).
+        With ``pool``, the requests go through it and the pages the walk is predicted to ask for next are fetched
+        while it waits (:class:`~.concurrency.ReadAhead`), up to the offset ``until`` when it is known (or a function
+        telling it, asked once a page comes back full); the pages and their order are the same."""
+        path = paginator.path
+        with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=paginator.parse) as send:
+            while not paginator.done:
+                request = paginator.next_request()
+                with _bad_page(paginator.unreadable(request)):
+                    read = paginator.read(send(request), request)
+                yield paginator.turn(read, request)
+
     def offset_pages(
         self,
         path: str,
@@ -209,45 +238,27 @@ class Client:
         start: int = 0,
         pool: RequestPool | None = None,
     ) -> Iterator[Page]:
-        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``.
+        """Every page of a ``{data, has_more}`` list, walking ``offset`` forward from ``start``
+        (:class:`~.pages.OffsetPaginator` through :meth:`paginate`).
 
         A page that brings no new id although it claims more ends the walk; that last page carries the
         :attr:`~Page.problem`. A page that cannot be read even after the retries raises :class:`BadPageError`.
         With ``pool``, the requests go through it and the pages the walk is predicted to ask for next are fetched
         while it waits (:class:`~.concurrency.ReadAhead`); the pages and their order are the same.
         """
-        pager = OffsetPaginator(path, params, limit=limit, start=start, key=_ID_FIELDS.get(path.rsplit("/", 1)[-1]))
-        with self._sender(path, pager.next_request(), limit, pool, None) as send:
-            while not pager.done:
-                request = pager.next_request()
-                with _bad_page(Page([], False, path, request)):
-                    page = unwrap_list(send(request), path, request)
-                pager.update(page)
-                yield replace(page, problem=pager.problem) if pager.problem else page
+        key = _ID_FIELDS.get(path.rsplit("/", 1)[-1])
+        return self.paginate(OffsetPaginator(path, params, limit=limit, start=start, key=key), pool=pool)
 
     def event_pages(
         self, channel_id: str, *, start: int = 0, limit: int = 200, search: bool = False, **filters: Any
     ) -> Iterator[EventPage]:
-        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters).
+        """Every page of a channel's events from message offset ``start`` forward (poll, or search with filters;
+        :class:`~.pages.EventCursorPaginator` through :meth:`paginate`).
 
         Offsets that go backwards end the walk with a :attr:`~Page.problem` on the last page; a page that cannot be
         read raises :class:`BadPageError`."""
         path = f"channels/{channel_id}/events" + ("/search" if search else "")
-        pager = EventCursorPaginator(path, filters, limit=limit, start=start)
-        while not pager.done:
-            request = pager.next_request()
-            with _bad_page(EventPage([], False, path, request, next_offset=pager.offset)):
-                page = unwrap_list(self.request("GET", path, params=request), path, request, keys=("events", "data"))
-            next_offset = pager.update(page)
-            yield EventPage(
-                page.records,
-                page.has_more,
-                path,
-                request,
-                rejected=page.rejected,
-                problem=pager.problem,
-                next_offset=next_offset,
-            )
+        return self.paginate(EventCursorPaginator(path, filters, limit=limit, start=start))
 
     def event_wire_pages(
         self,
@@ -259,7 +270,8 @@ class Client:
         until: int | Callable[[], int | None] | None = None,
     ) -> Iterator[WireEventPage]:
         """Every page of a channel's event log from message offset ``start``, as the loaders read it: a page in the
-        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically.
+        documented shape decoded straight from the bytes (:mod:`.wire`), any other parsed generically
+        (:class:`~.pages.WireEventPaginator` through :meth:`paginate`).
 
         As :meth:`event_pages`: a walk that stops early says why in the last page's :attr:`~Page.problem`, and a
         page that cannot be read raises :class:`BadPageError` (its ``page`` names the request and offset).
@@ -267,36 +279,8 @@ class Client:
         offsets are a contiguous sequence, so the page after ``offset`` starts at ``offset + limit``), up to the
         offset ``until`` when it is known (the channel's newest; or a function telling it, asked once a page comes back
         full); the pages and their order are the same."""
-        path = f"channels/{channel_id}/events"
-        pager = EventCursorPaginator(path, {}, limit=limit, start=start)
-        with self._sender(path, pager.next_request(), limit, pool, until, parse=_parse_event_page) as send:
-            while not pager.done:
-                request = pager.next_request()
-                with _bad_page(WireEventPage([], False, path, request, next_offset=pager.offset)):
-                    body = send(request)
-                    if not isinstance(body, DecodedEvents):
-                        parsed, texts = body
-                        page = unwrap_list(parsed, path, request, keys=("events", "data"))
-                if isinstance(body, DecodedEvents):
-                    highest = max((e.headers.offset for e in body.events), default=None)
-                    next_offset = pager.advance(highest, body.has_more)
-                    yield WireEventPage(
-                        [], body.has_more, path, request, problem=pager.problem, next_offset=next_offset, decoded=body
-                    )
-                    continue
-                if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
-                    texts = None
-                next_offset = pager.update(page)
-                yield WireEventPage(
-                    page.records,
-                    page.has_more,
-                    path,
-                    request,
-                    rejected=page.rejected,
-                    problem=pager.problem,
-                    next_offset=next_offset,
-                    payload_texts=texts,
-                )
+        pager = WireEventPaginator(f"channels/{channel_id}/events", {}, limit=limit, start=start)
+        return self.paginate(pager, pool=pool, until=until)
 
     @contextlib.contextmanager
     def _sender(
@@ -485,7 +469,7 @@ class Client:
     def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
         """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``).
 
-        The service answers an ``OperationResponse`` (:class:`~toolkit.api.models.OperationResponse`) holding only
+        The service answers an ``OperationResponse`` (:class:`~toolkit.api.resources.OperationResponse`) holding only
         that id; fetch the record with :meth:`get_operation`.
         """
         answer = self.request("POST", f"channels/{channel_id}/operations", json_body=dict(body))
@@ -552,14 +536,6 @@ def _parse_json(content: bytes) -> Any:
     return exactjson.loads(content)
 
 
-def _parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
-    """The typed decode of an event page, or the generic parse with each payload's raw text."""
-    decoded = decode_event_page(content)
-    if decoded is not None:
-        return decoded
-    return exactjson.loads(content), raw_payloads(content)
-
-
 #: The id field of each offset list's records, by the last segment of its path.
 _ID_FIELDS = {
     "channels": "channel_id",
@@ -603,10 +579,33 @@ def _clean_params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+#: The longest request id kept; the characters kept (printable ASCII, no space): an id, not a message.
+_REQUEST_ID_MAX = 128
+_REQUEST_ID_CHARS = re.compile(r"[!-~]+")
+
+
+def request_id_of(response: httpx.Response, body: Any, redact: Callable[[str], str]) -> str | None:
+    """The id the service gave this answer: the ``X-Request-Id`` header, else a ``request_id`` string in the JSON
+    error ``body``; ``None`` when neither holds a usable one. Redacted (a proxy may echo anything) and bounded."""
+    value = response.headers.get("X-Request-Id")
+    if value is None and isinstance(body, dict) and isinstance(body.get("request_id"), str):
+        value = body["request_id"]
+    if not value:
+        return None
+    value = redact(value.strip())
+    return value[:_REQUEST_ID_MAX] if _REQUEST_ID_CHARS.fullmatch(value) else None
+
+
 def _error_from_response(
-    response: httpx.Response, method: str, path: str, redact: Callable[[str], str] = lambda text: text
+    response: httpx.Response,
+    method: str,
+    path: str,
+    redact: Callable[[str], str] = lambda text: text,
+    *,
+    attempts: int = 1,
 ) -> ApiError:
-    """Map a non-2xx answer to its typed error, reading the ``ApplicationError`` body when there is one.
+    """Map a non-2xx answer to its typed error, complete: the ``ApplicationError`` body when there is one, the
+    request id, ``Retry-After``, and which attempt this was.
 
     ``redact`` removes the key from the service's message or body before it is kept (some proxies echo it)."""
     error_type = code = message = None
@@ -621,6 +620,14 @@ def _error_from_response(
     elif response.content:
         message = redact(response.text)[:200]  # redacted before it is cut: a cut could split the key
     cls = api_error_class(response.status_code, error_type)
-    err = cls(status=response.status_code, method=method, path=path, type=error_type, code=code, message=message)
-    err.retry_after = parse_retry_after(response.headers.get("Retry-After"))  # type: ignore[attr-defined]
-    return err
+    return cls(
+        status=response.status_code,
+        method=method,
+        path=path,
+        type=error_type,
+        code=code,
+        message=message,
+        attempts=attempts,
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        request_id=request_id_of(response, body, redact),
+    )

@@ -6,15 +6,23 @@ while it waits for the current one, and a :class:`RequestPool` bounds the reques
 
 The queue between workers and the consumer is bounded, so memory stays flat however long
 the history is, and the consumer's work (conversion, DuckDB writes) overlaps the network.
+
+Stopping is prompt: when a stream fails, the consumer stops early, or Ctrl-C interrupts it, what has not started is
+cancelled and the requests in flight are abandoned, not waited for (a request may take up to its deadline). Their
+threads are daemon threads of :class:`Workers`, so an abandoned request never holds up the error, the caller's
+cleanup or the end of the process; its answer, when it comes, is dropped.
 """
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
+
+from ..signals import check_stop
 
 K = TypeVar("K", bound=Hashable)
 P = TypeVar("P")
@@ -22,6 +30,67 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 _DONE = object()
+#: Seconds the consumer waits for a page before it looks for a stop request again.
+_POLL = 0.1
+_names = itertools.count(1)
+_Task = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class Workers:
+    """A fixed set of daemon threads running submitted calls, each returning a :class:`~concurrent.futures.Future`.
+
+    Unlike :class:`~concurrent.futures.ThreadPoolExecutor`, :meth:`close` never waits for a call in flight and the
+    interpreter does not join the threads at exit: a call blocked on the network is abandoned, not awaited.
+    """
+
+    def __init__(self, workers: int, name: str) -> None:
+        self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}_{next(_names)}", daemon=True)
+            for _ in range(max(1, workers))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """Queue ``fn(*args, **kwargs)``; its future (cancelled if the pool closes before it starts)."""
+        future: Future[T] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the worker threads are closed")
+            self._tasks.put((future, fn, args, kwargs))
+        return future
+
+    def _work(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            future, fn, args, kwargs = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to whoever waits on the future
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def close(self) -> None:
+        """Cancel every call not started and let the threads end once their call in flight returns (not waited
+        for)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        while True:
+            try:
+                task = self._tasks.get_nowait()
+            except queue.Empty:
+                break
+            if task is not None:
+                task[0].cancel()
+        for _ in self._threads:
+            self._tasks.put(None)
 
 
 class _Failure(Generic[K]):
@@ -36,9 +105,11 @@ def prefetch(
     """Run each stream's page iterator in a worker thread; yield ``(key, page)`` as pages arrive.
 
     At most ``workers`` streams are read at once and at most ``depth`` pages wait for the consumer. The first error
-    of any stream is raised in the consumer (after the other workers are told to stop). Closing the generator early
-    stops the workers too. With ``workers=1`` the streams are read one after another in the calling thread: no
-    thread, no handoff (the fastest way when the service answers at once, as on loopback).
+    of any stream is raised in the consumer at once: the other workers are told to stop, streams not started are
+    dropped, and a page in flight is not waited for (its worker ends when its request returns, and drops it).
+    Closing the generator early, or an interrupt while it waits, stops the workers the same way. With ``workers=1``
+    the streams are read one after another in the calling thread: no thread, no handoff (the fastest way when the
+    service answers at once, as on loopback).
     """
     if not streams:
         return
@@ -60,22 +131,28 @@ def prefetch(
         return False
 
     def run(key: K, make: Callable[[], Iterator[P]]) -> None:
+        if stop.is_set():
+            return
+        pages = make()
         try:
-            for page in make():
+            for page in pages:
                 if not put((key, page)):
                     return
         except BaseException as exc:  # handed to the consumer, which re-raises it
             put(_Failure(key, exc))
         finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()  # in this thread: a walk's read-ahead cancels what it has not sent
             put(_DONE)
 
-    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(streams))), thread_name_prefix="chainops-fetch")
+    pool = Workers(min(workers, len(streams)), "chainops-fetch")
     for key, make in streams.items():
         pool.submit(run, key, make)
     remaining = len(streams)
     try:
         while remaining:
-            item = handoff.get()
+            item = _take(handoff)
             if item is _DONE:
                 remaining -= 1
             elif isinstance(item, _Failure):
@@ -84,7 +161,17 @@ def prefetch(
                 yield item  # type: ignore[misc]
     finally:
         stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.close()
+
+
+def _take(handoff: queue.Queue[object]) -> object:
+    """The next item, waiting in short steps: between them a Ctrl-C is seen at once (a wait without a timeout would
+    see it only when a page arrives), and so is a deferred stop (:func:`~toolkit.signals.check_stop`)."""
+    while True:
+        try:
+            return handoff.get(timeout=_POLL)
+        except queue.Empty:
+            check_stop()
 
 
 class RequestPool:
@@ -92,11 +179,12 @@ class RequestPool:
     many streams run and however far each reads ahead, no more than ``workers`` requests are ever in flight.
 
     :meth:`call` and :meth:`map` wait for their answers: call them from outside the pool's threads only.
+    :meth:`close` does not wait for the requests in flight (see the module's notes on stopping).
     """
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
-        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="chainops-request")
+        self._executor = Workers(self.workers, "chainops-request")
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         """Queue ``fn(*args, **kwargs)``; its future."""
@@ -108,11 +196,16 @@ class RequestPool:
 
     def map(self, fn: Callable[[A], T], items: Iterable[A]) -> list[T]:
         """``fn`` of each item, run concurrently on the pool, in the items' order."""
-        return list(self._executor.map(fn, items))
+        futures = [self._executor.submit(fn, item) for item in items]
+        try:
+            return [future.result() for future in futures]
+        finally:
+            for future in futures:
+                future.cancel()  # after an error: those not started never are
 
     def close(self) -> None:
-        """Drop what has not started and wait for the requests in flight."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Drop what has not started and abandon the requests in flight (their answers are dropped)."""
+        self._executor.close()
 
 
 class ReadAhead(Generic[T]):

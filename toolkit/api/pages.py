@@ -4,19 +4,25 @@
 - :class:`EventCursorPaginator`: the two event endpoints, where ``offset`` is a per-channel *message* offset to start
   from (events come back in ascending ``headers.offset`` from there) and the envelope is ``{events, has_more}``
   (``data`` is accepted too).
+- :class:`WireEventPaginator`: the event log as the loaders read it, a page in the documented shape decoded straight
+  from the bytes (:mod:`.wire`), any other parsed generically.
 
-Each yields :class:`Page` objects that carry the request that produced them, so an error or an audit row can name it.
+:meth:`toolkit.api.Client.paginate` is the one loop that drives any of them: it asks a paginator for the next
+request, sends it (through a read-ahead pool or not), hands the body to :meth:`Paginator.read` and the result to
+:meth:`Paginator.turn`, which advances the paginator and builds the page yielded. Each page carries the request that
+produced it, so an error or an audit row can name it.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
 
 from ..errors import ResponseFormatError
-from .wire import DecodedEvents
+from . import exactjson
+from .wire import DecodedEvents, decode_event_page, raw_payloads
 
 Params = dict[str, Any]
 
@@ -106,8 +112,16 @@ def event_offset(event: Mapping[str, Any]) -> int | None:
     return None
 
 
-class _Paginator:
-    """What every paginator shares: the base parameters, the page size, the current ``offset`` and ``done``."""
+PageT = TypeVar("PageT", bound=Page)
+
+
+class Paginator(Generic[PageT]):
+    """What every paginator shares: the base parameters, the page size, the current ``offset`` and ``done``, and the
+    steps :meth:`toolkit.api.Client.paginate` drives: :meth:`next_request`, :attr:`parse`, :meth:`read`,
+    :meth:`turn`, and :meth:`unreadable` for a page that cannot be read."""
+
+    #: How the body of a successful answer is parsed (``None``: the client's exact JSON parse).
+    parse: Callable[[bytes], Any] | None = None
 
     def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0) -> None:
         self.path = path
@@ -115,17 +129,31 @@ class _Paginator:
         self.limit = limit
         self.offset = start
         self.done = False
+        self.problem: str | None = None
 
     def next_request(self) -> Params:
         """Parameters of the next request."""
         return {**self.base, "limit": self.limit, "offset": self.offset}
+
+    def unreadable(self, request: Params) -> PageT:
+        """The empty page standing for ``request`` when its answer cannot be read (carried by a BadPageError)."""
+        raise NotImplementedError
+
+    def read(self, body: Any, request: Params) -> Any:
+        """Check the parsed ``body`` of ``request``; a body of the wrong shape raises ResponseFormatError."""
+        raise NotImplementedError
+
+    def turn(self, read: Any, request: Params) -> PageT:
+        """Advance past what :meth:`read` returned; the page to yield (with the :attr:`problem` that ended the walk,
+        if one did)."""
+        raise NotImplementedError
 
 
 #: How many recent pages of an offset walk are remembered to tell whether a page brings a new id.
 RECENT_PAGES = 20
 
 
-class OffsetPaginator(_Paginator):
+class OffsetPaginator(Paginator[Page]):
     """``limit``/``offset`` row-skip paging: ask, read ``has_more``, move ``offset`` by the rows received.
 
     With ``key`` (the id field of the list's records) a page whose ids all came on the last :data:`RECENT_PAGES`
@@ -140,10 +168,22 @@ class OffsetPaginator(_Paginator):
     ) -> None:
         super().__init__(path, params, limit=limit, start=start)
         self.key = key
-        self.problem: str | None = None
         self._recent: deque[list[str]] = deque()
         self._seen: Counter[str] = Counter()
         self._pages: set[int] = set()
+
+    def unreadable(self, request: Params) -> Page:
+        """An empty page for ``request``."""
+        return Page([], False, self.path, request)
+
+    def read(self, body: Any, request: Params) -> Page:
+        """The ``{data, has_more}`` envelope as a page."""
+        return unwrap_list(body, self.path, request)
+
+    def turn(self, read: Page, request: Params) -> Page:
+        """Advance past the page; it carries the :attr:`problem` if it ended the walk."""
+        self.update(read)
+        return replace(read, problem=self.problem) if self.problem else read
 
     def update(self, page: Page) -> None:
         """Advance past ``page``; the walk ends when ``has_more`` is false, or with a :attr:`problem` when the page
@@ -173,7 +213,7 @@ class OffsetPaginator(_Paginator):
             self._seen += Counter()  # drop the ids no longer remembered
 
 
-class EventCursorPaginator(_Paginator):
+class EventCursorPaginator(Paginator[EventPage]):
     """Message-offset paging of the event endpoints: start at ``offset``, continue from the highest offset + 1.
 
     Offsets that go backwards (a page whose highest offset is below the one asked for) or a page that claims more
@@ -181,9 +221,26 @@ class EventCursorPaginator(_Paginator):
     read.
     """
 
-    def __init__(self, path: str, params: Mapping[str, Any] | None = None, *, limit: int, start: int = 0) -> None:
-        super().__init__(path, params, limit=limit, start=start)
-        self.problem: str | None = None
+    def unreadable(self, request: Params) -> EventPage:
+        """An empty page for ``request``, naming the offset the walk stands at."""
+        return EventPage([], False, self.path, request, next_offset=self.offset)
+
+    def read(self, body: Any, request: Params) -> Page:
+        """The ``{events, has_more}`` envelope (``data`` accepted too) as a page."""
+        return unwrap_list(body, self.path, request, keys=("events", "data"))
+
+    def turn(self, read: Page, request: Params) -> EventPage:
+        """Advance past the page; an :class:`EventPage` naming the offset to ask for next."""
+        next_offset = self.update(read)
+        return EventPage(
+            read.records,
+            read.has_more,
+            self.path,
+            request,
+            rejected=read.rejected,
+            problem=self.problem,
+            next_offset=next_offset,
+        )
 
     def update(self, page: Page) -> int | None:
         """Advance past ``page``; returns the next offset."""
@@ -208,3 +265,53 @@ class EventCursorPaginator(_Paginator):
         self.offset = highest + 1
         self.done = not has_more
         return self.offset
+
+
+def parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
+    """The typed decode of an event page, or the generic parse with each payload's raw text."""
+    decoded = decode_event_page(content)
+    if decoded is not None:
+        return decoded
+    return exactjson.loads(content), raw_payloads(content)
+
+
+class WireEventPaginator(EventCursorPaginator):
+    """The event log's message-offset paging as the loaders read it: a page in the documented shape is decoded
+    straight from the bytes (:class:`~.wire.DecodedEvents`), any other is parsed generically with each payload's raw
+    JSON text kept beside it."""
+
+    parse = staticmethod(parse_event_page)
+
+    def unreadable(self, request: Params) -> WireEventPage:
+        """An empty page for ``request``, naming the offset the walk stands at."""
+        return WireEventPage([], False, self.path, request, next_offset=self.offset)
+
+    def read(self, body: Any, request: Params) -> DecodedEvents | tuple[Page, list[bytes | None] | None]:
+        """The decoded page as it is, or the generic envelope checked, with the payload texts."""
+        if isinstance(body, DecodedEvents):
+            return body
+        parsed, texts = body
+        return super().read(parsed, request), texts
+
+    def turn(self, read: DecodedEvents | tuple[Page, list[bytes | None] | None], request: Params) -> WireEventPage:
+        """Advance past the page; a :class:`WireEventPage` naming the offset to ask for next."""
+        if isinstance(read, DecodedEvents):
+            highest = max((e.headers.offset for e in read.events), default=None)
+            next_offset = self.advance(highest, read.has_more)
+            return WireEventPage(
+                [], read.has_more, self.path, request, problem=self.problem, next_offset=next_offset, decoded=read
+            )
+        page, texts = read
+        if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
+            texts = None
+        next_offset = self.update(page)
+        return WireEventPage(
+            page.records,
+            page.has_more,
+            self.path,
+            request,
+            rejected=page.rejected,
+            problem=self.problem,
+            next_offset=next_offset,
+            payload_texts=texts,
+        )

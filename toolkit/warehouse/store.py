@@ -1,7 +1,10 @@
 """The DuckDB store: open the file, create the schema and views, upsert Arrow batches with their cursors.
 
 One writer at a time: :func:`sync_lock` takes an exclusive lock file beside the warehouse; a second writer gets
-:class:`~toolkit.errors.SyncLockedError` with a clear message. Readers open with ``read_only=True``.
+:class:`~toolkit.errors.SyncLockedError` naming the holder. A sync holds it for its whole run; a :class:`Warehouse`
+opened for writing holds it while open (unless this process already holds it, as a sync does around its own
+connection), so code that writes through the toolkit never writes beside a running sync. Readers open with
+``read_only=True`` and need no lock.
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib import resources
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ import pyarrow.compute as pc
 
 from ..errors import SyncLockedError, WarehouseError
 from .arrow import TABLES
+from .ddl import KEYLESS_TABLES, schema_sql
 from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
@@ -36,8 +42,6 @@ DEFAULT_READER_WAIT = 30.0
 #: (and compresses again) a partly filled one at every commit that adds to it. With groups smaller than a commit,
 #: nearly every row is compressed once: measured on a 1M-event sync, about 40% less work for the writer.
 WRITE_ROW_GROUP_SIZE = 16_384
-#: The large tables whose key the loader keeps unique without a PRIMARY KEY constraint (see schema.sql).
-KEYLESS_TABLES = ("operations", "operation_transactions", "queries")
 #: The storage format a new warehouse is written in: the oldest DuckDB release that reads every feature the schema
 #: uses (ZSTD-compressed text in ``events.payload``), so DuckDB 1.4 and later (its CLI, DBeaver's bundled driver,
 #: older Python environments) open the file. A file made before keeps the format it has: DuckDB cannot lower the
@@ -48,10 +52,6 @@ STORAGE_VERSION = "v1.4.0"
 def _readers_file(path: Path) -> Path:
     """The file by which readers in other processes ask a running sync to make room."""
     return Path(f"{path}.readers")
-
-
-def _schema_sql() -> str:
-    return resources.files("toolkit.warehouse").joinpath("sql/schema.sql").read_text(encoding="utf-8")
 
 
 def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) -> pa.Table:
@@ -86,17 +86,28 @@ class Warehouse:
                 f"No warehouse at {self.path}. Run `chainops sync` (or `chainops demo`) first, "
                 "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
             )
+        self._lock = contextlib.ExitStack()
         if not read_only:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise write_failure(self.path, exc) from None
+            if not holds_sync_lock(self.path):  # a sync opening its own connection holds it already
+                self._lock.enter_context(sync_lock(self.path, holder="a Warehouse opened for writing"))
         self._inspected = False  # a writer checks once, read-only, that the file is a warehouse (see identity)
         self._settings: dict[str, str | int] = {}  # made with configure(), applied again on reopen()
-        self.con = self._connect(wait)
+        try:
+            self.con = self._connect(wait)
+        except BaseException:
+            self._lock.close()
+            raise
         self._column_cache: dict[str, list[str]] = {}
         if not read_only:
-            self.ensure_schema()
+            try:
+                self.ensure_schema()
+            except BaseException:
+                self.close()
+                raise
 
     def _connect(self, wait: float) -> duckdb.DuckDBPyConnection:
         """Open the file; while another process holds it, ask it to make room (see :meth:`yield_to_readers`)
@@ -204,7 +215,7 @@ class Warehouse:
 
         DuckDB then lets go of what it held for the file, such as the primary-key index nodes that upserts loaded
         (it keeps them in memory, against the memory limit, until the connection closes; the large tables have no
-        such index, see schema.sql), and loads again only what is used. Settings made with :meth:`configure` are
+        such index, see ddl.py), and loads again only what is used. Settings made with :meth:`configure` are
         applied again (a plain ``SET`` is not); a reader that got in meanwhile is waited for up to ``wait`` seconds.
         Call only between transactions, from the thread that owns the connection.
         """
@@ -230,7 +241,7 @@ class Warehouse:
     def ensure_schema(self) -> None:
         """Create missing tables, drop the primary keys an older warehouse may still hold on the large tables, and
         (re)create the views."""
-        self.con.execute(_schema_sql())
+        self.con.execute(schema_sql())
         self.con.execute(MARKER_SQL)
         self._drop_primary_keys()
         self._migrate_query_target()
@@ -240,7 +251,7 @@ class Warehouse:
 
     def _drop_primary_keys(self) -> None:
         """Rebuild without its PRIMARY KEY each of :data:`KEYLESS_TABLES` that still has one (warehouses made before
-        the keys were dropped; see schema.sql). DuckDB cannot drop a constraint, so the rows are copied to a new table
+        the keys were dropped; see ddl.py). DuckDB cannot drop a constraint, so the rows are copied to a new table
         that takes the old one's name, in one transaction: a crash leaves the table as it was."""
         keyed = [
             name
@@ -283,8 +294,11 @@ class Warehouse:
             )
 
     def close(self) -> None:
-        """Close the connection."""
-        self.con.close()
+        """Close the connection (and let go of the writer lock, if this warehouse took it)."""
+        try:
+            self.con.close()
+        finally:
+            self._lock.close()
 
     def __enter__(self) -> Warehouse:
         return self
@@ -430,12 +444,31 @@ class Warehouse:
         return [r[0] for r in rows]
 
 
+#: The warehouses (resolved paths) whose writer lock this process holds through :func:`sync_lock`.
+_HELD: set[str] = set()
+_HELD_GUARD = threading.Lock()
+
+
+def _lock_key(path: str | os.PathLike[str]) -> str:
+    return str(Path(path).resolve())
+
+
+def holds_sync_lock(path: str | os.PathLike[str]) -> bool:
+    """Whether this process holds the writer lock of the warehouse at ``path`` (see :func:`sync_lock`)."""
+    with _HELD_GUARD:
+        return _lock_key(path) in _HELD
+
+
 @contextlib.contextmanager
-def sync_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold the warehouse's writer lock (``<warehouse>.lock``) for the block, or raise SyncLockedError at once.
+def sync_lock(path: str | os.PathLike[str], *, holder: str = "a sync") -> Iterator[None]:
+    """Hold the warehouse's writer lock (``<warehouse>.lock``) for the block, or raise SyncLockedError at once,
+    naming who holds it.
 
     The lock is the ``filelock`` package's (``flock`` on POSIX, ``msvcrt`` locking on Windows), released by the
-    operating system when the process ends, so a killed sync leaves no lock behind."""
+    operating system when the process ends, so a killed sync leaves no lock behind. Not re-entrant: a second
+    ``sync_lock`` on the same warehouse is refused even in the same process. While held, the lock file names its
+    ``holder`` (what it is, its process id and host, and since when, UTC), which the refusal quotes; it is emptied
+    again on release."""
     lock_path = Path(f"{path}.lock")
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -445,12 +478,49 @@ def sync_lock(path: str | os.PathLike[str]) -> Iterator[None]:
         lock.acquire()
     except filelock.Timeout:
         raise SyncLockedError(
-            f"Another sync is writing to {path} right now. Wait for it to finish and run again "
-            f"(if no sync is running, the lock file {lock_path} is stale and may be deleted)."
+            f"Another sync is writing to {path} right now{_holder_of(lock_path)}. Wait for it to finish and run "
+            f"again (if no sync is running, the lock file {lock_path} is stale and may be deleted)."
         ) from None
     except OSError as exc:
         raise write_failure(path, exc) from None
+    key = _lock_key(path)
+    with _HELD_GUARD:
+        _HELD.add(key)
+    _write_holder(
+        lock_path,
+        f"{holder}, process {os.getpid()} on {socket.gethostname()}, since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC",
+    )
     try:
         yield
     finally:
+        _write_holder(lock_path, "")
+        with _HELD_GUARD:
+            _HELD.discard(key)
         lock.release()
+
+
+#: The longest holder description read from a lock file (it is ours, but any file may sit at that path).
+_HOLDER_MAX = 300
+
+
+def _write_holder(lock_path: Path, text: str) -> None:
+    """Replace the lock file's content with ``text`` (best effort: the lock works without it)."""
+    try:
+        with open(lock_path, "r+", encoding="utf-8") as handle:
+            handle.truncate(0)
+            handle.write(text)
+    except OSError:
+        pass
+
+
+def _holder_of(lock_path: Path) -> str:
+    """`` (held by ...)`` from the lock file, or nothing when it names no holder."""
+    try:
+        with open(lock_path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(_HOLDER_MAX + 1)
+    except OSError:
+        return ""
+    text = " ".join(text.split())
+    if not text:
+        return ""
+    return f" (held by {text[:_HOLDER_MAX]})"

@@ -9,7 +9,8 @@ Network names come from ``networks``; an unknown selector shows as itself.
 
 How they stay fast on big warehouses: the per-operation work (grouping events by operation and status, the window
 over each operation's statuses, the pivot to one row per operation) is materialised at sync time into the tables
-``model_operation_transitions`` and ``model_operation_lifecycle`` by :func:`toolkit.warehouse.models.refresh_models`.
+``model_operation_transitions`` and ``model_operation_lifecycle`` by
+:func:`toolkit.warehouse.model_tables.refresh_models`.
 It records a watermark (the newest ``synced_at`` of ``events`` and ``operations`` it has folded in) in
 ``sync_state`` under the stream ``models``. Every row written after the watermark marks its operation *stale*
 (``model_stale_operations``). The public views read the materialised rows of every operation that is not stale and

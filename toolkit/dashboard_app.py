@@ -1,5 +1,5 @@
-"""An ipywidgets dashboard over the metrics: filters for channel, network, time range and status that redraw the
-latency, failure, finality and stuck-operation views.
+"""The ipywidgets dashboard over the metrics: filters for channel, network, time range and status that redraw the
+latency, failure, finality and stuck-operation views. ``tk.dashboard(...)`` (:func:`toolkit.dashboard`) builds one.
 
 >>> import toolkit as tk
 >>> tk.dashboard("data/demo.duckdb")   # doctest: +SKIP
@@ -17,8 +17,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import sys
-import types
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -330,17 +328,6 @@ def dashboard(warehouse: metrics.WarehouseLike = None, *, bucket: str | None = N
     Returns the :class:`Dashboard` (display it as a cell's last value).
     """
     return Dashboard(warehouse, bucket=bucket)
-
-
-class _CallableModule(types.ModuleType):
-    """``toolkit.dashboard`` is both this module and the function: importing the module rebinds the package's
-    attribute, so the module forwards calls to :func:`dashboard`."""
-
-    def __call__(self, warehouse: metrics.WarehouseLike = None, **options: Any) -> Dashboard:
-        return dashboard(warehouse, **options)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 
 def _plain_summary(markup: str) -> str:

@@ -1,3 +1,6 @@
+-- The DDL of the raw tables as toolkit/warehouse/sql/schema.sql held it before the tables were declared once
+-- (toolkit/warehouse/ddl.py writes it now): tests/warehouse/test_table_definitions.py checks the two agree.
+--
 -- Raw tables: one row per resource, upserted by primary key. Timestamps are TIMESTAMPTZ (UTC) from unix seconds.
 -- Ids, chain selectors and wei amounts are text (exact; selectors exceed signed 64 bits). Unknown fields of a
 -- record are kept in `extra` (JSON); `synced_at` is when this row was last written by a sync.
