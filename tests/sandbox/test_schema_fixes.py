@@ -80,3 +80,23 @@ def test_the_description_is_served_without_a_key(srv) -> None:
         r = anonymous.get("/openapi.json")
     assert r.status_code == 200 and r.json()["openapi"].startswith("3.1")
     assert "ApiKeyAuth" in r.json()["components"]["securitySchemes"]
+
+
+# ECMA-262's white space (what JSON Schema's \s means), written out here rather than taken from the sandbox
+ECMA_SPACE = "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+ECMA_SPACE += "\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+@pytest.mark.parametrize("name", ["\x1d", "\x1c\x1f", "\x85", " \x1e "])
+def test_a_name_of_characters_only_python_counts_as_space_is_accepted(mine, name) -> None:
+    # the published pattern is \S, an ECMA-262 regex: U+001C-U+001F and U+0085 are not white space there
+    assert not any(c in ECMA_SPACE for c in name.strip(" "))
+    r = mine.post("/channels", json={"name": name})
+    assert r.status_code in (200, 201), r.text
+    assert r.json()["name"] == name
+
+
+@pytest.mark.parametrize("name", [" ", "\t\n", "\u3000", "\u2028 \ufeff", ECMA_SPACE])
+def test_a_name_of_white_space_only_is_refused(mine, name) -> None:
+    r = mine.post("/channels", json={"name": name})
+    assert r.status_code == 400 and r.json()["message"].startswith("name")

@@ -37,10 +37,19 @@ _TYPE_WORDS = {
 }
 
 
+#: ECMA-262's white space and line terminators: its ``\s``. Python's also holds U+001C-U+001F and U+0085, so a name of
+#: U+001D would be refused here although the published schema (``\S``) allows it.
+_ECMA_SPACE = r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
 @cache
 def _regex(pattern: str) -> re.Pattern:
-    # JSON Schema patterns are ECMA-262, where $ ends the text; Python's $ also matches before a final newline
-    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
+    # JSON Schema patterns are ECMA-262, where $ ends the text (Python's $ also matches before a final newline) and
+    # \s is ECMA's white space (outside a character class, the only place the schemas use it)
+    pattern = re.sub(r"(?<!\\)\$", r"\\Z", pattern)
+    pattern = re.sub(r"(?<!\\)\\S", f"[^{_ECMA_SPACE}]".replace("\\", "\\\\"), pattern)
+    pattern = re.sub(r"(?<!\\)\\s", f"[{_ECMA_SPACE}]".replace("\\", "\\\\"), pattern)
+    return re.compile(pattern)
 
 
 def matches(pattern: str, value: str) -> bool:
