@@ -18,7 +18,7 @@ from tests import rawhistory as raw
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.sandbox import Sandbox
-from toolkit.sync import sync
+from toolkit.loader import sync
 
 KEY = "ck_test_inflight-5e1d0a7c93"
 START = 1_795_000_000

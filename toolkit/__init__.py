@@ -12,7 +12,7 @@ from .api import Client
 from .config import Settings
 from .errors import ChainopsError
 from .metrics import status_latency
-from .sync import SyncResult, sync
+from .loader import SyncResult, sync
 from .warehouse import Warehouse
 
 __version__ = "0.1.0"

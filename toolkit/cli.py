@@ -138,7 +138,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Sandbox -> sync -> metrics -> report, offline."""
     from . import metrics, report
     from .sandbox import Sandbox
-    from .sync import sync
+    from .loader import sync
 
     warehouse = Path(args.warehouse)
     _replace_demo_warehouse(warehouse)
@@ -215,7 +215,7 @@ def _at_least_one(text: str) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """Sync the organisation from CREC_BASE_URL into the warehouse."""
-    from .sync import sync
+    from .loader import sync
 
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
     result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet, workers=args.workers)

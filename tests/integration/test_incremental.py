@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import TEST_KEY
 from toolkit.api import Client
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 TABLES = ["networks", "channels", "wallets", "watchers", "operations", "operation_transactions", "queries", "events"]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.api import Client
-from toolkit.sync import COMMIT_ROWS, sync
+from toolkit.loader import COMMIT_ROWS, sync
 from toolkit.warehouse import Warehouse
 
 START = 1_795_000_000
@@ -74,7 +74,7 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
     if rows_per_batch is not None:
         monkeypatch.setitem(COMMIT_ROWS, "events", rows_per_batch)
     if rows_per_transaction is not None:
-        monkeypatch.setattr(importlib.import_module("toolkit.sync"), "TRANSACTION_ROWS", rows_per_transaction)
+        monkeypatch.setattr(importlib.import_module("toolkit.loader.run"), "TRANSACTION_ROWS", rows_per_transaction)
     clean = tmp_path / "clean.duckdb"
     with Client(server.base_url, TEST_KEY) as plain:
         sync(client=plain, warehouse=str(clean), quiet=True)

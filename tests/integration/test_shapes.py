@@ -18,7 +18,7 @@ from tests.conftest import TEST_KEY
 from toolkit.config import Settings
 from toolkit.sandbox import Sandbox
 
-sync_module = importlib.import_module("toolkit.sync")  # the package re-exports the function under that name
+sync_module = importlib.import_module("toolkit.loader.run")  # the package re-exports the function under that name
 START = 1_795_000_000
 #: Far below what a first build of these shapes needs at the default piece size.
 TIGHT_MEMORY = "24MB"

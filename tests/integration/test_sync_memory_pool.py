@@ -10,10 +10,10 @@ import pytest
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
 from toolkit.errors import ChainopsError
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
-sync_module = importlib.import_module("toolkit.sync")  # the package re-exports the function under this name
+sync_module = importlib.import_module("toolkit.loader.run")  # the package re-exports the function under this name
 
 
 def _pools_seen_by_upserts(monkeypatch: pytest.MonkeyPatch) -> list[str]:

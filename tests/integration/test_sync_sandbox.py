@@ -13,7 +13,7 @@ from tests.metrics.km_reference import km_percentile
 from toolkit import spec
 from toolkit.config import Settings
 from toolkit.metrics import status_latency
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 

@@ -16,7 +16,7 @@ from tests.conftest import TEST_KEY
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.sandbox import Sandbox
-from toolkit.sync import sync
+from toolkit.loader import sync
 
 pytestmark = pytest.mark.slow
 START = 1_795_000_000

@@ -14,7 +14,7 @@ from toolkit.api import Client
 from toolkit.config import Settings
 from toolkit.display import clean_for_terminal, csv_safe, shorten
 from toolkit.sandbox import Sandbox
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 ANSI = "\x1b[31mred alert\x1b[0m\x1b]0;pwned\x07"

@@ -56,7 +56,7 @@ def messy_export(tmp_path_factory) -> tuple[str, str]:
     from toolkit.config import Settings
     from toolkit.export import export_parquet
     from toolkit.sandbox import Sandbox
-    from toolkit.sync import sync
+    from toolkit.loader import sync
 
     root = Path(tmp_path_factory.mktemp("messy"))
     warehouse = str(root / "messy.duckdb")

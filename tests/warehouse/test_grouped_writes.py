@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from toolkit.api import Client
-from toolkit.sync import Loader, SyncResult
+from toolkit.loader.run import Loader, SyncResult
 from toolkit.warehouse import Warehouse, to_batch
 
 

@@ -42,21 +42,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
-from . import spec
-from .api import Client, Page, WireEventPage
-from .api.concurrency import RequestPool, prefetch
-from .api.pages import event_offset
-from .api.wire import DecodedEvents, merge_decoded
-from .config import Settings, is_loopback_host
-from .errors import BadPageError, ChainopsError, NotFoundError, ResponseFormatError
-from .signals import check_stop, is_interruption, sigterm_received
-from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
-from .warehouse.event_batches import events_batch, wire_events_batch
-from .warehouse.failures import WRITE_FAILURES, write_failure
-from .warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_limit, with_more_memory
-from .warehouse.models import refresh_models
-from .warehouse.patch import apply_new_events
-from .warehouse.writer import Writer
+from .. import spec
+from ..api import Client, Page, WireEventPage
+from ..api.concurrency import RequestPool, prefetch
+from ..api.pages import event_offset
+from ..api.wire import DecodedEvents, merge_decoded
+from ..config import Settings, is_loopback_host
+from ..errors import BadPageError, ChainopsError, NotFoundError, ResponseFormatError
+from ..signals import check_stop, is_interruption, sigterm_received
+from ..warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
+from ..warehouse.event_batches import events_batch, wire_events_batch
+from ..warehouse.failures import WRITE_FAILURES, write_failure
+from ..warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_limit, with_more_memory
+from ..warehouse.models import refresh_models
+from ..warehouse.patch import apply_new_events
+from ..warehouse.writer import Writer
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 PageT = TypeVar("PageT", bound=Page)
