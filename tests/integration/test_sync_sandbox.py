@@ -12,8 +12,8 @@ from tests.conftest import TEST_KEY
 from tests.metrics.km_reference import km_percentile
 from toolkit import spec
 from toolkit.config import Settings
-from toolkit.metrics import status_latency
 from toolkit.loader import sync
+from toolkit.metrics import status_latency
 from toolkit.warehouse import Warehouse
 
 

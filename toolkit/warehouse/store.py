@@ -26,6 +26,7 @@ from .arrow import TABLES
 from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
+from .sync_queries import SyncQueries
 from .views import view_statements
 
 #: Seconds a reader waits for a running sync to make room before giving up.
@@ -64,7 +65,7 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
     raise WarehouseError(f"cannot read a {type(result).__name__} as an Arrow table (not a query result)")
 
 
-class Warehouse:
+class Warehouse(SyncQueries):
     """A DuckDB warehouse file with the toolkit's tables and views.
 
     Use as a context manager. ``read_only=True`` opens an existing file for queries only.
