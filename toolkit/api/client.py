@@ -12,6 +12,7 @@ Results are the plain dicts the service sent (unknown fields kept), typed by :mo
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -50,6 +51,8 @@ from .models import (
 from .pages import EventCursorPaginator, EventPage, OffsetPaginator, Page, WireEventPage, unwrap_list
 from .retry import RetryPolicy, parse_retry_after, retrying
 from .wire import DecodedEvents, decode_event_page, raw_payloads
+
+log = logging.getLogger("toolkit.api")
 
 Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
@@ -141,6 +144,7 @@ class Client:
                 if attempt > 1:
                     with self._lock:
                         self.retries += 1
+                    log.info("retrying %s /%s (attempt %d)", method, self.redact(path), attempt)
                 try:
                     return self._send_once(method, path, params, json_body, parse or _parse_json)
                 except (ApiError, TransportError) as exc:
