@@ -15,11 +15,11 @@ TABLES = ["networks", "channels", "wallets", "watchers", "operations", "operatio
 
 
 def snapshot(path) -> dict[str, list[tuple]]:
-    """Every table's rows without the sync bookkeeping column, sorted."""
+    """Every table's rows without the sync bookkeeping columns (when and by which transaction), sorted."""
     out = {}
     with Warehouse(path, read_only=True) as wh:
         for table in TABLES:
-            cols = [c for c in wh.columns(table) if c != "synced_at"]
+            cols = [c for c in wh.columns(table) if c not in ("synced_at", "write_seq")]
             select = ", ".join(f'"{c}"::VARCHAR' for c in cols)
             out[table] = sorted(wh.con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
     return out

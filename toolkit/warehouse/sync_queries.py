@@ -15,6 +15,7 @@ import duckdb
 
 from . import patch
 from .memory import raise_memory_limit, with_more_memory
+from .write_seq import next_write_seq
 
 if TYPE_CHECKING:
     _Base = Any
@@ -26,19 +27,27 @@ class SyncQueries(_Base):
     """Methods of :class:`~toolkit.warehouse.Warehouse` used by a sync run (see the module docstring)."""
 
     con: duckdb.DuckDBPyConnection
+    _write_seq: int | None
 
     # ---- transactions ------------------------------------------------------------------------------------------
 
     def begin(self) -> None:
         """Open a transaction (see :meth:`commit`, :meth:`rollback`)."""
         self.con.execute("BEGIN TRANSACTION")
+        try:
+            self._write_seq = next_write_seq(self.con)
+        except BaseException:
+            self.rollback()
+            raise
 
     def commit(self) -> None:
         """Commit the open transaction."""
+        self._write_seq = None
         self.con.execute("COMMIT")
 
     def rollback(self) -> None:
         """Roll back the open transaction, if any (DuckDB drops a transaction whose COMMIT failed: no error then)."""
+        self._write_seq = None
         with contextlib.suppress(duckdb.Error):
             self.con.execute("ROLLBACK")
 
