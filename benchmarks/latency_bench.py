@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchmarks._server import KEY, cpu_seconds, sandbox_server
 from toolkit.api import Client
-from toolkit.sync import sync
+from toolkit.loader import sync
 
 START = "1795000000"
 #: Events per operation per day of the sandbox's shapes (measured: 60,000 events at 8,000 operations a day).

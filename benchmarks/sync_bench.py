@@ -53,7 +53,7 @@ SYNC_AND_REPORT = (
     + """
 import json, sys
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 r = sync(Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={}), quiet=True)
 print(json.dumps({"seconds": r.seconds, "requests": r.requests, "rows": dict(r.rows), "phases": r.phases,
                   "peak_mb": peak_rss_mb()}))

@@ -17,8 +17,8 @@ import pandas as pd
 from tests import rawhistory as raw
 from toolkit import metrics
 from toolkit.config import Settings
+from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
-from toolkit.sync import sync
 
 KEY = "ck_test_inflight-5e1d0a7c93"
 START = 1_795_000_000

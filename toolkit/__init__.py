@@ -7,15 +7,20 @@
 Nothing here imports plotting, widget or sandbox code.
 """
 
+import logging
+
 from . import errors, metrics, spec
 from .api import Client
 from .config import Settings
 from .errors import ChainopsError
+from .loader import SyncResult, sync
 from .metrics import status_latency
-from .sync import SyncResult, sync
 from .warehouse import Warehouse
 
 __version__ = "0.1.0"
+
+# the toolkit logs its decisions (see toolkit.logs): silent unless the application configures logging
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def dashboard(warehouse: str | Warehouse | None = None, **options: object) -> object:

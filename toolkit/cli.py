@@ -21,6 +21,7 @@ from .atomic import atomic_file, output_error
 from .config import Settings, data_dir, redact
 from .display import clean_for_terminal, frame_for_csv, frame_for_display, frame_for_terminal
 from .errors import ChainopsError, UsageError
+from .logs import show_on_stderr
 from .signals import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -137,8 +138,8 @@ def _write_frame(df: pd.DataFrame, fmt: str, out: str | None, *, metric: bool = 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Sandbox -> sync -> metrics -> report, offline."""
     from . import metrics, report
+    from .loader import sync
     from .sandbox import Sandbox
-    from .sync import sync
 
     warehouse = Path(args.warehouse)
     _replace_demo_warehouse(warehouse)
@@ -223,7 +224,7 @@ def _at_least_one(text: str) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """Sync the organisation from CREC_BASE_URL into the warehouse."""
-    from .sync import sync
+    from .loader import sync
 
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
     result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet, workers=args.workers)
@@ -482,6 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Sync a Channel-Based Chain Operations Service into DuckDB and analyse it. "
         "The key comes from CREC_API_KEY, the service from CREC_BASE_URL, the warehouse from CHAINOPS_WAREHOUSE.",
     )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="show what the sync decides on stderr (-vv: more detail)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def warehouse_opt(p: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -528,6 +532,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_at_least_one,
         metavar="N",
         help="requests in flight at once (default: 4, or 1 when the service is on this machine)",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        dest="sync_verbose",
+        action="count",
+        default=0,
+        help="log retries, holes re-read, refetches and commits to stderr (-vv: more detail)",
     )
     p.set_defaults(func=cmd_sync)
 
@@ -715,6 +727,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    show_on_stderr(args.verbose + getattr(args, "sync_verbose", 0))
 
     def fail(message: str, code: int) -> int:
         # newlines stay: DuckDB's syntax errors point at the query with a caret on the next line

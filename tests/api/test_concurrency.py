@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from toolkit.api.concurrency import prefetch
-from toolkit.sync import WORKERS, default_workers
+from toolkit.loader import WORKERS, default_workers
 
 
 def streams_recording_threads(seen: list[tuple[str, int, str]]):

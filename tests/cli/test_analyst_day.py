@@ -19,7 +19,7 @@ from toolkit.cli import EXIT_BROKEN_PIPE, main, output_format
 from toolkit.config import Settings
 from toolkit.display import duration_unit, format_number, format_percent, frame_for_display
 from toolkit.errors import UsageError, WarehouseError
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 

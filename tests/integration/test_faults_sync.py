@@ -14,7 +14,7 @@ from tests.integration.test_incremental import TABLES, snapshot
 from toolkit import errors
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
-from toolkit.sync import sync
+from toolkit.loader import sync
 
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
 START = 1_795_000_000  # the same simulated "now" for every sandbox, so their histories are identical

@@ -21,7 +21,7 @@ from tests.integration.test_incremental import TABLES, settings_for, snapshot
 from toolkit import cli, report
 from toolkit.errors import WarehouseError
 from toolkit.export import export_parquet
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse.identity import FORMAT, MARKER_TABLE
 

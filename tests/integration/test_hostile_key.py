@@ -16,7 +16,7 @@ from toolkit.api.retry import RetryPolicy
 from toolkit.cli import main
 from toolkit.config import ENV_API_KEY, ENV_BASE_URL, Settings
 from toolkit.export import export_parquet
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 FAST = RetryPolicy(attempts=2, initial=0.01, maximum=0.02, floor=0.01, deadline=10)

@@ -13,7 +13,7 @@ from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, BAD_RECORD_IN
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings
-from toolkit.sync import SyncResult, sync
+from toolkit.loader import SyncResult, sync
 from toolkit.warehouse import Warehouse
 
 FAST = RetryPolicy(attempts=2, initial=0.01, maximum=0.02, floor=0.01, deadline=10)

@@ -8,18 +8,18 @@ import pytest
 from tests.conftest import TEST_KEY
 from toolkit.api import Client
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 TABLES = ["networks", "channels", "wallets", "watchers", "operations", "operation_transactions", "queries", "events"]
 
 
 def snapshot(path) -> dict[str, list[tuple]]:
-    """Every table's rows without the sync bookkeeping column, sorted."""
+    """Every table's rows without the sync bookkeeping columns (when and by which transaction), sorted."""
     out = {}
     with Warehouse(path, read_only=True) as wh:
         for table in TABLES:
-            cols = [c for c in wh.columns(table) if c != "synced_at"]
+            cols = [c for c in wh.columns(table) if c not in ("synced_at", "write_seq")]
             select = ", ".join(f'"{c}"::VARCHAR' for c in cols)
             out[table] = sorted(wh.con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
     return out

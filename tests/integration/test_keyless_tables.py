@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse.ddl import KEYLESS_TABLES
 
@@ -22,11 +22,11 @@ def _primary_keys(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 def _contents(con: duckdb.DuckDBPyConnection, *, synced_at: bool = True) -> dict[str, list[str]]:
     """Every row of the tables, and of a public view over them, as text (timestamps in UTC), with or without the
-    time each row was stored."""
+    time and transaction each row was stored in."""
     con.execute("SET TimeZone = 'UTC'")
     out = {}
     for table, key in {**KEYS, "operation_lifecycle": "operation_id"}.items():
-        columns = "*" if synced_at else "COLUMNS(lambda c: c <> 'synced_at')"
+        columns = "*" if synced_at else "COLUMNS(lambda c: c NOT IN ('synced_at', 'write_seq'))"
         sql = f"SELECT CAST(t AS VARCHAR) FROM (SELECT {columns} FROM {table}) t ORDER BY {key}"
         rows = con.execute(sql).fetchall()
         out[table] = [row for (row,) in rows]

@@ -4,7 +4,6 @@ event sent again on a later page is stored once, as its last copy."""
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.api import Client
-from toolkit.sync import COMMIT_ROWS, sync
+from toolkit.loader import COMMIT_ROWS, sync, unit_of_work
 from toolkit.warehouse import Warehouse
 
 START = 1_795_000_000
@@ -74,7 +73,7 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
     if rows_per_batch is not None:
         monkeypatch.setitem(COMMIT_ROWS, "events", rows_per_batch)
     if rows_per_transaction is not None:
-        monkeypatch.setattr(importlib.import_module("toolkit.sync"), "TRANSACTION_ROWS", rows_per_transaction)
+        monkeypatch.setattr(unit_of_work, "TRANSACTION_ROWS", rows_per_transaction)
     clean = tmp_path / "clean.duckdb"
     with Client(server.base_url, TEST_KEY) as plain:
         sync(client=plain, warehouse=str(clean), quiet=True)

@@ -20,7 +20,7 @@ from tests.latency_proxy import LatencyProxy
 from toolkit.api import Client
 from toolkit.api.concurrency import RequestPool
 from toolkit.api.retry import RetryPolicy
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))

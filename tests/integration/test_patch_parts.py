@@ -9,7 +9,7 @@ import shutil
 
 from tests.integration.test_incremental import settings_for
 from toolkit import spec
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse, patch
 from toolkit.warehouse.patch import _WORKFLOW_FIELDS
 

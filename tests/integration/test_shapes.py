@@ -8,7 +8,6 @@ the work spills, goes in smaller pieces or retries with more, and the sync compl
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 
 import duckdb
@@ -16,9 +15,11 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
+from toolkit.loader import SyncResult, sync
+from toolkit.loader import run as loader_run
 from toolkit.sandbox import Sandbox
+from toolkit.warehouse import memory, model_tables, patch
 
-sync_module = importlib.import_module("toolkit.sync")  # the package re-exports the function under that name
 START = 1_795_000_000
 #: Far below what a first build of these shapes needs at the default piece size.
 TIGHT_MEMORY = "24MB"
@@ -34,8 +35,8 @@ SHAPES = [
 ]
 
 
-def run_sync(base_url: str, path) -> sync_module.SyncResult:
-    return sync_module.sync(Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
+def run_sync(base_url: str, path) -> SyncResult:
+    return sync(Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
 
 
 def expected(sandbox: Sandbox) -> dict[str, Counter]:
@@ -70,7 +71,7 @@ def stored(path) -> dict[str, Counter]:
 @pytest.mark.slow
 @pytest.mark.parametrize(("shape", "days", "per_day"), SHAPES)
 def test_each_shape_syncs_completely_under_a_tight_memory_ceiling(shape, days, per_day, tmp_path, monkeypatch):
-    monkeypatch.setattr(sync_module, "MODELS_MEMORY_LIMIT", TIGHT_MEMORY)
+    monkeypatch.setattr(loader_run, "MODELS_MEMORY_LIMIT", TIGHT_MEMORY)
     sandbox = Sandbox(orgs=(TEST_KEY,), seed=3, days=days, operations_per_day=per_day, shape=shape, start=START)
     want = expected(sandbox)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
@@ -105,7 +106,7 @@ def test_loading_under_a_ceiling_too_low_for_one_batch_retries_with_more_and_com
     busy_transactions, tmp_path, monkeypatch
 ) -> None:
     sandbox, server = busy_transactions
-    monkeypatch.setattr(sync_module, "SYNC_MEMORY_LIMIT", "8MB")  # an upsert of one batch needs more than this
+    monkeypatch.setattr(loader_run, "SYNC_MEMORY_LIMIT", "8MB")  # an upsert of one batch needs more than this
     result = run_sync(server.base_url, tmp_path / "w.duckdb")
     assert result.outcome == "ok", result.summary()
     assert stored(tmp_path / "w.duckdb") == expected(sandbox)
@@ -118,9 +119,8 @@ def test_a_crash_in_the_models_build_leaves_a_warehouse_the_next_sync_completes(
     reference = tmp_path / "reference.duckdb"
     assert run_sync(server.base_url, reference).outcome == "ok"
 
-    models = importlib.import_module("toolkit.warehouse.model_tables")
-    monkeypatch.setattr(models, "CHUNK_BOUNDS", (200, 200))  # many pieces, so the crash comes mid-way
-    fold = models._fold_in_scope
+    monkeypatch.setattr(model_tables, "CHUNK_BOUNDS", (200, 200))  # many pieces, so the crash comes mid-way
+    fold = model_tables._fold_in_scope
     calls = []
 
     def crash_on_the_third_piece(*args, **kwargs):
@@ -129,14 +129,14 @@ def test_a_crash_in_the_models_build_leaves_a_warehouse_the_next_sync_completes(
             raise KeyboardInterrupt("killed in the models build")
         return fold(*args, **kwargs)
 
-    monkeypatch.setattr(models, "_fold_in_scope", crash_on_the_third_piece)
+    monkeypatch.setattr(model_tables, "_fold_in_scope", crash_on_the_third_piece)
     path = tmp_path / "crashed.duckdb"
     with pytest.raises(KeyboardInterrupt):
         run_sync(server.base_url, path)
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT outcome FROM sync_runs").fetchall() == [("interrupted",)]
     assert lifecycle_of(path) == lifecycle_of(reference)  # exact before the models are in: computed live
-    monkeypatch.setattr(models, "_fold_in_scope", fold)
+    monkeypatch.setattr(model_tables, "_fold_in_scope", fold)
     again = run_sync(server.base_url, path)
     assert again.outcome == "ok", again.summary()
     assert lifecycle_of(path) == lifecycle_of(reference)
@@ -148,8 +148,7 @@ def test_models_that_cannot_be_built_at_the_ceiling_end_partial_with_every_row_s
     busy_transactions, tmp_path, monkeypatch
 ) -> None:
     sandbox, server = busy_transactions
-    memory = importlib.import_module("toolkit.warehouse.memory")
-    monkeypatch.setattr(sync_module, "MODELS_MEMORY_LIMIT", "2MB")
+    monkeypatch.setattr(loader_run, "MODELS_MEMORY_LIMIT", "2MB")
     monkeypatch.setattr(memory, "CEILING_BYTES", 2 * 2**20)  # no retry may go higher
     path = tmp_path / "w.duckdb"
     result = run_sync(server.base_url, path)
@@ -164,12 +163,12 @@ def test_models_that_cannot_be_built_at_the_ceiling_end_partial_with_every_row_s
 
 def test_a_patch_that_cannot_fit_is_a_problem_and_the_next_sync_applies_it(busy_transactions, tmp_path, monkeypatch):
     sandbox, server = busy_transactions
-    applied = sync_module.apply_new_events
+    applied = patch.apply_new_events
 
     def out_of_memory(con):
         raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of size 256.0 KiB")
 
-    monkeypatch.setattr(sync_module, "apply_new_events", out_of_memory)
+    monkeypatch.setattr(patch, "apply_new_events", out_of_memory)
     path = tmp_path / "w.duckdb"
     first = run_sync(server.base_url, path)
     assert first.outcome == "partial" and "not yet applied" in first.message
@@ -179,7 +178,7 @@ def test_a_patch_that_cannot_fit_is_a_problem_and_the_next_sync_applies_it(busy_
             return con.execute("SELECT stream FROM sync_state WHERE stream = 'patch'").fetchall()
 
     assert patched() == []  # nothing applied, nothing marked as applied
-    monkeypatch.setattr(sync_module, "apply_new_events", applied)
+    monkeypatch.setattr(patch, "apply_new_events", applied)
     again = run_sync(server.base_url, path)
     assert again.outcome == "ok", again.summary()
     assert patched() == [("patch",)]

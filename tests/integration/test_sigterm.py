@@ -13,7 +13,7 @@ from tests.integration.test_concurrent_readers import wait_until_syncing
 from tests.integration.test_incremental import TABLES, snapshot
 from tests.integration.test_kill_resume import start_sync
 from toolkit.config import Settings
-from toolkit.sync import _outcome_of, sync
+from toolkit.loader.run import _outcome_of, sync
 from toolkit.warehouse import Warehouse
 
 

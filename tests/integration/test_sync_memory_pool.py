@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pyarrow as pa
 import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
 from toolkit.errors import ChainopsError
-from toolkit.sync import sync
+from toolkit.loader import run as loader_run
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
-
-sync_module = importlib.import_module("toolkit.sync")  # the package re-exports the function under this name
 
 
 def _pools_seen_by_upserts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -47,7 +44,7 @@ def test_a_failed_sync_restores_the_default_pool_too(server, tmp_path, monkeypat
         entered.append("pool")
         return pa.system_memory_pool()
 
-    monkeypatch.setattr(sync_module, "SYNC_ARROW_POOL", system_pool)
+    monkeypatch.setattr(loader_run, "SYNC_ARROW_POOL", system_pool)
     settings = Settings.load(
         base_url=server.base_url, api_key="not-a-key-of-this-sandbox", warehouse=tmp_path / "w.duckdb", environ={}
     )

@@ -15,8 +15,8 @@ from tests import rawhistory as raw
 from tests.conftest import TEST_KEY
 from toolkit import metrics
 from toolkit.config import Settings
+from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
-from toolkit.sync import sync
 
 pytestmark = pytest.mark.slow
 START = 1_795_000_000

@@ -13,8 +13,8 @@ from toolkit import cli
 from toolkit.api import Client
 from toolkit.config import Settings
 from toolkit.display import clean_for_terminal, csv_safe, shorten
+from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
-from toolkit.sync import sync
 from toolkit.warehouse import Warehouse
 
 ANSI = "\x1b[31mred alert\x1b[0m\x1b]0;pwned\x07"

@@ -55,8 +55,8 @@ def messy_export(tmp_path_factory) -> tuple[str, str]:
     status) synced over HTTP and exported: (warehouse path, export directory)."""
     from toolkit.config import Settings
     from toolkit.export import export_parquet
+    from toolkit.loader import sync
     from toolkit.sandbox import Sandbox
-    from toolkit.sync import sync
 
     root = Path(tmp_path_factory.mktemp("messy"))
     warehouse = str(root / "messy.duckdb")

@@ -1,51 +1,82 @@
-"""The loader's grouped writes: rows and cursors committed together, in few transactions, and a reader in another
-process never waits for more than one batch."""
+"""The unit of work's grouped writes: rows and cursors committed together, in few transactions, and a reader in
+another process never waits for more than one batch."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections import Counter
 from pathlib import Path
 
-from toolkit.api import Client
-from toolkit.sync import Loader, SyncResult
+import pytest
+
+from toolkit.loader.unit_of_work import UnitOfWork, Write
 from toolkit.warehouse import Warehouse, to_batch
 
 
-def channel(cid: str):
+def channel(cid: str) -> Write:
     batch, _ = to_batch("channels", [{"channel_id": cid, "name": cid, "status": "active", "created_at": 1}])
-    return batch
+    return Write("channels", batch, cursor=("channels:test", {"n": cid}))
 
 
-def loader_for(wh: Warehouse) -> Loader:
-    client = Client("http://127.0.0.1:9/v1", "unused-key")  # never called: the test writes rows directly
-    result = SyncResult(run_id="test", started_at=datetime.now(UTC))
-    return Loader(client, wh, result, full=False, quiet=True, workers=1)
+class Counts:
+    """What the unit of work reports as committed."""
+
+    def __init__(self) -> None:
+        self.rows: Counter[str] = Counter()
+
+    def __call__(self, new: Counter[str], updated: Counter[str]) -> None:
+        self.rows.update(new)
 
 
-def test_batches_share_a_transaction_until_settled(tmp_path) -> None:
-    with Warehouse(tmp_path / "w.duckdb") as wh:
-        loader = loader_for(wh)
-        loader.write("channels", channel("c1"), cursor=("channels:test", {"n": 1}))
-        loader.write("channels", channel("c2"), cursor=("channels:test", {"n": 2}))
-        loader.writer.drain()
-        assert loader.result.rows["channels"] == 0  # written, not yet committed
-        loader.settle()
-        assert loader.result.rows["channels"] == 2
-        assert wh.get_cursor("channels:test") == {"n": 2}
-        loader.finish()
+def test_batches_share_a_transaction_until_a_read(tmp_path) -> None:
+    counts = Counts()
+    with UnitOfWork(lambda: Warehouse(tmp_path / "w.duckdb"), on_commit=counts) as uow:
+        uow.write(channel("c1"))
+        uow.write(channel("c2"))
+        uow._writer.drain()
+        assert counts.rows["channels"] == 0  # written, not yet committed
+        assert uow.call(lambda wh: wh.get_cursor("channels:test")) == {"n": "c2"}  # a read commits first
+        assert counts.rows["channels"] == 2
+    with Warehouse(tmp_path / "w.duckdb", read_only=True) as wh:
+        assert wh.count("channels") == 2
 
 
 def test_a_waiting_reader_gets_the_open_transaction_committed_first(tmp_path) -> None:
-    with Warehouse(tmp_path / "w.duckdb") as wh:
-        loader = loader_for(wh)
-        loader.write("channels", channel("c1"), cursor=("channels:test", {"n": 1}))
-        loader.writer.drain()
-        request = Path(f"{wh.path}.readers")
+    path = tmp_path / "w.duckdb"
+    counts = Counts()
+    with UnitOfWork(lambda: Warehouse(path), on_commit=counts) as uow:
+        uow.write(channel("c1"))
+        uow._writer.drain()
+        request = Path(f"{path}.readers")
         request.touch()  # what a reader in another process does while it waits for the file
-        loader.write("channels", channel("c2"), cursor=("channels:test", {"n": 2}))
-        loader.writer.drain()
+        uow.write(channel("c2"))
+        uow._writer.drain()
         assert not request.exists(), "the sync made room for the reader"
-        assert loader.result.rows["channels"] == 1  # c1 was committed before the reader got in; c2 is pending
-        loader.finish()
-        assert loader.result.rows["channels"] == 2
-        assert wh.count("channels") == 2
+        assert counts.rows["channels"] == 1  # c1 was committed before the reader got in; c2 is pending
+        uow.commit()
+        assert counts.rows["channels"] == 2
+        assert uow.call(lambda wh: wh.count("channels")) == 2
+
+
+def test_what_is_not_committed_is_dropped_on_close_with_its_cursor(tmp_path) -> None:
+    path = tmp_path / "w.duckdb"
+    with UnitOfWork(lambda: Warehouse(path)) as uow:
+        uow.write(channel("c1"))
+        uow.commit()
+        uow.write(channel("c2"))  # never committed: as if the run were killed here
+    with Warehouse(path, read_only=True) as wh:
+        assert wh.count("channels") == 1
+        assert wh.get_cursor("channels:test") == {"n": "c1"}
+
+
+def test_an_error_in_a_write_rolls_its_transaction_back_and_is_raised_at_the_next_call(tmp_path) -> None:
+    path = tmp_path / "w.duckdb"
+    with UnitOfWork(lambda: Warehouse(path)) as uow:
+        uow.write(channel("c1"))
+        uow.commit()
+        uow.write(channel("c2"))
+        bad = to_batch("channels", [{"channel_id": "c3", "name": "c3", "status": "active", "created_at": 1}])[0]
+        uow.write(Write("no_such_table", bad, cursor=("channels:test", {"n": "c3"})))
+        with pytest.raises(KeyError, match="no_such_table"):
+            uow.call(lambda wh: None)
+        assert uow.call(lambda wh: wh.count("channels")) == 1  # c2 went with the failed transaction
+        assert uow.call(lambda wh: wh.get_cursor("channels:test")) == {"n": "c1"}

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]

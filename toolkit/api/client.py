@@ -12,6 +12,7 @@ Results are the plain dicts the service sent (unknown fields kept), typed by :mo
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -60,6 +61,8 @@ from .resources import (
     WatcherSummary,
 )
 from .retry import RetryPolicy, parse_retry_after, retrying
+
+log = logging.getLogger("toolkit.api")
 
 Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
@@ -151,6 +154,7 @@ class Client:
                 if attempt > 1:
                     with self._lock:
                         self.retries += 1
+                    log.info("retrying %s /%s (attempt %d)", method, self.redact(path), attempt)
                 return self._send_once(method, path, params, json_body, parse or _parse_json, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 

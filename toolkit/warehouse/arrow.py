@@ -89,7 +89,8 @@ class TableSpec:
     had_primary_key: bool = False
     #: The DuckDB type of the trailing ``extra`` column (unknown fields, JSON text); None: the table has none.
     extra_sql: str | None = "JSON"
-    #: The table ends with ``synced_at`` (when a sync last wrote the row), set by the writer, not by the conversion.
+    #: The table ends with ``synced_at`` (when a sync last wrote the row) and ``write_seq`` (by which transaction),
+    #: set by the writer, not by the conversion.
     synced_at: bool = True
 
     @property

@@ -8,7 +8,8 @@ become its rows); the sync's own tables, which no record is converted into, are 
 
 What the tables hold: one row per resource, upserted by key. Timestamps are TIMESTAMPTZ (UTC) from unix seconds.
 Ids, chain selectors and wei amounts are text (exact; selectors exceed signed 64 bits). Unknown fields of a record
-are kept in ``extra`` (JSON); ``synced_at`` is when this row was last written by a sync.
+are kept in ``extra`` (JSON); ``synced_at`` is when this row was last written by a sync, ``write_seq`` the number of
+the transaction that wrote it (increasing whatever the clock does: :mod:`toolkit.warehouse.write_seq`).
 
 ``operations``, ``operation_transactions``, ``queries`` and ``events`` carry no PRIMARY KEY constraint, on purpose:
 the loader keeps their key unique (each batch is deduplicated, and rows with the batch's keys are deleted before it
@@ -88,6 +89,7 @@ def create_table_sql(table: TableSpec) -> str:
         lines.append(f'"extra" {table.extra_sql}')
     if table.synced_at:
         lines.append('"synced_at" TIMESTAMPTZ')
+        lines.append('"write_seq" BIGINT')  # see toolkit.warehouse.write_seq
     if table.primary_key and len(table.key) > 1:
         lines.append(f"PRIMARY KEY ({', '.join(_quoted(k) for k in table.key)})")
     body = ",\n    ".join(lines)

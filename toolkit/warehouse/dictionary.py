@@ -41,6 +41,8 @@ COMMON: dict[str, str] = {
     "updated_at": f"When the service last changed the record ({UTC}).",
     "extra": "Fields of the service's record that this toolkit version does not know, as JSON (NULL when none).",
     "synced_at": f"When a sync last wrote this row ({UTC}; the start of that sync's transaction).",
+    "write_seq": "The number of the transaction that last wrote this row: increases with every writing transaction, "
+    "whatever the clock does (the sync decides with it which rows are new, never with synced_at).",
     "workflow_id": "The service's workflow id that handles the record (text).",
     "workflow_execution_id": "The service's workflow execution id (text).",
     "event_hash": "Hash of the on-chain event or answer (hex text), from the service.",

@@ -2,7 +2,8 @@
 
 :func:`refresh_models` runs at the end of every sync, inside the sync's writer connection, after all raw rows are
 committed. It is incremental (it recomputes only the operations whose events or record arrived since its last run,
-found by the watermark it keeps in ``sync_state`` under the stream ``models``) and idempotent (a second run with
+found by the watermark it keeps in ``sync_state`` under the stream ``models``: the newest ``write_seq`` it folded
+in) and idempotent (a second run with
 nothing new changes nothing), and it works in pieces that fit DuckDB's memory limit, retried smaller or with more
 memory when one does not (see :mod:`.memory`). The rows it writes are exactly what the live views compute (see
 :mod:`toolkit.warehouse.views`), so the public views give the same answer before and after it runs.
@@ -85,11 +86,11 @@ class _Piece:
         )
 
 
-def _watermarks(wh: Warehouse) -> tuple[str | None, str | None]:
-    """The newest ``synced_at`` of events and operations, as text with its UTC offset (exact to the microsecond)."""
+def _watermarks(wh: Warehouse) -> tuple[int | None, int | None]:
+    """The newest ``write_seq`` of events and operations (the number of the last transaction that wrote one: see
+    :mod:`.write_seq`; never the clock, which may step backwards)."""
     row = wh.con.execute(
-        "SELECT CAST((SELECT max(synced_at) FROM events) AS VARCHAR), "
-        "CAST((SELECT max(synced_at) FROM operations) AS VARCHAR)"
+        "SELECT (SELECT max(write_seq) FROM events), (SELECT max(write_seq) FROM operations)"
     ).fetchone()
     return row[0], row[1]
 
@@ -325,8 +326,8 @@ def refresh_models(
                 MODELS_STREAM,
                 {
                     "version": MODEL_VERSION,
-                    "events_synced_at": events_wm,
-                    "operations_synced_at": ops_wm,
+                    "events_write_seq": events_wm,
+                    "operations_write_seq": ops_wm,
                 },
             )
     return RefreshResult(n_ops, n_rows, rebuilt, time.perf_counter() - started, pieces, retries, str(used))

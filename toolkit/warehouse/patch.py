@@ -4,7 +4,8 @@ Every status move of an operation or a query emits an event (API.md: "Lifecycle 
 fetching the resource again instead of reading events"), so a sync reads the event log and applies it to the
 ``operations`` and ``queries`` rows, instead of re-listing history. :func:`apply_new_events` does it set-wise for
 every event stored since its watermark (kept in ``sync_state`` under ``patch``, written in the same transaction), so
-a run killed before it runs leaves the work to the next run.
+a run killed before it runs leaves the work to the next run. "Since" is by ``write_seq``, the number of the
+transaction that stored an event (:mod:`.write_seq`), never by the clock.
 Moves only go forward (by stage order; terminal statuses are final). Ids the warehouse does not know yet, and drafts
 whose finalize or cancel changed fields that events do not carry, are queued in ``sync_refetch`` for a one-by-one
 fetch.
@@ -16,6 +17,7 @@ import duckdb
 
 from .. import spec
 from .memory import is_out_of_memory, raise_memory_limit, rollback_quietly
+from .write_seq import next_write_seq
 
 
 def _list(values: object) -> str:
@@ -56,19 +58,14 @@ PATCH_PART_EVENTS = 200_000
 MIN_PART_EVENTS = 5_000
 
 
-def _sql_text(value: str) -> str:
-    """A SQL string literal (a view cannot take bound parameters)."""
-    return "'" + value.replace("'", "''") + "'"
-
-
 def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply every event stored since the last call (by ``synced_at``) to operations and queries, in one
+    """Apply every event stored since the last call (by ``write_seq``) to operations and queries, in one
     transaction with the new watermark; returns how many events it looked at.
 
     An out-of-memory error rolls the transaction back and the patch is done again in four times as many parts, and
     once parts are as small as :data:`MIN_PART_EVENTS`, under a doubled memory limit (see :mod:`.memory`)."""
-    rows = con.execute("SELECT cursor->>'synced_at' FROM sync_state WHERE stream = ?", [PATCH_STREAM]).fetchall()
-    since = rows[0][0] if rows and rows[0][0] else "-infinity"
+    rows = con.execute("SELECT cursor->>'write_seq' FROM sync_state WHERE stream = ?", [PATCH_STREAM]).fetchall()
+    since = int(rows[0][0]) if rows and rows[0][0] is not None else 0
     part_events = PATCH_PART_EVENTS
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     try:
@@ -86,21 +83,22 @@ def apply_new_events(con: duckdb.DuckDBPyConnection) -> int:
         con.execute("SET memory_limit = ?", [limit])
 
 
-def _apply_in_parts(con: duckdb.DuckDBPyConnection, since: str, part_events: int) -> int:
+def _apply_in_parts(con: duckdb.DuckDBPyConnection, since: int, part_events: int) -> int:
     """One try of :func:`apply_new_events` with parts of about ``part_events`` events."""
     con.execute("BEGIN TRANSACTION")
     try:
+        seq = next_write_seq(con)  # the rows it moves are written by this transaction
         # new events are the whole history on a first sync: a view rather than a temporary table (each statement
         # scans them), and applied in parts of about PATCH_PART_EVENTS events, split by subject id so that every
         # event of one operation or query lands in the same part: memory stays flat however long the history
         # (in one piece, 2M events ran out of the sync's 96 MB)
         con.execute(
             "CREATE OR REPLACE TEMP VIEW _new_events AS SELECT type, operation_id, query_id, channel_id, status, ts, "
-            "event_hash, proof_count, synced_at, payload FROM events "
-            f"WHERE synced_at > CAST({_sql_text(since)} AS TIMESTAMPTZ) "
+            "event_hash, proof_count, write_seq, payload FROM events "
+            f"WHERE write_seq > {int(since)} "
             "AND type IN ('operation.status', 'query.status')"
         )
-        counted = con.execute("SELECT count(*), CAST(max(synced_at) AS VARCHAR) FROM _new_events").fetchall()[0]
+        counted = con.execute("SELECT count(*), max(write_seq) FROM _new_events").fetchall()[0]
         if counted[0]:
             parts = -(-int(counted[0]) // part_events)
             for part in range(parts):
@@ -109,11 +107,11 @@ def _apply_in_parts(con: duckdb.DuckDBPyConnection, since: str, part_events: int
                     "WHERE hash(CASE type WHEN 'operation.status' THEN operation_id ELSE query_id END) "
                     f"% {parts} = {part}"
                 )
-                apply_operation_events(con, "_new_events_part")
-                apply_query_events(con, "_new_events_part")
+                apply_operation_events(con, "_new_events_part", write_seq=seq)
+                apply_query_events(con, "_new_events_part", write_seq=seq)
             con.execute(
-                "INSERT OR REPLACE INTO sync_state VALUES (?, json_object('synced_at', ?), now())",
-                [PATCH_STREAM, counted[1]],
+                "INSERT OR REPLACE INTO sync_state VALUES (?, json_object('write_seq', ?), now())",
+                [PATCH_STREAM, int(counted[1])],
             )
         con.execute("DROP VIEW IF EXISTS _new_events_part")
         con.execute("DROP VIEW IF EXISTS _new_events")
@@ -124,9 +122,9 @@ def _apply_in_parts(con: duckdb.DuckDBPyConnection, since: str, part_events: int
     return int(counted[0])
 
 
-def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
+def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, write_seq: int | None = None) -> None:
     """Apply the ``operation.status`` events of ``view`` (a table or view with a ``payload`` column) to
-    ``operations``; queue unknown ids.
+    ``operations``; queue unknown ids. Moved rows get ``write_seq`` (by default a number of their own).
 
     The workflow ids a move carries are read from the payloads only for the operations that actually move: parsing
     every payload of a long history would cost more than the rest of the patch.
@@ -178,14 +176,16 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
             confirmed_at = CASE WHEN l.status = 'confirmed' THEN coalesce(o.confirmed_at, l.ts) ELSE o.confirmed_at END,
             cancelled_at = CASE WHEN l.status = 'cancelled' THEN coalesce(o.cancelled_at, l.ts) ELSE o.cancelled_at END,
             {_workflow_sets},
-            synced_at = now()
+            synced_at = now(),
+            write_seq = {int(write_seq if write_seq is not None else next_write_seq(con))}
         FROM (SELECT * FROM _operation_moves LEFT JOIN _operation_workflows USING (operation_id)) l
         WHERE o.operation_id = l.operation_id
     """)
 
 
-def apply_query_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
-    """Apply the ``query.status`` events of ``view`` to ``queries`` (status and each ``<status>_at``)."""
+def apply_query_events(con: duckdb.DuckDBPyConnection, view: str, *, write_seq: int | None = None) -> None:
+    """Apply the ``query.status`` events of ``view`` to ``queries`` (status and each ``<status>_at``); moved rows
+    get ``write_seq`` (by default a number of their own)."""
     per_status = ",\n".join(f"min(ts) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.QUERY_STATUSES)
     latest = f"""
         SELECT query_id,
@@ -218,7 +218,8 @@ def apply_query_events(con: duckdb.DuckDBPyConnection, view: str) -> None:
             event_hash = coalesce(l.event_hash, q.event_hash),
             has_proof = coalesce(q.has_proof, false) OR coalesce(l.has_proof, false),
             {sets},
-            synced_at = now()
+            synced_at = now(),
+            write_seq = {int(write_seq if write_seq is not None else next_write_seq(con))}
         FROM ({latest}) l
         WHERE q.query_id = l.query_id
           AND NOT list_contains({_Q_TERMINAL}, q.status)

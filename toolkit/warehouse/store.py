@@ -32,7 +32,10 @@ from .ddl import KEYLESS_TABLES, schema_sql
 from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
+from .sync_queries import SyncQueries
 from .views import view_statements
+from .write_seq import migrate as migrate_write_seq
+from .write_seq import next_write_seq
 
 #: Seconds a reader waits for a running sync to make room before giving up.
 DEFAULT_READER_WAIT = 30.0
@@ -64,7 +67,7 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
     raise WarehouseError(f"cannot read a {type(result).__name__} as an Arrow table (not a query result)")
 
 
-class Warehouse:
+class Warehouse(SyncQueries):
     """A DuckDB warehouse file with the toolkit's tables and views.
 
     Use as a context manager. ``read_only=True`` opens an existing file for queries only.
@@ -102,6 +105,7 @@ class Warehouse:
             self._lock.close()
             raise
         self._column_cache: dict[str, list[str]] = {}
+        self._write_seq: int | None = None  # the number of the open transaction's writes (see write_seq)
         if not read_only:
             try:
                 self.ensure_schema()
@@ -245,6 +249,8 @@ class Warehouse:
         self.con.execute(MARKER_SQL)
         self._drop_primary_keys()
         self._migrate_query_target()
+        if migrate_write_seq(self.con):
+            self._column_cache.clear()
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
@@ -313,10 +319,13 @@ class Warehouse:
         """One DuckDB transaction: committed when the block ends, rolled back if it raises."""
         self.con.execute("BEGIN TRANSACTION")
         try:
+            self._write_seq = next_write_seq(self.con)
             yield self.con
         except BaseException:
+            self._write_seq = None
             self.con.execute("ROLLBACK")
             raise
+        self._write_seq = None
         self.con.execute("COMMIT")
 
     def upsert(self, table: str, batch: pa.RecordBatch | pa.Table) -> tuple[int, int]:
@@ -355,18 +364,18 @@ class Warehouse:
     def delete_superseded(self, table: str, channel_id: str, keys: pa.Array) -> int:
         """Delete the rows of ``table`` in ``channel_id`` whose key is one of ``keys`` and that the open transaction
         did not write, and return how many: what :meth:`upsert` deletes row by row, done once for many
-        :meth:`insert` calls. A row's ``synced_at`` is the ``now()`` of the transaction that wrote it, and DuckDB's
-        ``now()`` is the start of the transaction, so the rows this transaction wrote are exactly those whose
-        ``synced_at`` equals it."""
+        :meth:`insert` calls. A row's ``write_seq`` is the number of the transaction that wrote it (see
+        :mod:`.write_seq`: not the clock, which may step backwards), so the rows this transaction wrote are exactly
+        those with its number."""
         if len(keys) == 0:
             return 0
         tspec = TABLES[table]
         key = tspec.key[0]
         with self._registered(f"{table}_keys", pa.table({key: keys})) as view:
             deleted = self.con.execute(
-                f'DELETE FROM "{tspec.name}" WHERE channel_id = ? AND synced_at IS DISTINCT FROM now() '
+                f'DELETE FROM "{tspec.name}" WHERE channel_id = ? AND write_seq IS DISTINCT FROM ? '
                 f"AND {key} IN (SELECT {key} FROM {view})",
-                [channel_id],
+                [channel_id, self._current_write_seq()],
             ).fetchall()
         return int(deleted[0][0]) if deleted else 0
 
@@ -384,8 +393,20 @@ class Warehouse:
         self.con.unregister(view)
 
     def _insert_from(self, table: str, view: str) -> None:
-        extra_cols = ", now() AS synced_at" if "synced_at" in self._columns_of(table) else ""
-        self.con.execute(f'INSERT INTO "{TABLES[table].name}" BY NAME SELECT *{extra_cols} FROM {view}')
+        columns = self._columns_of(table)
+        extra_cols = ", now() AS synced_at" if "synced_at" in columns else ""
+        params: list[int] = []
+        if "write_seq" in columns:
+            extra_cols += ", ? AS write_seq"
+            params.append(self._current_write_seq())
+        self.con.execute(f'INSERT INTO "{TABLES[table].name}" BY NAME SELECT *{extra_cols} FROM {view}', params)
+
+    def _current_write_seq(self) -> int:
+        """The open transaction's number (see :mod:`.write_seq`); outside :meth:`transaction` and :meth:`begin`,
+        a new number for this one statement."""
+        if self._write_seq is None:
+            return next_write_seq(self.con)
+        return self._write_seq
 
     def _columns_of(self, table: str) -> list[str]:
         cached = self._column_cache.get(table)

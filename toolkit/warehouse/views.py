@@ -11,7 +11,7 @@ How they stay fast on big warehouses: the per-operation work (grouping events by
 over each operation's statuses, the pivot to one row per operation) is materialised at sync time into the tables
 ``model_operation_transitions`` and ``model_operation_lifecycle`` by
 :func:`toolkit.warehouse.model_tables.refresh_models`.
-It records a watermark (the newest ``synced_at`` of ``events`` and ``operations`` it has folded in) in
+It records a watermark (the newest ``write_seq`` of ``events`` and ``operations`` it has folded in) in
 ``sync_state`` under the stream ``models``. Every row written after the watermark marks its operation *stale*
 (``model_stale_operations``). The public views read the materialised rows of every operation that is not stale and
 compute the stale ones live from the raw tables (``model_operation_transitions_live``,
@@ -129,27 +129,27 @@ def _stale_view() -> str:
 CREATE OR REPLACE VIEW model_stale_operations AS
 WITH wm AS (
     SELECT
-        coalesce(max(CAST(cursor->>'$.events_synced_at' AS TIMESTAMPTZ)), '-infinity'::TIMESTAMPTZ) AS events_wm,
-        coalesce(max(CAST(cursor->>'$.operations_synced_at' AS TIMESTAMPTZ)), '-infinity'::TIMESTAMPTZ) AS ops_wm
+        coalesce(max(CAST(cursor->>'$.events_write_seq' AS BIGINT)), -1) AS events_wm,
+        coalesce(max(CAST(cursor->>'$.operations_write_seq' AS BIGINT)), -1) AS ops_wm
     FROM sync_state WHERE stream = '{MODELS_STREAM}'
 ),
 -- one row only when something arrived after the watermark (answered from column statistics): with no row, the
 -- scans below stop at once, so an up-to-date warehouse pays nothing for this check
 new_events AS (
     SELECT events_wm FROM wm
-    WHERE (SELECT max(synced_at) FROM events) > events_wm OR EXISTS (SELECT 1 FROM events WHERE synced_at IS NULL)
+    WHERE (SELECT max(write_seq) FROM events) > events_wm OR EXISTS (SELECT 1 FROM events WHERE write_seq IS NULL)
 ),
 new_ops AS (
     SELECT ops_wm FROM wm
-    WHERE (SELECT max(synced_at) FROM operations) > ops_wm
-       OR EXISTS (SELECT 1 FROM operations WHERE synced_at IS NULL)
+    WHERE (SELECT max(write_seq) FROM operations) > ops_wm
+       OR EXISTS (SELECT 1 FROM operations WHERE write_seq IS NULL)
 )
 SELECT operation_id, bool_or(by_event) AS new_events FROM (
     SELECT e.operation_id, true AS by_event FROM events e, new_events w
-    WHERE e.operation_id IS NOT NULL AND (e.synced_at IS NULL OR e.synced_at > w.events_wm)
+    WHERE e.operation_id IS NOT NULL AND (e.write_seq IS NULL OR e.write_seq > w.events_wm)
     UNION ALL
     SELECT o.operation_id, false AS by_event FROM operations o, new_ops w
-    WHERE o.operation_id IS NOT NULL AND (o.synced_at IS NULL OR o.synced_at > w.ops_wm)
+    WHERE o.operation_id IS NOT NULL AND (o.write_seq IS NULL OR o.write_seq > w.ops_wm)
 )
 GROUP BY operation_id
 """

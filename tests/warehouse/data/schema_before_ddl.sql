@@ -3,7 +3,8 @@
 --
 -- Raw tables: one row per resource, upserted by primary key. Timestamps are TIMESTAMPTZ (UTC) from unix seconds.
 -- Ids, chain selectors and wei amounts are text (exact; selectors exceed signed 64 bits). Unknown fields of a
--- record are kept in `extra` (JSON); `synced_at` is when this row was last written by a sync.
+-- record are kept in `extra` (JSON); `synced_at` is when this row was last written by a sync, `write_seq` the number of
+-- the transaction that wrote it (increasing whatever the clock does: see toolkit/warehouse/write_seq.py).
 
 CREATE TABLE IF NOT EXISTS networks (
     chain_selector VARCHAR PRIMARY KEY,
@@ -15,7 +16,8 @@ CREATE TABLE IF NOT EXISTS networks (
     created_at TIMESTAMPTZ,
     updated_at TIMESTAMPTZ,
     extra JSON,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS channels (
@@ -25,7 +27,8 @@ CREATE TABLE IF NOT EXISTS channels (
     status VARCHAR,
     created_at TIMESTAMPTZ,
     extra JSON,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS wallets (
@@ -41,7 +44,8 @@ CREATE TABLE IF NOT EXISTS wallets (
     configuration JSON,
     created_at TIMESTAMPTZ,
     extra JSON,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS watchers (
@@ -57,7 +61,8 @@ CREATE TABLE IF NOT EXISTS watchers (
     workflow_id VARCHAR,
     created_at TIMESTAMPTZ,
     extra JSON,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 -- operations, operation_transactions, queries and events: the key is kept unique by the loader (each batch is
@@ -90,7 +95,8 @@ CREATE TABLE IF NOT EXISTS operations (
     operation_status_workflow_id VARCHAR,
     operation_status_workflow_execution_id VARCHAR,
     extra JSON,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS operation_transactions (
@@ -125,7 +131,8 @@ CREATE TABLE IF NOT EXISTS queries (
     workflow_id VARCHAR,
     workflow_execution_id VARCHAR,
     extra JSON,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS events (
@@ -150,7 +157,8 @@ CREATE TABLE IF NOT EXISTS events (
     -- and loading skips a second validation of every payload (about 20% of the insert time)
     payload VARCHAR USING COMPRESSION zstd,
     extra VARCHAR,
-    synced_at TIMESTAMPTZ
+    synced_at TIMESTAMPTZ,
+    write_seq BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS sync_state (

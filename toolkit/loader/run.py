@@ -1,0 +1,333 @@
+"""A sync run: the organisation's resources -> Arrow batches -> the DuckDB warehouse, incrementally and resumably.
+
+A run, in order (each phase a fetcher of :mod:`toolkit.loader.fetchers`):
+
+1. networks, channels (archived too) and wallets (archived too): small lists, read whole every run;
+2. per channel, watchers (list, then each watcher's detail);
+3. per channel, the **full pass** over operations and queries (``limit``/``offset`` lists) until it has completed
+   once (or again with ``full=True``), then only the tail past the saved offset; the offset is saved with every
+   committed batch, so a killed run resumes the pass where it stopped;
+4. per channel, the **event log** forward from the saved message offset, then its holes re-read once; then the
+   events stored since the last patch move the ``operations`` and ``queries`` rows they report on forward
+   (:mod:`toolkit.warehouse.patch`) and queue ids the warehouse does not know in ``sync_refetch``;
+5. the queued ids, fetched one by one;
+6. on incremental runs, the operations not yet on chain and the queries not yet answered, re-listed with a status
+   filter (cheap, and a safety net for any move whose event was missed);
+
+then the model tables are refreshed and the file checkpointed. So a run costs requests in proportion to what
+changed, not to history; one run misses nothing that existed when it started, and the next catches what changed
+during it. Every write and read goes through the run's :class:`~toolkit.loader.unit_of_work.UnitOfWork`, which owns
+the connection and commits each cursor with its rows: a run killed at any point leaves the warehouse as it was after
+the last committed transaction, and the next run continues from there. Against a remote service requests run
+concurrently (a bounded pool shared by all walks); on loopback one thread fetches and converts (see
+:func:`default_workers`). Either way DuckDB's writes overlap the fetching.
+
+This module holds the run itself: the phase order, the out-of-memory retry, the models and checkpoint, and the
+precedence of errors when several happen (the run's own error wins over a failed last commit or audit row).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+import duckdb
+import pyarrow as pa
+
+from ..api import Client
+from ..config import Settings, is_loopback_host
+from ..errors import ChainopsError
+from ..signals import check_stop, is_interruption, sigterm_received
+from ..warehouse import Warehouse, sync_lock
+from ..warehouse.failures import WRITE_FAILURES, write_failure
+from ..warehouse.memory import is_out_of_memory, memory_ceiling
+from ..warehouse.model_tables import refresh_models
+from . import audit
+from .context import FetchContext
+from .fetchers import events, full_lists, gaps, non_terminal, refetch, small_lists, watchers
+from .progress import Progress, interactive
+from .result import SyncResult
+from .unit_of_work import UnitOfWork, Write
+
+log = logging.getLogger("toolkit.loader")
+R = TypeVar("R")
+
+#: DuckDB settings while a sync writes. A low checkpoint threshold: a commit larger than it (a full transaction of
+#: rows) is checkpointed straight into the file, compressed, instead of being written to the WAL first and copied
+#: again later (DuckDB skips the WAL for such commits); measured at 1M events, commits cost a third less than with
+#: 128 MB. A memory ceiling so a long history never grows the process (raised for the models, whose first build
+#: needs more). One thread: appends gain nothing from a second, which only takes CPU from the fetching thread; the
+#: models, built once fetching is over, use two.
+SYNC_MEMORY_LIMIT = "96MB"
+MODELS_MEMORY_LIMIT = "128MB"
+MODELS_THREADS = 2
+SYNC_THREADS = 1
+SYNC_CHECKPOINT_THRESHOLD = "16MB"
+#: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
+WORKERS = 4
+#: Arrow's memory pool while a sync runs (the process default is restored after). pyarrow's default, mimalloc,
+#: keeps the pages it has used for the many short-lived batches a sync converts: with the system allocator, which
+#: hands them back, a 1M-event sync peaks about 30 MB lower (355 against 387 MB, four alternating runs), no slower.
+SYNC_ARROW_POOL: Callable[[], pa.MemoryPool] = pa.system_memory_pool
+
+
+def default_workers(base_url: str) -> int:
+    """Concurrent fetches for a service: :data:`WORKERS` over a network, 1 on loopback.
+
+    A service on this machine answers at once and shares its CPU; there, more threads only contend for the GIL
+    (measured by benchmarks/sync_bench.py: one thread fetching, decoding and converting in turn beats four).
+    """
+    return 1 if is_loopback_host(urlsplit(base_url).hostname) else WORKERS
+
+
+def drive(fetcher: Iterator[Write], uow: UnitOfWork) -> object:
+    """Hand every write ``fetcher`` yields to ``uow``, in order; return what the fetcher returns. A stop asked for
+    by SIGTERM or Ctrl-C is taken here, between two writes, cleanly."""
+    while True:
+        try:
+            item = next(fetcher)
+        except StopIteration as stop:
+            return stop.value
+        check_stop()
+        uow.write(item)
+
+
+class Run:
+    """One try at every phase of a run (a new one continues after an out-of-memory error)."""
+
+    def __init__(self, ctx: FetchContext, uow: UnitOfWork) -> None:
+        self.ctx = ctx
+        self.uow = uow
+
+    def timed(self, name: str, work: Callable[[], R]) -> R:
+        """``work()``, its wall seconds recorded as phase ``name`` once what it wrote is committed."""
+        started = time.perf_counter()
+        out = work()
+        self.uow.commit()
+        self.ctx.result.phases[name] = round(time.perf_counter() - started, 3)
+        return out
+
+    def run(self, only_channels: Sequence[str] | None) -> None:
+        """Every phase, in dependency order."""
+        channel_ids: list[str] = self.timed("small lists", lambda: drive(small_lists.fetch(self.ctx), self.uow))  # type: ignore[arg-type]
+        if only_channels:
+            unknown = set(only_channels) - set(channel_ids)
+            if unknown:
+                raise ChainopsError(
+                    f"No channel with id {', '.join(sorted(unknown))} in this organisation; "
+                    'run `chainops sql "select channel_id, name from channels"` to list them.'
+                )
+            channel_ids = [c for c in channel_ids if c in set(only_channels)]
+        if self.ctx.full:
+            self.uow.call(lambda wh: full_lists.restart(wh, channel_ids))
+        listed = self.uow.call(lambda wh: full_lists.listed_channels(wh, channel_ids))
+        phases: list[tuple[str, Callable[[], object]]] = [
+            ("watchers", lambda: drive(watchers.fetch(self.ctx, channel_ids), self.uow)),
+            ("full lists", lambda: drive(full_lists.fetch(self.ctx, channel_ids), self.uow)),
+            ("events", lambda: self.events(channel_ids)),
+            ("refetch", lambda: drive(refetch.fetch(self.ctx, channel_ids), self.uow)),
+        ]
+        if listed:
+            phases.append(("non-terminal", lambda: drive(non_terminal.fetch(self.ctx, listed), self.uow)))
+        for name, phase in phases:
+            check_stop()
+            self.timed(name, phase)
+
+    def events(self, channel_ids: Sequence[str]) -> None:
+        """The event logs, their holes, and the patch of operations and queries from the new events."""
+        self.timed("events: pages", lambda: drive(events.fetch(self.ctx, channel_ids), self.uow))
+        self.timed("events: gaps", lambda: drive(gaps.fetch(self.ctx, channel_ids), self.uow))
+        self.timed("events: patch", self.patch)
+
+    def patch(self) -> None:
+        """Apply the new events to operations and queries (a problem, not a failure, when it cannot fit)."""
+        try:
+            self.uow.call(Warehouse.apply_new_events)
+        except duckdb.Error as exc:
+            if not is_out_of_memory(exc):
+                raise
+            # rolled back whole, its watermark unmoved: the next run applies these events again
+            self.ctx.problem(
+                _out_of_memory(
+                    "the events were stored but not yet applied to the operations and queries",
+                    exc,
+                    "the next sync applies them",
+                )
+            )
+
+
+def sync(
+    settings: Settings | None = None,
+    *,
+    client: Client | None = None,
+    warehouse: str | None = None,
+    channels: Sequence[str] | None = None,
+    full: bool = False,
+    quiet: bool = False,
+    workers: int | None = None,
+) -> SyncResult:
+    """Sync the organisation into the warehouse and return what the run did.
+
+    ``settings`` (default: from the environment) names the service, key and warehouse; pass ``client`` to reuse
+    one. ``channels`` limits the per-channel streams; ``full`` reads every list and event log from the start again.
+    ``workers`` sets how many requests run at once (default: :func:`default_workers`).
+    Raises a :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
+    ``sync_runs`` either way, and the next run resumes from the last committed batch.
+    """
+    settings = settings or Settings.load(warehouse=warehouse)
+    path = warehouse or settings.warehouse
+    own_client = client is None
+    client = client or Client.from_settings(settings)
+    result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
+    requests0, retries0 = client.requests, client.retries
+    workers = max(1, workers or default_workers(client.base_url))
+    show_progress = not quiet and interactive()
+
+    def committed(new: Counter[str], updated: Counter[str]) -> None:
+        result.rows.update(new)
+        result.updated.update(updated)
+
+    def attempt(uow: UnitOfWork, *, full: bool) -> tuple[Run, Progress]:
+        progress = Progress(show=show_progress)
+        ctx = FetchContext(client, result, progress, uow.call, workers=workers, full=full)
+        return Run(ctx, uow), progress
+
+    def open_warehouse() -> Warehouse:
+        wh = Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT)
+        wh.configure(checkpoint_threshold=SYNC_CHECKPOINT_THRESHOLD, threads=SYNC_THREADS)
+        return wh
+
+    try:
+        with (
+            sync_lock(path),
+            _arrow_pool(SYNC_ARROW_POOL()),
+            UnitOfWork(open_warehouse, on_commit=committed) as uow,
+        ):
+            uow.call(audit.mark_killed_runs)  # holding the lock: a run still "running" is not running
+            uow.call(lambda wh: audit.write_run(wh, result, client.base_url))
+            run, progress = attempt(uow, full=full)
+            try:
+                while True:
+                    try:
+                        run.run(channels)
+                        break
+                    except duckdb.Error as exc:
+                        if not is_out_of_memory(exc) or not uow.call(Warehouse.more_memory):
+                            raise
+                        log.info("DuckDB ran out of memory while loading: retrying under %s", _limit(uow))
+                    # out of memory while loading: the open transaction was rolled back; a new run continues from
+                    # the committed cursors (never from the start, even with --full) under the doubled limit
+                    run.ctx.close()
+                    uow.commit()
+                    progress.close()
+                    run, progress = attempt(uow, full=False)
+                started = time.perf_counter()
+                uow.call(lambda wh: _build_models(wh, result))
+                result.phases["models"] = round(time.perf_counter() - started, 3)
+                started = time.perf_counter()
+                uow.call(Warehouse.checkpoint)
+                result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
+                result.outcome = "partial" if result.rejected or result.gaps or result.problems else "ok"
+            except BaseException as exc:
+                result.outcome, result.message = _outcome_of(exc)
+                raise
+            finally:
+                commit_error: Exception | None = None
+                run.ctx.close()
+                try:
+                    uow.commit()
+                except Exception as exc:  # raised below unless the run's own error is already on its way
+                    if result.outcome not in ("failed", "interrupted"):
+                        commit_error = exc
+                        result.outcome = "failed"
+                        result.message = f"the last commit failed: {type(exc).__name__}: {exc}"
+                progress.close()
+                _finish(result, client, requests0, retries0)
+                try:
+                    uow.call(lambda wh: audit.write_run(wh, result, client.base_url))
+                except duckdb.Error:
+                    if result.outcome not in ("failed", "interrupted"):
+                        raise  # otherwise the run's own error, on its way, says more than the audit row's
+                if commit_error is not None:
+                    raise commit_error
+    except WRITE_FAILURES as exc:
+        raise write_failure(path, exc) from exc
+    finally:
+        if own_client:
+            client.close()
+    return result
+
+
+def _finish(result: SyncResult, client: Client, requests0: int, retries0: int) -> None:
+    """Complete the result of an ending run: counts, end time, each problem once, and a message without the key."""
+    result.requests = client.requests - requests0
+    result.retries = client.retries - retries0
+    result.finished_at = datetime.now(UTC)
+    result.rejected = list(dict.fromkeys(result.rejected))  # a retried load may name a record again
+    result.problems = list(dict.fromkeys(result.problems))
+    if (result.problems or result.rejected) and not result.message:
+        result.message = "; ".join([*result.problems, *result.rejected][:20])
+    if result.message:  # a service may echo the key anywhere: never store it
+        result.message = client.redact(result.message)
+
+
+def _limit(uow: UnitOfWork) -> str:
+    return uow.call(Warehouse.memory_limit_setting)
+
+
+def _build_models(wh: Warehouse, result: SyncResult) -> None:
+    """(On the unit of work's thread.) Refresh the model tables after the load, letting readers in between pieces.
+    Should DuckDB run out of memory even at the highest limit a retry may set, the run is ``partial`` (a problem),
+    not failed: everything fetched is committed and the views are exact without the models (only slower); the next
+    sync tries again."""
+    wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
+    loading_limit = wh.memory_limit_setting()
+    wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
+    try:
+        refresh_models(wh, threads=MODELS_THREADS, between=lambda: check_stop() or wh.yield_to_readers())
+    except duckdb.Error as exc:
+        if not is_out_of_memory(exc):
+            raise
+        wh.configure(memory_limit=loading_limit)  # what the rest of the run needs (its audit row, a checkpoint)
+        problem = _out_of_memory(
+            "the model tables were not refreshed",
+            exc,
+            "every row is stored and the views are exact, only slower; the next sync tries again",
+        )
+        log.warning("%s", problem)
+        result.problems.append(problem)
+
+
+def _out_of_memory(what: str, exc: BaseException, then: str) -> str:
+    """The problem to record when work ran out of memory even at the highest limit a retry may set."""
+    return (
+        f"{what}: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} MiB "
+        f"({str(exc).splitlines()[0]}); {then}"
+    )
+
+
+def _outcome_of(exc: BaseException) -> tuple[str, str]:
+    """The ``sync_runs`` outcome and message of a run that ``exc`` ended: Ctrl-C and SIGTERM (a KeyboardInterrupt,
+    see :mod:`toolkit.signals`) are ``interrupted``, anything else ``failed``."""
+    if is_interruption(exc):
+        why = "SIGTERM" if sigterm_received() else "Ctrl-C"
+        return "interrupted", f"interrupted ({why}); the next run continues from the last commit"
+    return "failed", str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
+
+
+@contextlib.contextmanager
+def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
+    """Make ``pool`` Arrow's default memory pool while the block runs, then restore the one before."""
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(before)
