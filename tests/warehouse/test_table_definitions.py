@@ -68,7 +68,7 @@ def test_a_warehouse_has_every_declared_table_column_and_key(tmp_path: Path) -> 
         for name, table in ALL_TABLES.items():
             names = [c for c, _ in _columns(wh.con, name)]
             declared = [c.name for c in table.columns]
-            declared += ["extra"] * (table.extra_sql is not None) + ["synced_at"] * table.synced_at
+            declared += ["extra"] * (table.extra_sql is not None) + ["synced_at", "write_seq"] * table.synced_at
             assert names == declared, name
             assert keys.get(name) == (table.key if table.primary_key else None), name
 
@@ -76,7 +76,7 @@ def test_a_warehouse_has_every_declared_table_column_and_key(tmp_path: Path) -> 
 def test_each_arrow_schema_lands_in_its_table_column_for_column(tmp_path: Path) -> None:
     with Warehouse(tmp_path / "w.duckdb") as wh:
         for name, table in TABLES.items():
-            stored = [(c, t) for c, t in _columns(wh.con, name) if c != "synced_at"]
+            stored = [(c, t) for c, t in _columns(wh.con, name) if c not in ("synced_at", "write_seq")]
             assert table.schema.names == [c for c, _ in stored], name
             for field, (column, kind) in zip(table.schema, stored, strict=True):
                 assert field.type == ARROW_OF_DUCKDB[kind], f"{name}.{column}: Arrow {field.type}, DuckDB {kind}"
