@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -150,27 +151,31 @@ def check_no_misses(proc: subprocess.Popen[str], who: str) -> int:
 
 def baseline(base_url: str, targets: list[bytes]) -> tuple[int, int, float]:
     """The hand-written loop: every recorded request in order, one keep-alive client, ``orjson.loads`` of each
-    answer; returns (pages, events, seconds)."""
+    answer; returns (pages, events, seconds, CPU seconds)."""
     origin = base_url.rsplit("/v1", 1)[0]
     events = 0
     with httpx.Client(base_url=origin, headers={"Authorization": f"Apikey {KEY}"}, timeout=60) as client:
-        t0 = time.perf_counter()
+        t0, cpu = time.perf_counter(), time.process_time()
         for target in targets:
             page = orjson.loads(client.get(target.decode()).content)
             if type(page) is dict:
                 events += len(page.get("events", ()))
-        return len(targets), events, time.perf_counter() - t0
+        return len(targets), events, time.perf_counter() - t0, time.process_time() - cpu
 
 
 def run_sync(base_url: str, warehouse: Path, profile: Path | None = None) -> dict:
-    """A full sync in a fresh process; its report."""
+    """A full sync in a fresh process; its report, plus ``cpu``: the CPU seconds the process used (imports too)."""
     args = [sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)]
     if profile is not None:
         args.append(str(profile))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(args, env=_clean_env(), capture_output=True, text=True, cwd=ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         raise SystemExit(f"the sync failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return report
 
 
 def _clean_env() -> dict[str, str]:
@@ -197,11 +202,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"replaying {len(targets):,} recorded requests from {url}", flush=True)
             ratios = []
             for run in range(1, args.runs + 1):
-                pages, events, before = baseline(url, targets)
+                pages, events, before, before_cpu = baseline(url, targets)
                 check_no_misses(server, "the baseline")
                 sync = run_sync(url, Path(tmp) / f"sync{run}.duckdb")
                 requests = check_no_misses(server, "the sync")
-                _, _, after = baseline(url, targets)
+                _, _, after, after_cpu = baseline(url, targets)
                 check_no_misses(server, "the baseline")
                 base = (before + after) / 2
                 stored = sync["rows"].get("events", 0)
@@ -217,6 +222,12 @@ def main(argv: list[str] | None = None) -> None:
                     f"events/s; process wall {sync['wall']:.2f}s with imports; peak RSS {sync['peak_mb']:.0f} MB"
                 )
                 print(f"  phases (s): {sync['phases']}")
+                base_cpu = (before_cpu + after_cpu) / 2
+                print(
+                    f"  CPU seconds: baseline {base_cpu:.2f}, sync {sync['cpu']:.2f} (process, imports included) = "
+                    f"{sync['cpu'] / base_cpu:.1f}x; {sync['cpu'] / sync['wall']:.2f} of "
+                    f"{os.cpu_count()} cores busy on average"
+                )
                 print(f"  ratio baseline / sync = {base:.2f} / {sync['seconds']:.2f} = {ratio:.2f}x", flush=True)
             print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}")
             if args.profile:
