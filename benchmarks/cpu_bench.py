@@ -163,13 +163,14 @@ def baseline(base_url: str, targets: list[bytes]) -> tuple[int, int, float]:
         return len(targets), events, time.perf_counter() - t0, time.process_time() - cpu
 
 
-def run_sync(base_url: str, warehouse: Path, profile: Path | None = None) -> dict:
-    """A full sync in a fresh process; its report, plus ``cpu``: the CPU seconds the process used (imports too)."""
+def run_sync(base_url: str, warehouse: Path, profile: Path | None = None, toolkit: Path = ROOT) -> dict:
+    """A full sync in a fresh process, with the toolkit found in ``toolkit``; its report, plus ``cpu``: the CPU
+    seconds the process used (imports too)."""
     args = [sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)]
     if profile is not None:
         args.append(str(profile))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(args, env=_clean_env(), capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(args, env=_clean_env(), capture_output=True, text=True, cwd=toolkit)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         raise SystemExit(f"the sync failed:\n{out.stderr[-3000:]}")
@@ -191,6 +192,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=2, help="baseline/sync pairs to time")
     parser.add_argument("--recording", type=Path, help="keep the recording here (reused when it exists)")
     parser.add_argument("--profile", type=Path, help="also run the sync under cProfile, stats written here")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="a directory holding another version's toolkit/ package (e.g. `git archive REV toolkit | tar -x -C DIR`):"
+        " each run also syncs with it, for before/after figures against the same baseline",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.recording or Path(tmp) / "recording.bin"
@@ -204,6 +211,10 @@ def main(argv: list[str] | None = None) -> None:
             for run in range(1, args.runs + 1):
                 pages, events, before, before_cpu = baseline(url, targets)
                 check_no_misses(server, "the baseline")
+                other = None
+                if args.compare:
+                    other = run_sync(url, Path(tmp) / f"other{run}.duckdb", toolkit=args.compare)
+                    check_no_misses(server, "the sync to compare with")
                 sync = run_sync(url, Path(tmp) / f"sync{run}.duckdb")
                 requests = check_no_misses(server, "the sync")
                 _, _, after, after_cpu = baseline(url, targets)
@@ -229,6 +240,13 @@ def main(argv: list[str] | None = None) -> None:
                     f"{os.cpu_count()} cores busy on average"
                 )
                 print(f"  ratio baseline / sync = {base:.2f} / {sync['seconds']:.2f} = {ratio:.2f}x", flush=True)
+                if other is not None:
+                    print(
+                        f"  compared: the toolkit in {args.compare} synced in {other['seconds']:.2f}s "
+                        f"({base / other['seconds']:.2f}x), CPU {other['cpu']:.2f}s, "
+                        f"peak RSS {other['peak_mb']:.0f} MB; phases (s): {other['phases']}",
+                        flush=True,
+                    )
             print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}")
             if args.profile:
                 run_sync(url, Path(tmp) / "profiled.duckdb", profile=args.profile)

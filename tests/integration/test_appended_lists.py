@@ -6,6 +6,7 @@ after an incremental run that re-lists and re-fetches."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 
@@ -93,7 +94,9 @@ def test_appended_lists_end_identical_to_upserted_ones(
     if rows_per_transaction is not None:
         monkeypatch.setattr(sync_module, "TRANSACTION_ROWS", rows_per_transaction)
     old, new = tmp_path / "old.duckdb", tmp_path / "new.duckdb"
+    frozen = gc.get_freeze_count()
     first_old, first_new = _sync_both(server, old, new, monkeypatch)
+    assert gc.get_freeze_count() == frozen  # what a sync freezes while it runs is unfrozen after it
     assert first_new.outcome == first_old.outcome
     want, got = _tables(old), _tables(new)
     assert want["operations"] and want["queries"] and want["operation_transactions"]
