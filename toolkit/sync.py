@@ -25,6 +25,7 @@ thread fetches and converts (see :func:`default_workers`). Either way DuckDB's w
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import json
 import sys
@@ -889,7 +890,12 @@ def sync(
     result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
     requests0, retries0 = client.requests, client.retries
     try:
-        with sync_lock(path), _arrow_pool(SYNC_ARROW_POOL()), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
+        with (
+            sync_lock(path),
+            _arrow_pool(SYNC_ARROW_POOL()),
+            _gc_frozen(),
+            Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh,
+        ):
             wh.configure(checkpoint_threshold=SYNC_CHECKPOINT_THRESHOLD, threads=SYNC_THREADS)
             _write_run(wh, result, client.base_url)
             loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers)
@@ -1006,6 +1012,22 @@ def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(before)
+
+
+@contextlib.contextmanager
+def _gc_frozen() -> Iterator[None]:
+    """Leave the objects that exist before the block out of the cyclic garbage collector's passes while it runs.
+
+    A sync allocates millions of short-lived objects (parsed list records), so the collector runs thousands of times,
+    and each full pass also walks every object the process already held (pandas, pyarrow and DuckDB's modules; a
+    notebook's whole heap): measured at 1M events, 1.9 of about 30 CPU-seconds, a third of that with the older
+    objects frozen. They are unfrozen after, as they were.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _weight(records: Sequence[dict[str, Any]]) -> int:
