@@ -289,10 +289,10 @@ class Loader:
 
         Replacing the stored copies of a batch's rows costs a scan of the channel's stored keys, so doing it per
         batch made a long first sync quadratic (at 3.5M events, a quarter of the events phase; at 1M events, the
-        operations' upserts took 5.5 of the full lists' 9.7 s on the writer thread). The batch is appended, and the copies written
-        before this transaction are deleted once, when it commits (:meth:`_delete_superseded`). A batch holding a
-        key already appended in this transaction, or spanning channels, is upserted at once, which replaces that copy
-        too. (An operation's transactions are upserted with it, as a whole, either way.)
+        operations' upserts took 5.5 of the full lists' 9.7 s on the writer thread). The batch is appended, and the
+        copies written before this transaction are deleted once, when it commits (:meth:`_delete_superseded`). A
+        batch holding a key already appended in this transaction, or spanning channels, is upserted at once, which
+        replaces that copy too. (An operation's transactions are upserted with it, as a whole, either way.)
         """
         channels = pc.unique(batch.column("channel_id"))
         channel = channels[0].as_py() if len(channels) == 1 else None
