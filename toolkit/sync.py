@@ -88,9 +88,6 @@ SYNC_THREADS = 1
 SYNC_CHECKPOINT_THRESHOLD = "16MB"
 #: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
 WORKERS = 4
-#: Tables whose batches are appended, and their stored copies replaced once per transaction (see Loader._append),
-#: with the key each is replaced by.
-APPENDED_KEYS = {"events": "event_id", "operations": "operation_id", "queries": "query_id"}
 #: Arrow's memory pool while a sync runs (the process default is restored after). pyarrow's default, mimalloc,
 #: keeps the pages it has used for the many short-lived batches a sync converts: with the system allocator, which
 #: hands them back, a 1M-event sync peaks about 30 MB lower (355 against 387 MB, four alternating runs), no slower.
@@ -213,8 +210,7 @@ class Loader:
         self._pending_rows: Counter[str] = Counter()
         self._pending_updated: Counter[str] = Counter()
         self._pending_cursors: dict[str, Any] = {}  # written once per transaction, just before it commits
-        # per (table, channel), the keys appended in it (see _append)
-        self._appended: dict[tuple[str, str | None], list[pa.Array]] = {}
+        self._appended_events: dict[str | None, list[pa.Array]] = {}  # per channel, event ids written in it
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -267,7 +263,7 @@ class Loader:
         check_stop()  # between two batches: a stop asked for by SIGTERM or Ctrl-C is taken here, cleanly
 
         def work() -> int:
-            new, updated = self._append(table, batch) if table in APPENDED_KEYS else self.wh.upsert(table, batch)
+            new, updated = self._append_events(batch) if table == "events" else self.wh.upsert(table, batch)
             self._pending_rows[table] += new
             self._pending_updated[table] += updated
             if tx_batch is not None:
@@ -283,41 +279,39 @@ class Loader:
 
         self.writer.submit(lambda: self._in_transaction(work))
 
-    def _append(self, table: str, batch: pa.RecordBatch | pa.Table) -> tuple[int, int]:
-        """(Writer thread.) Store a batch of one channel's events, operations or queries, returning ``(new,
-        updated)`` as an upsert does.
+    def _append_events(self, batch: pa.RecordBatch | pa.Table) -> tuple[int, int]:
+        """(Writer thread.) Store a batch of one channel's events, returning ``(new, updated)`` as an upsert does.
 
-        Replacing the stored copies of a batch's rows costs a scan of the channel's stored keys, so doing it per
-        batch made a long first sync quadratic (at 3.5M events, a quarter of the events phase; at 1M events, the
-        operations' upserts took 5.5 of the full lists' 9.7 s on the writer thread). The batch is appended, and the
-        copies written before this transaction are deleted once, when it commits (:meth:`_delete_superseded`). A
-        batch holding a key already appended in this transaction, or spanning channels, is upserted at once, which
-        replaces that copy too. (An operation's transactions are upserted with it, as a whole, either way.)
+        Replacing the stored copies of a batch's events costs a scan of the channel's stored ids, so doing it per
+        batch made a long first sync quadratic (at 3.5M events, a quarter of the events phase). The batch is
+        appended, and the copies written before this transaction are deleted once, when it commits
+        (:meth:`_delete_superseded_events`). A batch holding an event already appended in this transaction, or
+        spanning channels, is upserted at once, which replaces that copy too.
         """
         channels = pc.unique(batch.column("channel_id"))
         channel = channels[0].as_py() if len(channels) == 1 else None
-        ids = batch.column(APPENDED_KEYS[table])
+        ids = batch.column("event_id")
         ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-        earlier = [*self._appended.get((table, channel), []), *self._appended.get((table, None), [])]
+        earlier = [*self._appended_events.get(channel, []), *self._appended_events.get(None, [])]
         at_once = channel is None or bool(
             earlier and pc.any(pc.is_in(ids, value_set=pa.concat_arrays(earlier))).as_py()
         )
-        # noted either way: a later batch repeating one of these keys must replace this transaction's copy
-        self._appended.setdefault((table, channel), []).append(ids)
+        # noted either way: a later batch repeating one of these events must replace this transaction's copy
+        self._appended_events.setdefault(channel, []).append(ids)
         if at_once:
-            return self.wh.upsert(table, batch)
-        return self.wh.insert(table, batch), 0
+            return self.wh.upsert("events", batch)
+        return self.wh.insert("events", batch), 0
 
-    def _delete_superseded(self) -> None:
-        """(Writer thread, before a commit.) Delete the stored copies, written before this transaction, of the rows
+    def _delete_superseded_events(self) -> None:
+        """(Writer thread, before a commit.) Delete the stored copies, written before this transaction, of the events
         it appended, and count them as updated rather than new."""
-        for (table, channel), ids in self._appended.items():
+        for channel, ids in self._appended_events.items():
             if channel is None:  # batches spanning channels were upserted at once
                 continue
-            replaced = self.wh.delete_superseded(table, channel, pa.concat_arrays(ids))
-            self._pending_rows[table] -= replaced
-            self._pending_updated[table] += replaced
-        self._appended = {}
+            replaced = self.wh.delete_superseded("events", channel, pa.concat_arrays(ids))
+            self._pending_rows["events"] -= replaced
+            self._pending_updated["events"] += replaced
+        self._appended_events = {}
 
     def _in_transaction(self, work: Callable[[], int]) -> None:
         """(Writer thread.) Run ``work`` in the open transaction, opening one first (after letting any waiting
@@ -343,7 +337,7 @@ class Loader:
         written. If the commit fails, nothing of the transaction is kept (DuckDB drops it) and the error is raised."""
         if self._open:
             try:
-                self._delete_superseded()
+                self._delete_superseded_events()
                 self.wh.set_cursors(self._pending_cursors)
                 self.wh.con.execute("COMMIT")
             except BaseException:
@@ -361,7 +355,7 @@ class Loader:
 
     def _forget_transaction(self) -> None:
         self._open, self._open_rows = False, 0
-        self._appended = {}
+        self._appended_events = {}
         self._pending_rows, self._pending_updated, self._pending_cursors = Counter(), Counter(), {}
 
     def settle(self) -> None:
