@@ -52,3 +52,25 @@ def test_a_failed_sync_restores_the_default_pool_too(server, tmp_path, monkeypat
         sync(settings, quiet=True)
     assert entered  # the run had switched pools before the key was refused
     assert pa.default_memory_pool().backend_name == before
+
+
+def test_a_sync_freezes_older_objects_out_of_gc_and_unfreezes_them_after(server, tmp_path, monkeypatch) -> None:
+    import gc
+
+    before = gc.get_freeze_count()
+    frozen_during: list[int] = []
+    upsert = Warehouse.upsert
+
+    def spying(self: Warehouse, table: str, batch: pa.RecordBatch | pa.Table) -> tuple[int, int]:
+        frozen_during.append(gc.get_freeze_count())
+        return upsert(self, table, batch)
+
+    monkeypatch.setattr(Warehouse, "upsert", spying)
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=tmp_path / "w.duckdb", environ={})
+    assert sync(settings, quiet=True).outcome == "ok"
+    assert frozen_during and min(frozen_during) > before  # the objects older than the run were out of the passes
+    assert gc.get_freeze_count() == before
+    bad = Settings.load(base_url=server.base_url, api_key="not-a-key", warehouse=tmp_path / "x.duckdb", environ={})
+    with pytest.raises(ChainopsError):
+        sync(bad, quiet=True)
+    assert gc.get_freeze_count() == before  # a failed run unfreezes them too

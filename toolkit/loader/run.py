@@ -29,6 +29,7 @@ precedence of errors when several happen (the run's own error wins over a failed
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import time
 import uuid
@@ -208,6 +209,7 @@ def sync(
         with (
             sync_lock(path),
             _arrow_pool(SYNC_ARROW_POOL()),
+            _gc_frozen(),
             UnitOfWork(open_warehouse, on_commit=committed) as uow,
         ):
             uow.call(audit.mark_killed_runs)  # holding the lock: a run still "running" is not running
@@ -331,3 +333,19 @@ def _arrow_pool(pool: pa.MemoryPool) -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(before)
+
+
+@contextlib.contextmanager
+def _gc_frozen() -> Iterator[None]:
+    """Leave the objects that exist before the block out of the cyclic garbage collector's passes while it runs.
+
+    A sync allocates millions of short-lived objects (parsed list records), so the collector runs thousands of times,
+    and each full pass also walks every object the process already held (pandas, pyarrow and DuckDB's modules; a
+    notebook's whole heap): measured at 1M events, 1.9 of about 30 CPU-seconds, a third of that with the older
+    objects frozen. They are unfrozen after, as they were.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -1,0 +1,258 @@
+"""The sync's CPU cost where there is no network: against a server that only sends pre-serialised pages.
+
+1. A sandbox scenario of about ``--events`` events is served by `chainops sandbox` (its clock frozen), and one
+   `chainops sync` runs against it through :class:`benchmarks.replay.RecordingTransport`: every answer it reads is
+   recorded, in order. The sandbox then stops (``--recording PATH`` keeps the recording and reuses it next time).
+2. :mod:`benchmarks.replay` serves the recording from memory, keyed by method, path and query, answering at once; a
+   request it lacks fails loudly. So the sync and the baseline below have nearly both cores to themselves.
+3. In the same run, ``--runs`` times: (a) the **baseline**, a hand-written fetch-and-parse loop over exactly the
+   requests the sync made (one keep-alive ``httpx.Client``, ``orjson.loads`` of each answer, nothing else), before
+   and after (b) a full `chainops sync` (``tk.sync``) into a fresh DuckDB file in a child process. Printed: pages,
+   events, seconds, events/s, the sync's peak RSS (``VmHWM``) and phases, and the ratio baseline / sync, using the
+   mean of the two baselines around it (this machine's speed drifts within minutes).
+
+``--profile OUT`` runs the sync once more under cProfile and writes its stats to ``OUT`` (read them with
+``python -m pstats OUT``).
+
+Usage: python -m benchmarks.cpu_bench [--events 1000000] [--days 10] [--runs 2] [--recording PATH] [--profile OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import orjson
+
+from benchmarks._server import KEY, sandbox_server
+from benchmarks.replay import read_records
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENTS_PER_OPERATION = 8.6  # what the default scenario produces (operations, queries, watchers, wallets)
+
+PEAK_RSS_MB = """
+def peak_rss_mb():
+    # VmHWM: this process's own peak (ru_maxrss would carry a bigger parent's across exec)
+    import resource
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+RECORD = """
+import sys
+from pathlib import Path
+from benchmarks.replay import RecordingTransport
+from toolkit.api import Client
+from toolkit.sync import sync
+transport = RecordingTransport(Path(sys.argv[3]))
+with Client(sys.argv[1], sys.argv[2], transport=transport) as client:
+    r = sync(client=client, warehouse=sys.argv[4], quiet=True)
+print(r.summary(), file=sys.stderr)
+"""
+
+SYNC_AND_REPORT = (
+    PEAK_RSS_MB
+    + """
+import json, sys, time
+t0 = time.perf_counter()
+from toolkit.config import Settings
+from toolkit.sync import sync
+settings = Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={})
+if len(sys.argv) > 4:
+    import cProfile
+    profiler = cProfile.Profile()
+    r = profiler.runcall(sync, settings, quiet=True)
+    profiler.dump_stats(sys.argv[4])
+else:
+    r = sync(settings, quiet=True)
+print(json.dumps({"seconds": r.seconds, "wall": time.perf_counter() - t0, "requests": r.requests,
+                  "rows": dict(r.rows), "phases": r.phases, "outcome": r.outcome, "peak_mb": peak_rss_mb()}))
+"""
+)
+
+
+def record(events: int, days: int, shape: str, path: Path) -> None:
+    """Serve a sandbox scenario and record every answer one full sync of it reads."""
+    per_day = max(10, int(events / EVENTS_PER_OPERATION / days))
+    print(f"scenario: {shape}, {days} days x {per_day} operations/day (about {events:,} events)", flush=True)
+    t0 = time.perf_counter()
+    with (
+        sandbox_server(
+            "--days", str(days), "--operations-per-day", str(per_day), "--seed", "3", "--shape", shape, core=None
+        ) as (url, _),
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        print(f"sandbox ready in {time.perf_counter() - t0:.1f}s; recording a sync", flush=True)
+        t0 = time.perf_counter()
+        partial = path.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, "-c", RECORD, url, KEY, str(partial), str(Path(tmp) / "record.duckdb")],
+            check=True,
+            cwd=ROOT,
+            env=_clean_env(),
+        )
+        partial.rename(path)
+        print(f"recorded in {time.perf_counter() - t0:.1f}s: {path} ({path.stat().st_size / 2**20:,.0f} MB)")
+
+
+@contextmanager
+def replay_server(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """:mod:`benchmarks.replay` serving ``path`` in its own process; yields it (``.base_url`` set)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.replay", str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("serving on "):
+            raise RuntimeError(f"the replay server did not start: {line!r}")
+        proc.base_url = line.split("serving on ", 1)[1].strip()  # type: ignore[attr-defined]
+        yield proc
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def server_command(proc: subprocess.Popen[str], command: str) -> dict:
+    """Send ``stats`` or ``reset`` to the replay server; its answer."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(command + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def check_no_misses(proc: subprocess.Popen[str], who: str) -> int:
+    """The requests the server answered since the last reset; raises if any was not in the recording."""
+    stats = server_command(proc, "stats")
+    if stats["misses"]:
+        raise SystemExit(f"{who} asked for answers the recording lacks (re-record): {stats['misses']}")
+    server_command(proc, "reset")
+    return int(stats["requests"])
+
+
+def baseline(base_url: str, targets: list[bytes]) -> tuple[int, int, float]:
+    """The hand-written loop: every recorded request in order, one keep-alive client, ``orjson.loads`` of each
+    answer; returns (pages, events, seconds, CPU seconds)."""
+    origin = base_url.rsplit("/v1", 1)[0]
+    events = 0
+    with httpx.Client(base_url=origin, headers={"Authorization": f"Apikey {KEY}"}, timeout=60) as client:
+        t0, cpu = time.perf_counter(), time.process_time()
+        for target in targets:
+            page = orjson.loads(client.get(target.decode()).content)
+            if type(page) is dict:
+                events += len(page.get("events", ()))
+        return len(targets), events, time.perf_counter() - t0, time.process_time() - cpu
+
+
+def run_sync(base_url: str, warehouse: Path, profile: Path | None = None, toolkit: Path = ROOT) -> dict:
+    """A full sync in a fresh process, with the toolkit found in ``toolkit``; its report, plus ``cpu``: the CPU
+    seconds the process used (imports too)."""
+    args = [sys.executable, "-c", SYNC_AND_REPORT, base_url, KEY, str(warehouse)]
+    if profile is not None:
+        args.append(str(profile))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(args, env=_clean_env(), capture_output=True, text=True, cwd=toolkit)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode:
+        raise SystemExit(f"the sync failed:\n{out.stderr[-3000:]}")
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return report
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="approximate events in the scenario")
+    parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--shape", default="default", help="the sandbox's scenario shape")
+    parser.add_argument("--runs", type=int, default=2, help="baseline/sync pairs to time")
+    parser.add_argument("--recording", type=Path, help="keep the recording here (reused when it exists)")
+    parser.add_argument("--profile", type=Path, help="also run the sync under cProfile, stats written here")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="a directory holding another version's toolkit/ package (e.g. `git archive REV toolkit | tar -x -C DIR`):"
+        " each run also syncs with it, for before/after figures against the same baseline",
+    )
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.recording or Path(tmp) / "recording.bin"
+        if not path.exists():
+            record(args.events, args.days, args.shape, path)
+        targets = [key.split(b" ", 1)[1] for key, _, _ in read_records(path) if key.startswith(b"GET ")]
+        with replay_server(path) as server:
+            url = server.base_url  # type: ignore[attr-defined]
+            print(f"replaying {len(targets):,} recorded requests from {url}", flush=True)
+            ratios = []
+            for run in range(1, args.runs + 1):
+                pages, events, before, before_cpu = baseline(url, targets)
+                check_no_misses(server, "the baseline")
+                other = None
+                if args.compare:
+                    other = run_sync(url, Path(tmp) / f"other{run}.duckdb", toolkit=args.compare)
+                    check_no_misses(server, "the sync to compare with")
+                sync = run_sync(url, Path(tmp) / f"sync{run}.duckdb")
+                requests = check_no_misses(server, "the sync")
+                _, _, after, after_cpu = baseline(url, targets)
+                check_no_misses(server, "the baseline")
+                base = (before + after) / 2
+                stored = sync["rows"].get("events", 0)
+                ratio = base / sync["seconds"]
+                ratios.append(ratio)
+                print(
+                    f"run {run}: baseline (httpx keep-alive + orjson.loads): {pages:,} pages, {events:,} events in "
+                    f"{before:.2f}s before and {after:.2f}s after the sync = {events / base:,.0f} events/s"
+                )
+                print(
+                    f"  sync: {stored:,} events ({sum(sync['rows'].values()):,} rows, {requests:,} requests, "
+                    f"outcome {sync['outcome']}) in {sync['seconds']:.2f}s = {stored / sync['seconds']:,.0f} "
+                    f"events/s; process wall {sync['wall']:.2f}s with imports; peak RSS {sync['peak_mb']:.0f} MB"
+                )
+                print(f"  phases (s): {sync['phases']}")
+                base_cpu = (before_cpu + after_cpu) / 2
+                print(
+                    f"  CPU seconds: baseline {base_cpu:.2f}, sync {sync['cpu']:.2f} (process, imports included) = "
+                    f"{sync['cpu'] / base_cpu:.1f}x; {sync['cpu'] / sync['wall']:.2f} of "
+                    f"{os.cpu_count()} cores busy on average"
+                )
+                print(f"  ratio baseline / sync = {base:.2f} / {sync['seconds']:.2f} = {ratio:.2f}x", flush=True)
+                if other is not None:
+                    print(
+                        f"  compared: the toolkit in {args.compare} synced in {other['seconds']:.2f}s "
+                        f"({base / other['seconds']:.2f}x), CPU {other['cpu']:.2f}s, "
+                        f"peak RSS {other['peak_mb']:.0f} MB; phases (s): {other['phases']}",
+                        flush=True,
+                    )
+            print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}")
+            if args.profile:
+                run_sync(url, Path(tmp) / "profiled.duckdb", profile=args.profile)
+                check_no_misses(server, "the profiled sync")
+                print(f"profile of one sync written to {args.profile}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The exact JSON parse: integers of any size keep every digit, and the quick test in front of the regular expression
+never lets a long integer literal through to orjson."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolkit.api import exactjson
+from toolkit.api.exactjson import _LONG_INTEGER, may_hold_long_integer
+
+BIG = 2**64 + 12345  # beyond what orjson holds: it would come back as a float
+
+
+def test_long_integers_keep_every_digit_wherever_they_stand() -> None:
+    for body in (
+        f'{{"a": {BIG}}}',
+        f'{{"a":{BIG}}}',
+        f'{{"a":\n\t -{BIG}}}',
+        f"[{BIG}]",
+        f"[1, {BIG}]",
+        f'{{"data": [{{"chain_selector": {BIG}}}]}}',
+    ):
+        assert exactjson.loads(body.encode()) == json.loads(body), body
+
+
+def test_digits_inside_strings_stay_text_and_short_integers_take_orjson() -> None:
+    body = b'{"chain_selector": "16015286601757825753", "value": "1000000000000000000000", "n": 123456789012345678}'
+    assert not may_hold_long_integer(body)
+    assert exactjson.loads(body) == {
+        "chain_selector": "16015286601757825753",
+        "value": "1000000000000000000000",
+        "n": 123456789012345678,
+    }
+
+
+def test_invalid_json_is_still_refused() -> None:
+    for body in (b"{", b'{"a": NaN}', b"[1,]"):
+        try:
+            exactjson.loads(body)
+        except ValueError:
+            continue
+        raise AssertionError(f"{body!r} was accepted")
+
+
+# text made of the characters that matter to the expression, so that matches are frequent
+_ALPHABET = st.sampled_from([b"0", b"1", b"9", b":", b"[", b",", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"-"]) | (
+    st.sampled_from([b'"', b"a", b"{", b"}", b"]", b".", b"e", b"+"])
+)
+
+
+@settings(max_examples=1000)
+@given(st.lists(_ALPHABET | st.just(b"1234567890123456789"), max_size=12).map(b"".join))
+def test_the_quick_test_never_misses_what_the_expression_finds(body: bytes) -> None:
+    if _LONG_INTEGER.search(body) is not None:
+        assert may_hold_long_integer(body)
+
+
+@given(st.binary(max_size=200))
+def test_the_quick_test_never_misses_on_any_bytes(body: bytes) -> None:
+    if _LONG_INTEGER.search(body) is not None:
+        assert may_hold_long_integer(body)
