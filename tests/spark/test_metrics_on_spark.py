@@ -18,12 +18,12 @@ pytestmark = pytest.mark.slow
 DEMO_CASES = [
     *((name, {}) for name in sorted(metrics.METRICS)),
     ("status-latency", {"by": ["network", "status"], "bucket": "6h"}),
-    ("status-latency", {"status": ["sent", "broadcasting"], "since": "2026-11-21", "until": "1d"}),
+    ("status-latency", {"status": ["sent", "broadcasting"], "since": "@end-48h", "until": "1d"}),
     ("failure-rates", {"by": ["network"], "bucket": "1d"}),
     ("failure-rates", {"network": ["Polygon", "Ethereum Mainnet"], "since": "36h"}),
     ("finality-breakdown", {"by": ["network"]}),
     ("query-latency", {"by": ["network"], "since": "2d"}),
-    ("stuck-operations", {"network": ["Polygon", "Base"], "now": "2026-11-23T12:00:00Z"}),
+    ("stuck-operations", {"network": ["Polygon", "Base"], "now": "@end-1h"}),
     ("failure-reasons", {"top": 3}),
 ]
 MESSY_CASES = [
@@ -41,8 +41,19 @@ def _case_id(case: tuple[str, dict]) -> str:
     return name + "".join(f"-{k}={v}" for k, v in kwargs.items())
 
 
+def _at_data_end(warehouse: str, kwargs: dict) -> dict:
+    """``kwargs`` with each ``"@end-AGE"`` replaced by the time AGE before the data's last event: the demo's data
+    ends when it was generated, so a fixed date would hold no data on another day."""
+    end = metrics.latest_event_time(warehouse)
+    return {
+        k: (end - pd.Timedelta(v.removeprefix("@end-")) if isinstance(v, str) and v.startswith("@end-") else v)
+        for k, v in kwargs.items()
+    }
+
+
 def _both(warehouse: str, export: str, spark, name: str, kwargs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     func = metrics.METRICS[name]
+    kwargs = _at_data_end(warehouse, kwargs)
     if "since" in kwargs and "until" not in kwargs and "now" not in kwargs:
         # an age counts back from now on both engines; pin it to the data's own end so the two see one period
         kwargs = {**kwargs, "until": metrics.latest_event_time(warehouse) + pd.Timedelta(seconds=1)}
