@@ -49,6 +49,7 @@ from .api.pages import event_offset
 from .api.wire import DecodedEvents, merge_decoded
 from .config import Settings, is_loopback_host
 from .errors import BadPageError, ChainopsError, NotFoundError, ResponseFormatError
+from .event_window import Ask, requested
 from .signals import check_stop, is_interruption, sigterm_received
 from .warehouse import RejectedRecord, Warehouse, sync_lock, to_batch, transaction_records
 from .warehouse.event_batches import events_batch, wire_events_batch
@@ -57,6 +58,7 @@ from .warehouse.memory import is_out_of_memory, memory_ceiling, raise_memory_lim
 from .warehouse.models import refresh_models
 from .warehouse.patch import apply_new_events
 from .warehouse.writer import Writer
+from .window_sync import EventWindows
 
 EVENT_PAGE_LIMIT = spec.PAGE_LIMITS["events"].maximum
 PageT = TypeVar("PageT", bound=Page)
@@ -133,6 +135,11 @@ class SyncResult:
     message: str | None = None
     #: Wall seconds per phase of the run (small lists, watchers, full lists, events, refetch, ...).
     phases: dict[str, float] = field(default_factory=dict)
+    # -- event windows (toolkit.window_sync) --
+    #: The window asked for and each windowed channel's (``sync_runs.event_window``); None when all read whole.
+    event_window: dict[str, Any] | None = None
+    #: The summary's line about the windows.
+    window_line: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -154,6 +161,8 @@ class SyncResult:
             lines.append(f"{len(self.rejected)} records rejected (see sync_runs.message); first: {self.rejected[0]}")
         if self.gaps:
             lines.append(f"event offset gaps still open after a re-read: {self.gaps}")
+        if self.window_line:  # event windows (toolkit.window_sync)
+            lines.append(self.window_line)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:  # notebooks
@@ -190,6 +199,7 @@ class Loader:
         full: bool,
         quiet: bool,
         workers: int | None = None,
+        window: Ask | None = None,
     ) -> None:
         self.client = client
         self.workers = max(1, workers or default_workers(client.base_url))
@@ -210,6 +220,8 @@ class Loader:
         self._pending_updated: Counter[str] = Counter()
         self._pending_cursors: dict[str, Any] = {}  # written once per transaction, just before it commits
         self._appended_events: dict[str | None, list[pa.Array]] = {}  # per channel, event ids written in it
+        # -- event windows hook: channels read through event search (toolkit.window_sync) --
+        self.windows = EventWindows(self, window, full=full)
 
     # ---- progress -------------------------------------------------------------------------------------------
 
@@ -573,7 +585,12 @@ class Loader:
         streams: dict[str, Callable[[], Iterator[WireEventPage]]] = {}
         started = time.perf_counter()
         self.settle()
-        starts = {cid: int((self.wh.get_cursor(f"events:{cid}") or {}).get("next_offset", 0)) for cid in channel_ids}
+        # -- event windows hook: only channels read whole, or windows of all types already walked, are polled --
+        channel_ids = self.windows.polled(channel_ids)
+        starts = {
+            cid: self.windows.poll_start(cid, int((self.wh.get_cursor(f"events:{cid}") or {}).get("next_offset", 0)))
+            for cid in channel_ids
+        }
         # Where each log ends (a newest-first poll per channel): a parallel walk reads ahead up to it. With a bar on
         # screen every channel's is asked first, all at once, for the bar's total; otherwise only a walk whose first
         # page comes back full asks (a channel with one page of new events costs no extra request).
@@ -842,9 +859,11 @@ class Loader:
             for c in channel_ids
             if all((self.wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in ("operations", "queries"))
         ]
+        self.windows.plan(channel_ids)  # -- event windows hook: saved before anything is read --
         phases: list[tuple[str, Callable[[Sequence[str]], None]]] = [
             ("watchers", self.sync_watchers),
             ("full lists", self.sync_full_lists),
+            ("event windows", self.windows.run),  # -- event windows hook --
             ("events", self.sync_events),
             ("refetch", self.refetch),
         ]
@@ -867,15 +886,22 @@ def sync(
     full: bool = False,
     quiet: bool = False,
     workers: int | None = None,
+    since: Any = None,
+    event_types: Sequence[str] | None = None,
 ) -> SyncResult:
     """Sync the organisation into the warehouse and return what the run did.
 
     ``settings`` (default: from the environment) names the service, key and warehouse; pass ``client`` to reuse
     one. ``channels`` limits the per-channel streams; ``full`` reads every list and event log from the start again.
     ``workers`` sets how many requests run at once (default: :func:`default_workers`).
+    ``since`` (an age such as ``"30d"``, an ISO time, a datetime, or ``"all"``) and ``event_types`` (event types of
+    :data:`toolkit.spec.EVENT_TYPES`) read the channels' event logs through event search, only the events of those
+    types created since then; later runs continue that window, and a wider one fills in what it lacks
+    (:mod:`toolkit.event_window`). ``full`` reads a window again from its start.
     Raises a :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
     ``sync_runs`` either way, and the next run resumes from the last committed batch.
     """
+    window = requested(since, event_types)  # -- event windows hook: a bad value fails before anything runs --
     settings = settings or Settings.load(warehouse=warehouse)
     path = warehouse or settings.warehouse
     own_client = client is None
@@ -886,7 +912,7 @@ def sync(
         with sync_lock(path), _arrow_pool(SYNC_ARROW_POOL()), Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
             wh.configure(checkpoint_threshold=SYNC_CHECKPOINT_THRESHOLD, threads=SYNC_THREADS)
             _write_run(wh, result, client.base_url)
-            loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers)
+            loader = Loader(client, wh, result, full=full, quiet=quiet, workers=workers, window=window)
             try:
                 while True:
                     try:
@@ -899,7 +925,7 @@ def sync(
                     # from the committed cursors (never from the start, even with --full) under the doubled limit
                     loader.finish()
                     loader.close_bars()
-                    loader = Loader(client, wh, result, full=False, quiet=quiet, workers=workers)
+                    loader = Loader(client, wh, result, full=False, quiet=quiet, workers=workers, window=window)
                 started = time.perf_counter()
                 _build_models(wh, result)
                 result.phases["models"] = round(time.perf_counter() - started, 3)
@@ -920,6 +946,8 @@ def sync(
                         result.outcome = "failed"
                         result.message = f"the last commit failed: {type(exc).__name__}: {exc}"
                 loader.close_bars()
+                result.event_window = loader.windows.record()  # -- event windows hook --
+                result.window_line = loader.windows.summary_line()
                 result.requests = client.requests - requests0
                 result.retries = client.retries - retries0
                 result.finished_at = datetime.now(UTC)
@@ -1047,8 +1075,8 @@ def _write_run(wh: Warehouse, result: SyncResult, base_url: str) -> None:
         """
         INSERT OR REPLACE INTO sync_runs
         (run_id, started_at, finished_at, outcome, base_url, full_sync, requests, retries, rows_written, rejected,
-         gaps, message)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         gaps, message, event_window)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [
             result.run_id,
@@ -1063,5 +1091,6 @@ def _write_run(wh: Warehouse, result: SyncResult, base_url: str) -> None:
             len(result.rejected),
             json.dumps(result.gaps),
             result.message,
+            None if result.event_window is None else json.dumps(result.event_window),
         ],
     )

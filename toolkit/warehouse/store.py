@@ -234,6 +234,8 @@ class Warehouse:
         self.con.execute(MARKER_SQL)
         self._drop_primary_keys()
         self._migrate_query_target()
+        # sync_runs.event_window came with event windows: added to warehouses made before them
+        self.con.execute("ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS event_window JSON")
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
