@@ -276,6 +276,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         df = func(source, **kwargs)
     except ValueError as exc:  # a grouping, bucket or period the metric refuses: the command line was wrong
         raise UsageError(str(exc)) from None
+    if df.attrs.get("clipped"):  # the warehouse holds a shorter period (toolkit.metrics.coverage)
+        print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
         _say_why_empty(args)
     _write_frame(df, fmt, args.out)

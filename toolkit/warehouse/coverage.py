@@ -126,7 +126,7 @@ def read_coverage(wh: Any) -> Coverage:
         "SELECT stream, cursor::VARCHAR AS cursor FROM sync_state WHERE stream = $w OR starts_with(stream, $p)",
         {"w": WINDOW_STREAM, "p": WINDOW_STREAM + ":"},
     )
-    channel_ids = [str(c) for c in wh.query("SELECT channel_id FROM channels")["channel_id"] if isinstance(c, str)]
+    channel_ids = [str(c) for c in wh.query("SELECT channel_id FROM channels", {})["channel_id"] if isinstance(c, str)]
     states: dict[str, dict[str, Any]] = {}
     default: dict[str, Any] | None = None
     for stream, cursor in rows.itertuples(index=False, name=None):
