@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..warehouse import Warehouse
 from ..warehouse.coverage import Coverage, try_read_coverage
 
 #: The event type each metric is computed from (a metric not named needs none in particular).
@@ -80,7 +81,10 @@ def clip_to_coverage(metric: str, filters: Any, coverage: Coverage | None) -> tu
 
 
 def coverage_of(warehouse: Any) -> Coverage | None:
-    """The warehouse's coverage, or ``None`` on an engine that has no sync tables."""
+    """The warehouse's coverage, or ``None`` for another engine (Spark over an export: its metrics are not clipped;
+    each extra query there costs a Spark job)."""
+    if not isinstance(warehouse, Warehouse):
+        return None
     return try_read_coverage(warehouse)
 
 
