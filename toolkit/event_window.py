@@ -347,7 +347,9 @@ def plan(
         return replace(state, target=None, held=target)
     if state.walks:  # resumed: the plan's progress stands
         return replace(state, target=target, walks=walks)
-    return replace(state, target=target, walks=walks, reached=None, ends=[], floor=None, top=None)
+    # the newest time read so far starts at where the window was read to: a continuation that finds nothing new
+    # keeps that mark instead of moving it back by the overlap each run
+    return replace(state, target=target, walks=walks, reached=state.read_to, ends=[], floor=None, top=None)
 
 
 def _fresh(window: Window) -> ChannelWindow:

@@ -56,7 +56,8 @@ class EventWindows:
         loader.settle()
         default = Window.from_json(wh.get_cursor(STREAM))
         cursors: dict[str, Any] = {}
-        if self.asked is not None and (wanted := self.asked.apply(default)) != default and not wanted.whole:
+        wanted = self.asked.apply(default) if self.asked is not None else default
+        if wanted is not None and wanted != default and (default is not None or not wanted.whole):
             cursors[STREAM] = wanted.to_json()  # the window channels that appear later take
         for cid in channel_ids:
             saved = ChannelWindow.from_json(wh.get_cursor(stream_of(cid)))

@@ -154,6 +154,21 @@ def test_an_earlier_since_fills_in_the_older_part_without_reading_stored_events(
     assert filled.outcome == "ok" and filled.gaps == {}
 
 
+def test_since_all_turns_a_window_into_the_whole_log(sandbox, server, since, tmp_path) -> None:
+    path = tmp_path / "w.duckdb"
+    sync(settings_for(server, path), quiet=True, since=since)
+    window = stored(path)
+    whole = sync(settings_for(server, path), quiet=True, since="all")
+    every = flat(expected(sandbox))
+    assert stored(path) == every
+    assert whole.rows["events"] == len(every - window) > 0 and whole.updated["events"] == 0
+    with Warehouse(path, read_only=True) as wh:
+        default = wh.get_cursor("events_window")
+    assert default == {"since": None, "types": None}  # channels that appear later are read whole too
+    again = sync(settings_for(server, path), quiet=True)
+    assert again.rows["events"] == 0 and again.gaps == {} and "event window" not in again.summary()
+
+
 def test_event_types_hold_only_those_types_and_a_wider_set_reads_only_the_new_ones(
     sandbox, server, since, tmp_path
 ) -> None:
