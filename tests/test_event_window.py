@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolkit.errors import UsageError
-from toolkit.event_window import (
+from toolkit.loader.event_window import (
     OVERLAP_SECONDS,
     ChannelWindow,
     Walk,

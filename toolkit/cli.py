@@ -225,8 +225,8 @@ def _at_least_one(text: str) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """Sync the organisation from CREC_BASE_URL into the warehouse."""
-    from .event_window import requested
     from .loader import sync
+    from .loader.event_window import requested
 
     requested(args.since, args.event_type)  # a bad --since or --event-type is a usage error before anything else
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
@@ -236,7 +236,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         full=args.full,
         quiet=args.quiet,
         workers=args.workers,
-        since=args.since,  # event windows: read through event search (toolkit.event_window)
+        since=args.since,  # event windows: read through event search (toolkit.loader.event_window)
         event_types=args.event_type,
     )
     # the summary quotes what the service sent (ids, a rejected item): shown safely, the key never in it

@@ -17,9 +17,9 @@ from tests.integration.test_incremental import settings_for
 from toolkit import metrics
 from toolkit.api import Client
 from toolkit.cli import main
+from toolkit.loader import sync
 from toolkit.metrics.coverage import NotHeldError
 from toolkit.report import build_report
-from toolkit.sync import sync
 from toolkit.warehouse import Warehouse
 
 PAGE = 200  # the largest search page, which the sync asks for

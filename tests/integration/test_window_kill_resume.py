@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import TEST_KEY
 from tests.integration.test_incremental import TABLES, snapshot
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261123"))

@@ -1,12 +1,12 @@
 """What part of each channel's event log the warehouse holds: the period and event types metrics may rely on.
 
 A warehouse synced whole holds every event of every channel. One synced with ``chainops sync --since 30d`` or
-``--event-type ...`` holds a *window* per channel (``sync_state`` stream ``events_window:<channel_id>``, written by
-:mod:`toolkit.event_window`): every event of its types created since its start. A rate over a period the warehouse
-does not hold would be wrong, so metrics and reports read the coverage here and clip their period to it
+``--event-type ...`` holds a *window* per channel (``sync_state`` stream ``events_window:<channel_id>``, written
+by :mod:`toolkit.loader.event_window`): every event of its types created since its start. A rate over a period the
+warehouse does not hold would be wrong, so metrics and reports read the coverage here and clip their period to it
 (:func:`toolkit.metrics.common.clip_to_coverage`).
 
-The JSON read here is the one :class:`toolkit.event_window.ChannelWindow` writes: ``held`` = ``{"since": unix
+The JSON read here is the one :class:`toolkit.loader.event_window.ChannelWindow` writes: ``held`` = ``{"since": unix
 seconds or null, "types": [..] or null}`` (null: all), plus ``read_to`` (unix seconds) and ``walks`` (unfinished).
 """
 
@@ -21,7 +21,7 @@ import pandas as pd
 
 from .. import spec
 
-#: The sync_state stream prefix of a channel's window (see toolkit.event_window.STREAM).
+#: The sync_state stream prefix of a channel's window (see toolkit.loader.event_window.STREAM).
 WINDOW_STREAM = "events_window"
 
 

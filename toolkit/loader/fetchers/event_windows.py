@@ -1,26 +1,29 @@
-"""The event-window phase of a sync: channels' events read through event search, as :mod:`toolkit.event_window`
-plans it.
+"""The event-window phase of a sync: channels' events read through event search, as
+:mod:`toolkit.loader.event_window` plans it (``chainops sync --since``, ``--event-type``).
 
-The loader calls, in order: :meth:`EventWindows.plan` (each channel's walks, saved before any is read, so a killed
-run resumes them), :meth:`EventWindows.run` (the walks: each page written with the channel's window state as its
-cursor, in the loader's transactions), then its poll phase over :meth:`EventWindows.polled` channels only, each
-from :meth:`EventWindows.poll_start`. Channels that hold a type subset, or whose walks have not finished, are
-neither polled nor checked for gaps.
+The run calls, in order: :meth:`EventWindows.plan` (each channel's walks, saved before any is read, so a killed
+run resumes them), :meth:`EventWindows.fetch` (the walks, a fetcher: each page yielded as a :class:`Write` with
+the channel's window state as its cursor, so it is committed with the events it covers), then the poll phase
+(:mod:`.events`) and the gap pass (:mod:`.gaps`) over :meth:`EventWindows.polled` channels only, each polled from
+:meth:`EventWindows.poll_start`. Channels that hold a type subset, or whose walks have not finished, are neither
+polled nor checked for gaps. Every read and cursor goes through the unit of work (``ctx.read``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .api.concurrency import prefetch
-from .api.pages import WireEventPage, event_offset
-from .api.search import search_wire_pages
-from .errors import BadPageError, ChainopsError
-from .event_window import (
+from ...api import WireEventPage
+from ...api.concurrency import prefetch
+from ...api.pages import event_offset
+from ...api.search import search_wire_pages
+from ...errors import BadPageError, ChainopsError
+from ..context import FetchContext
+from ..event_window import (
     STREAM,
     Ask,
     ChannelWindow,
@@ -32,18 +35,16 @@ from .event_window import (
     stream_of,
     summary_json,
 )
-
-if TYPE_CHECKING:
-    from .sync import Loader
+from ..unit_of_work import Write
+from .events import event_batch
 
 
 class EventWindows:
     """One run's event windows: what was asked for, and each windowed channel's state as the run moves it."""
 
-    def __init__(self, loader: Loader, asked: Ask | None, *, full: bool) -> None:
-        self.loader = loader
+    def __init__(self, ctx: FetchContext, asked: Ask | None) -> None:
+        self.ctx = ctx
         self.asked = asked
-        self.full = full
         #: Windowed channels of this run (channels read whole through poll are absent).
         self.states: dict[str, ChannelWindow] = {}
         self._planned = False
@@ -52,31 +53,38 @@ class EventWindows:
 
     def plan(self, channel_ids: Sequence[str]) -> None:
         """Plan each channel's walks and save the plans (with the warehouse's default window) in one transaction."""
-        loader, wh = self.loader, self.loader.wh
-        loader.settle()
-        default = Window.from_json(wh.get_cursor(STREAM))
+        saved = self.ctx.read(
+            lambda wh: (
+                wh.get_cursor(STREAM),
+                {
+                    cid: (wh.get_cursor(stream_of(cid)), wh.get_cursor(f"events:{cid}") is not None)
+                    for cid in channel_ids
+                },
+            )
+        )
+        default = Window.from_json(saved[0])
         cursors: dict[str, Any] = {}
         wanted = self.asked.apply(default) if self.asked is not None else default
         if wanted is not None and wanted != default and (default is not None or not wanted.whole):
             cursors[STREAM] = wanted.to_json()  # the window channels that appear later take
         for cid in channel_ids:
-            saved = ChannelWindow.from_json(wh.get_cursor(stream_of(cid)))
-            polled = wh.get_cursor(f"events:{cid}") is not None
-            state = plan(saved, polled=polled, asked=self.asked, default=default, reread=self.full)
+            window_cursor, polled = saved[1][cid]
+            held = ChannelWindow.from_json(window_cursor)
+            state = plan(held, polled=polled, asked=self.asked, default=default, reread=self.ctx.full)
             if state is None:
                 continue
             self.states[cid] = state
-            if saved is None or state.to_json() != saved.to_json():
+            if held is None or state.to_json() != held.to_json():
                 cursors[stream_of(cid)] = state.to_json()
         if cursors:
-            with wh.transaction():
-                wh.set_cursors(cursors)
+            self.ctx.read(lambda wh: wh.save_cursors(cursors))
         self._planned = True
 
     # ---- the walks -----------------------------------------------------------------------------------------------
 
-    def run(self, channel_ids: Sequence[str]) -> None:
-        """Run every planned walk: channels at once (up to the loader's workers), each channel's walks in turn."""
+    def fetch(self, channel_ids: Sequence[str]) -> Iterator[Write]:
+        """Run every planned walk: channels at once (up to the run's workers), each channel's walks in turn; yield
+        each page's events with the channel's window state after it as their cursor."""
         if not self._planned:
             self.plan(channel_ids)
         busy = [cid for cid in channel_ids if cid in self.states and self.states[cid].busy]
@@ -84,26 +92,29 @@ class EventWindows:
         streams: dict[str, Callable[[], Iterator[WireEventPage]]] = {
             cid: (lambda c=cid, walks=list(self.states[cid].walks): self._pages(c, walks)) for cid in ready
         }
-        bar = self.loader.bar("events (search)")
-        for cid, page in prefetch(streams, workers=self.loader.workers):
-            self.loader._note_rejected(page.rejected, page)
+        bar = self.ctx.progress.bar("events (search)")
+        for cid, page in prefetch(streams, workers=self.ctx.workers):
+            self.ctx.note_rejected(page.rejected, page)
             state = self.states[cid]
             if page.problem is not None:  # the walk stops; it resumes from the page asked for next run
-                self.loader.result.problems.append(
+                self.ctx.problem(
                     f"{page.describe()}: {page.problem}; the event window of channel {cid} is read again from "
                     "there next run"
                 )
                 continue
-            batch = _distinct(self.loader.event_batch(page, cid))
+            batch = _distinct(event_batch(self.ctx, page, cid))
             max_offset, max_ts = _highest(batch)
-            done = not page.has_more
             state = advance(
-                state, 0, next_offset=int(page.next_offset or 0), max_offset=max_offset, max_ts=max_ts, done=done
+                state,
+                0,
+                next_offset=int(page.next_offset or 0),
+                max_offset=max_offset,
+                max_ts=max_ts,
+                done=not page.has_more,
             )
             self.states[cid] = state
-            self.loader.write("events", batch, cursor=(stream_of(cid), state.to_json()))
+            yield Write("events", batch, cursor=(stream_of(cid), state.to_json()))
             bar.update(batch.num_rows)
-        self.loader.settle()
 
     def _floor(self, channel_id: str) -> bool:
         """Ask the channel's newest offset before walks that lead to a window of all types (saved with the plan);
@@ -112,18 +123,17 @@ class EventWindows:
         if not needs_floor(state):
             return True
         try:
-            page = self.loader.client.poll_events(channel_id, limit=1)
+            page = self.ctx.call(self.ctx.client.poll_events, channel_id, limit=1)
         except ChainopsError as exc:
-            self.loader.result.problems.append(
+            self.ctx.problem(
                 f"channel {channel_id}: its newest event offset could not be read ({exc}); its event window is "
                 "read next run"
             )
             return False
         offsets = [o for o in map(event_offset, page.records) if o is not None]
         state.floor = max(offsets) if offsets else -1
-        self.loader.settle()
-        with self.loader.wh.transaction():
-            self.loader.wh.set_cursor(stream_of(channel_id), state.to_json())
+        cursor = {stream_of(channel_id): state.to_json()}
+        self.ctx.read(lambda wh: wh.save_cursors(cursor))
         return True
 
     def _pages(self, channel_id: str, walks: Sequence[Any]) -> Iterator[WireEventPage]:
@@ -131,7 +141,7 @@ class EventWindows:
         taken for the one that stopped)."""
         for walk in walks:
             try:
-                for page in search_wire_pages(self.loader.client, channel_id, walk.params(), start=walk.offset):
+                for page in search_wire_pages(self.ctx.client, channel_id, walk.params(), start=walk.offset):
                     yield page
                     if page.problem is not None:
                         return

@@ -17,8 +17,8 @@ narrower request keeps what is held. A run without flags keeps each window and c
   less :data:`OVERLAP_SECONDS` (re-read events are deduplicated by ``event_id``); its offsets have holes by design
   and are not checked.
 
-This module is pure: the state, the plan of walks and how each page moves the state. :mod:`toolkit.window_sync`
-runs the walks.
+This module is pure: the state, the plan of walks and how each page moves the state;
+:mod:`toolkit.loader.fetchers.event_windows` runs the walks.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any
 
 import pandas as pd
 
-from . import spec
-from .errors import UsageError
-from .times import parse_time
+from .. import spec
+from ..errors import UsageError
+from ..times import parse_time
 
 #: A type-subset window continues its search from the newest payload time read, less this: an event becomes
 #: searchable a little after the transition it reports (its ``created`` time is at or after its payload
