@@ -52,9 +52,9 @@ def stored(path) -> set[str]:
 
 
 def event_rows(path, ids: set[str] | None = None) -> list[tuple]:
-    """The events' rows without the sync bookkeeping column, sorted (only ``ids`` when given)."""
+    """The events' rows without the sync bookkeeping columns (synced_at, write_seq), sorted (only ``ids`` when given)."""
     with Warehouse(path, read_only=True) as wh:
-        cols = [c for c in wh.columns("events") if c != "synced_at"]
+        cols = [c for c in wh.columns("events") if c not in ("synced_at", "write_seq")]
         select = ", ".join(f'"{c}"::VARCHAR' for c in cols)
         rows = wh.con.execute(f"SELECT {select} FROM events").fetchall()
     at = cols.index("event_id")
