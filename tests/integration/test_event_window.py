@@ -52,7 +52,7 @@ def stored(path) -> set[str]:
 
 
 def event_rows(path, ids: set[str] | None = None) -> list[tuple]:
-    """The events' rows without the sync bookkeeping columns (synced_at, write_seq), sorted (only ``ids`` when given)."""
+    """The events' rows without the bookkeeping columns (synced_at, write_seq), sorted (only ``ids`` when given)."""
     with Warehouse(path, read_only=True) as wh:
         cols = [c for c in wh.columns("events") if c not in ("synced_at", "write_seq")]
         select = ", ".join(f'"{c}"::VARCHAR' for c in cols)
