@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import spec
 from .atomic import atomic_file, output_error
 from .config import Settings, data_dir, redact
 from .display import clean_for_terminal, frame_for_csv, frame_for_display, frame_for_terminal
@@ -225,9 +226,19 @@ def _at_least_one(text: str) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     """Sync the organisation from CREC_BASE_URL into the warehouse."""
     from .loader import sync
+    from .loader.event_window import requested
 
+    requested(args.since, args.event_type)  # a bad --since or --event-type is a usage error before anything else
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
-    result = sync(settings, channels=args.channel or None, full=args.full, quiet=args.quiet, workers=args.workers)
+    result = sync(
+        settings,
+        channels=args.channel or None,
+        full=args.full,
+        quiet=args.quiet,
+        workers=args.workers,
+        since=args.since,  # event windows: read through event search (toolkit.loader.event_window)
+        event_types=args.event_type,
+    )
     # the summary quotes what the service sent (ids, a rejected item): shown safely, the key never in it
     print(clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True))
     return 0
@@ -274,6 +285,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         df = func(source, **kwargs)
     except ValueError as exc:  # a grouping, bucket or period the metric refuses: the command line was wrong
         raise UsageError(str(exc)) from None
+    if df.attrs.get("clipped"):  # the warehouse holds a shorter period (toolkit.metrics.coverage)
+        print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
         _say_why_empty(args)
     _write_frame(df, fmt, args.out)
@@ -525,7 +538,23 @@ def build_parser() -> argparse.ArgumentParser:
     warehouse_opt(p)
     p.add_argument("--base-url", metavar="URL", help="service base URL ending in /v1 (default: $CREC_BASE_URL)")
     p.add_argument("--channel", action="append", metavar="ID", help="sync only this channel (repeatable)")
-    p.add_argument("--full", action="store_true", help="ignore saved cursors and read everything again")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="ignore saved cursors and read everything the warehouse holds again (an event window from its start)",
+    )
+    p.add_argument(
+        "--since",
+        metavar="AGE|TIME",
+        help="read only the events created since then (30d, 2026-01-01, or 'all'), through event search; later runs "
+        "continue the window, an earlier --since fills in the older part",
+    )
+    p.add_argument(
+        "--event-type",
+        action="append",
+        metavar="TYPE",
+        help=f"read only events of this type (repeatable): {', '.join(spec.EVENT_TYPES)}",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument(
         "--workers",

@@ -32,6 +32,7 @@ import pandas as pd
 from . import metrics
 from .atomic import atomic_dir, atomic_file
 from .display import frame_for_csv, frame_for_terminal, shorten
+from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
 from .times import now_utc, parse_period
 from .warehouse import Warehouse
@@ -159,6 +160,10 @@ class Report:
     #: earlier): a bucket past it is partial.
     bucket: str = "1d"
     data_until: pd.Timestamp | None = None
+    #: What the warehouse holds (:meth:`toolkit.warehouse.coverage.Coverage.to_attrs`), and what the report left
+    #: out or clipped because of it (the period, metrics whose event types are not held).
+    coverage: dict[str, Any] | None = None
+    coverage_notes: list[str] = field(default_factory=list)
 
     @property
     def breaches(self) -> list[Threshold]:
@@ -267,33 +272,47 @@ def build_report(
     ``thresholds`` (:class:`Threshold` or ``--fail-on`` text) to judge. Returns the :class:`Report`.
     """
     start, end = _period(since, until)
-    previous = start - (end - start)
-    period = {"since": start, "until": end}
     checks = [t if isinstance(t, Threshold) else parse_threshold(t) for t in thresholds]
     with metrics._open(warehouse) as wh:
+        # the period and event types the warehouse holds: the report covers no more (toolkit.metrics.coverage)
+        coverage = coverage_of(wh)
+        notes: list[str] = []
+        if coverage is not None and coverage.since is not None and coverage.since > start:
+            if coverage.since >= end:
+                raise NotHeldError(
+                    f"the report's period ends {_when(end)}, before the warehouse's events start "
+                    f"({_when(coverage.since)}); sync the older part with `chainops sync --since TIME`"
+                )
+            notes.append(
+                f"the period starts at {_when(coverage.since)}, not {_when(start)}: the warehouse holds no more"
+            )
+            start = coverage.since
+        previous = start - (end - start)
+        period = {"since": start, "until": end}
+        held = _Held(notes)
         synced, last_run = _freshness(wh)
-        latency = metrics.status_latency(wh, by=["network", "status"], **period)
-        durations = metrics.status_durations(wh, **period)
-        rates = metrics.failure_rates(wh, by=["network"], **period)
-        overall = _rate_row(metrics.failure_rates(wh, by=[], **period))
-        before = _rate_row(metrics.failure_rates(wh, by=[], since=previous, until=start))
+        latency = held(metrics.status_latency, wh, by=["network", "status"], **period)
+        durations = held(metrics.status_durations, wh, **period)
+        rates = held(metrics.failure_rates, wh, by=["network"], **period)
+        overall = _rate_row(held(metrics.failure_rates, wh, by=[], **period))
+        before = _rate_row(held(metrics.failure_rates, wh, by=[], since=previous, until=start, instead=_NO_PREVIOUS))
         bucket = "6h" if end - start <= pd.Timedelta(days=3) else "1d"
-        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **period)
-        by_channel = _with_channel_names(wh, metrics.failure_rates(wh, by=["channel_id"], **period))
-        reasons = metrics.failure_reasons(wh, by=[], top=15, **period)
-        finality = metrics.finality_breakdown(wh, by=["network"], **period)
-        queries = metrics.query_latency(wh, by=["network", "outcome"], **period)
-        query_all = _rate_row(metrics.query_latency(wh, by=[], **period))
+        over_time = held(metrics.failure_rates, wh, by=["network"], bucket=bucket, **period)
+        by_channel = _with_channel_names(wh, held(metrics.failure_rates, wh, by=["channel_id"], **period))
+        reasons = held(metrics.failure_reasons, wh, by=[], top=15, **period)
+        finality = held(metrics.finality_breakdown, wh, by=["network"], **period)
+        queries = held(metrics.query_latency, wh, by=["network", "outcome"], **period)
+        query_all = _rate_row(held(metrics.query_latency, wh, by=[], **period))
         latest = metrics.latest_event_time(wh)
         at = min(end, latest) if latest is not None else end
-        stuck = metrics.stuck_operations(wh, now=at)
-        overdue = metrics.overdue_queries(wh, now=at)
-        revisits = metrics.revisits(wh, by=["network"], **period)
-        proofs = metrics.proof_coverage(wh, by=["type"], **period)
-        proof_all = _rate_row(metrics.proof_coverage(wh, by=[], **period))
+        stuck = held(metrics.stuck_operations, wh, now=at)
+        overdue = held(metrics.overdue_queries, wh, now=at)
+        revisits = held(metrics.revisits, wh, by=["network"], **period)
+        proofs = held(metrics.proof_coverage, wh, by=["type"], **period)
+        proof_all = _rate_row(held(metrics.proof_coverage, wh, by=[], **period))
         span = end - start
         heat = "1h" if span <= pd.Timedelta(days=3) else "6h" if span <= pd.Timedelta(days=14) else "1d"
-        activity = metrics.watcher_activity(wh, by=["watcher_id"], bucket=heat, **period)
+        activity = held(metrics.watcher_activity, wh, by=["watcher_id"], bucket=heat, **period)
     timed = _eligible_latency(latency)
     change, change_low, change_high = difference_interval(
         *(_value(overall, c) for c in ("failure_rate", "failure_rate_low", "failure_rate_high")),
@@ -351,9 +370,33 @@ def build_report(
         thresholds=checks,
         bucket=bucket,
         data_until=at,
+        coverage=None if coverage is None else coverage.to_attrs(),
+        coverage_notes=notes,
     )
     report.findings = _findings(report, stuck_at=at)
+    if coverage is not None and not coverage.whole:  # first: every number below is about this part only
+        report.findings[:0] = [f"Events held: {coverage.describe()}", *(n[0].upper() + n[1:] for n in notes)]
     return report
+
+
+_NO_PREVIOUS = "the previous period is not held, so no change is computed against it"
+
+
+class _Held:
+    """Runs the report's metrics over what the warehouse holds: a metric whose events are not held (a type not
+    synced, the comparison period before the window) gives its table with no rows, and a note says why."""
+
+    def __init__(self, notes: list[str]) -> None:
+        self.notes = notes
+
+    def __call__(self, metric: Any, wh: Any, *, instead: str | None = None, **kwargs: Any) -> pd.DataFrame:
+        try:
+            return metric(wh, **kwargs)
+        except NotHeldError as exc:
+            note = instead or str(exc).split(": ", 1)[-1]  # without the metric's name: several share a note
+            if note not in self.notes:
+                self.notes.append(note)
+            return metric(wh, **{**kwargs, "channel": []})  # the table's columns, no rows
 
 
 def _finished_failures(row: pd.Series | None) -> tuple[float, float]:
@@ -805,6 +848,11 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
             f"(started {e(_when(report.last_run.get('started_at')))})"
         )
     parts.append(f'<p class="meta" id="freshness">{fresh}.</p>')
+    if report.coverage is not None:  # what the warehouse holds, and what the report left out because of it
+        held = f"Events held: {e(report.coverage['text'])}"
+        if report.coverage_notes:
+            held += "; " + "; ".join(e(n) for n in report.coverage_notes)
+        parts.append(f'<p class="meta" id="coverage">{held}.</p>')
     parts.append('<h2 id="findings">Findings</h2><ul>' + "".join(f"<li>{e(f)}</li>" for f in report.findings) + "</ul>")
     if report.thresholds:
         items = []

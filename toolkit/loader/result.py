@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 
 @dataclass
@@ -29,6 +30,11 @@ class SyncResult:
     message: str | None = None
     #: Wall seconds per phase of the run (small lists, watchers, full lists, events, refetch, ...).
     phases: dict[str, float] = field(default_factory=dict)
+    #: The event window asked for and each windowed channel's (``sync_runs.event_window``); None when all read whole
+    #: (see :mod:`toolkit.loader.event_window`).
+    event_window: dict[str, Any] | None = None
+    #: The summary's line about the event windows.
+    window_line: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -50,6 +56,8 @@ class SyncResult:
             lines.append(f"{len(self.rejected)} records rejected (see sync_runs.message); first: {self.rejected[0]}")
         if self.gaps:
             lines.append(f"event offset gaps still open after a re-read: {self.gaps}")
+        if self.window_line:
+            lines.append(self.window_line)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:  # notebooks

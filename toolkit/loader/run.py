@@ -9,7 +9,10 @@ A run, in order (each phase a fetcher of :mod:`toolkit.loader.fetchers`):
    committed batch, so a killed run resumes the pass where it stopped;
 4. per channel, the **event log** forward from the saved message offset, then its holes re-read once; then the
    events stored since the last patch move the ``operations`` and ``queries`` rows they report on forward
-   (:mod:`toolkit.warehouse.patch`) and queue ids the warehouse does not know in ``sync_refetch``;
+   (:mod:`toolkit.warehouse.patch`) and queue ids the warehouse does not know in ``sync_refetch``; with event
+   windows (``since``, ``event_types``), the channels' windows are first read through event search
+   (:mod:`toolkit.loader.fetchers.event_windows`), and only channels read whole, or windows of all types already
+   walked, are polled and checked for holes;
 5. the queued ids, fetched one by one;
 6. on incremental runs, the operations not yet on chain and the queries not yet answered, re-listed with a status
    filter (cheap, and a safety net for any move whose event was missed);
@@ -36,7 +39,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import duckdb
@@ -52,7 +55,9 @@ from ..warehouse.memory import is_out_of_memory, memory_ceiling
 from ..warehouse.model_tables import refresh_models
 from . import audit
 from .context import FetchContext
+from .event_window import Ask, requested
 from .fetchers import events, full_lists, gaps, non_terminal, refetch, small_lists, watchers
+from .fetchers.event_windows import EventWindows
 from .progress import Progress, interactive
 from .result import SyncResult
 from .unit_of_work import UnitOfWork, Write
@@ -103,9 +108,11 @@ def drive(fetcher: Iterator[Write], uow: UnitOfWork) -> object:
 class Run:
     """One try at every phase of a run (a new one continues after an out-of-memory error)."""
 
-    def __init__(self, ctx: FetchContext, uow: UnitOfWork) -> None:
+    def __init__(self, ctx: FetchContext, uow: UnitOfWork, window: Ask | None = None) -> None:
         self.ctx = ctx
         self.uow = uow
+        #: The channels read through event search, and what the poll of the others asks (see :mod:`.event_window`).
+        self.windows = EventWindows(ctx, window)
 
     def timed(self, name: str, work: Callable[[], R]) -> R:
         """``work()``, its wall seconds recorded as phase ``name`` once what it wrote is committed."""
@@ -129,9 +136,11 @@ class Run:
         if self.ctx.full:
             self.uow.call(lambda wh: full_lists.restart(wh, channel_ids))
         listed = self.uow.call(lambda wh: full_lists.listed_channels(wh, channel_ids))
+        self.windows.plan(channel_ids)  # saved before anything is read: a killed run resumes the same walks
         phases: list[tuple[str, Callable[[], object]]] = [
             ("watchers", lambda: drive(watchers.fetch(self.ctx, channel_ids), self.uow)),
             ("full lists", lambda: drive(full_lists.fetch(self.ctx, channel_ids), self.uow)),
+            ("event windows", lambda: drive(self.windows.fetch(channel_ids), self.uow)),
             ("events", lambda: self.events(channel_ids)),
             ("refetch", lambda: drive(refetch.fetch(self.ctx, channel_ids), self.uow)),
         ]
@@ -142,9 +151,13 @@ class Run:
             self.timed(name, phase)
 
     def events(self, channel_ids: Sequence[str]) -> None:
-        """The event logs, their holes, and the patch of operations and queries from the new events."""
-        self.timed("events: pages", lambda: drive(events.fetch(self.ctx, channel_ids), self.uow))
-        self.timed("events: gaps", lambda: drive(gaps.fetch(self.ctx, channel_ids), self.uow))
+        """The event logs, their holes, and the patch of operations and queries from the new events. Only the
+        channels read whole, and windows of all types whose walks are done, are polled (each from after what its
+        window walked) and checked for holes."""
+        polled = self.windows.polled(channel_ids)
+        start = self.windows.poll_start
+        self.timed("events: pages", lambda: drive(events.fetch(self.ctx, polled, start=start), self.uow))
+        self.timed("events: gaps", lambda: drive(gaps.fetch(self.ctx, polled), self.uow))
         self.timed("events: patch", self.patch)
 
     def patch(self) -> None:
@@ -173,15 +186,22 @@ def sync(
     full: bool = False,
     quiet: bool = False,
     workers: int | None = None,
+    since: Any = None,
+    event_types: Sequence[str] | None = None,
 ) -> SyncResult:
     """Sync the organisation into the warehouse and return what the run did.
 
     ``settings`` (default: from the environment) names the service, key and warehouse; pass ``client`` to reuse
     one. ``channels`` limits the per-channel streams; ``full`` reads every list and event log from the start again.
     ``workers`` sets how many requests run at once (default: :func:`default_workers`).
+    ``since`` (an age such as ``"30d"``, an ISO time, a datetime, or ``"all"``) and ``event_types`` (event types of
+    :data:`toolkit.spec.EVENT_TYPES`) read the channels' event logs through event search, only the events of those
+    types created since then; later runs continue that window, and a wider one fills in what it lacks
+    (:mod:`toolkit.loader.event_window`). ``full`` reads a window again from its start.
     Raises a :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
     ``sync_runs`` either way, and the next run resumes from the last committed batch.
     """
+    window = requested(since, event_types)  # a bad value fails before anything runs
     settings = settings or Settings.load(warehouse=warehouse)
     path = warehouse or settings.warehouse
     own_client = client is None
@@ -198,7 +218,7 @@ def sync(
     def attempt(uow: UnitOfWork, *, full: bool) -> tuple[Run, Progress]:
         progress = Progress(show=show_progress)
         ctx = FetchContext(client, result, progress, uow.call, workers=workers, full=full)
-        return Run(ctx, uow), progress
+        return Run(ctx, uow, window), progress
 
     def open_warehouse() -> Warehouse:
         wh = Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT)
@@ -251,6 +271,8 @@ def sync(
                         result.outcome = "failed"
                         result.message = f"the last commit failed: {type(exc).__name__}: {exc}"
                 progress.close()
+                result.event_window = run.windows.record()
+                result.window_line = run.windows.summary_line()
                 _finish(result, client, requests0, retries0)
                 try:
                     uow.call(lambda wh: audit.write_run(wh, result, client.base_url))

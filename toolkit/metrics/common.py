@@ -56,6 +56,9 @@ class Filters:
     status: tuple[str, ...] | None = None
     since: pd.Timestamp | None = None
     until: pd.Timestamp | None = None
+    #: Where the warehouse's event window starts (set from its coverage, never by a caller): operations created
+    #: before it have incomplete histories and are left out (see :mod:`toolkit.metrics.coverage`).
+    window_start: pd.Timestamp | None = None
 
     @classmethod
     def of(cls, where: Filters | None = None, **filters: Any) -> Filters:
@@ -78,6 +81,7 @@ class Filters:
             status=_tuple(lists["status"]) if "status" in lists else base.status,
             since=start,
             until=end,
+            window_start=base.window_start,
         )
 
     def given(self) -> list[str]:
@@ -142,7 +146,15 @@ def takes_filters(*names: str) -> Callable[[F], F]:
             if where is not None and (extra := [k for k in where.given() if k not in names]):
                 raise TypeError(f"{func.__name__} does not filter by {extra}; it takes {list(names)}")
             filters = Filters.of(where, **{k: v for k, v in given.items() if v is not None})
-            return func(warehouse, *args, where=filters, **kwargs)
+            # the period and event types the warehouse holds (toolkit.metrics.coverage): clipped or refused
+            from .coverage import clip_to_coverage, coverage_of
+
+            with open_warehouse(warehouse) as wh:
+                filters, attrs = clip_to_coverage(func.__name__, filters, coverage_of(wh))
+                result = func(wh, *args, where=filters, **kwargs)
+            if attrs and isinstance(result, pd.DataFrame):
+                result.attrs.update(attrs)
+            return result
 
         metric.filter_names = tuple(names)  # type: ignore[attr-defined]
         # help() and the command line see the filters as the keywords they are

@@ -11,6 +11,7 @@ import pandas as pd
 from .. import spec
 from .common import (
     Filters,
+    Sql,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
@@ -78,6 +79,7 @@ def status_latency(
     """
     cols = grouping(by, STATUS_LATENCY_GROUPS, "status_latency")
     q = where.sql("entered_at", status_column="status")
+    _created_in_window(q, where)
     bucket_expr = bucket_sql(q, "entered_at", bucket)
     select, _ = select_groups(cols, bucket_expr)
     keys = [*cols, *(["bucket"] if bucket_expr else [])]
@@ -167,6 +169,7 @@ def status_durations(
     Arguments: the common filters (on ``entered_at``). Returns one row per transition that has ended.
     """
     q = where.sql("entered_at", status_column="status")
+    _created_in_window(q, where)
     q.clauses.append("seconds_in_status IS NOT NULL")
     sql = f"""
         SELECT network, status, seconds_in_status AS seconds
@@ -176,3 +179,11 @@ def status_durations(
     df = run(warehouse, sql, q.params)
     df["status"] = status_categorical(df["status"])
     return df
+
+
+def _created_in_window(q: Sql, where: Filters) -> None:
+    """Only operations created in the warehouse's event window: those created before it lack their earlier
+    statuses, so their times in status would be counted as if complete (see :mod:`.coverage`)."""
+    if where.window_start is not None:
+        start = q.bind(where.window_start.to_pydatetime())
+        q.clauses.append(f"operation_id IN (SELECT operation_id FROM operations WHERE created_at >= {start})")

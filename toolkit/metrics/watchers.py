@@ -22,6 +22,7 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .coverage import NotHeldError
 
 WATCHER_GROUPS = ("watcher_id", "channel_id", "network", "chain_selector")
 
@@ -117,7 +118,11 @@ def watcher_activity(
     with open_warehouse(warehouse) as wh:
         df = bucket_to_time(wh.query(sql, q.params))
         if "watcher_id" in cols:
-            df = _with_watcher_status(watcher_status_history(wh), df, bucket_seconds(bucket))
+            try:
+                history = watcher_status_history(wh)
+            except NotHeldError:  # watcher.status events not synced: the activity is known, not the statuses
+                history = watcher_status_history(wh, channel=[])
+            df = _with_watcher_status(history, df, bucket_seconds(bucket))
     return sort_rows(df, [*cols, "bucket"])
 
 

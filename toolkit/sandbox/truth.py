@@ -68,6 +68,19 @@ class Truth:
             log = self._b.org.logs.get(channel_id)
             return [] if log is None else list(log.all_events())
 
+    def event_index(self, channel_id: str) -> list[tuple[int, str, str, int]]:
+        """(offset, event_id, type, created) of the channel's events in offset order: ``created`` is the time the
+        event search's ``created.*`` filters compare (unix seconds)."""
+        with self._sandbox.lock:
+            self._sandbox.sync()
+            log = self._b.org.logs.get(channel_id)
+            if log is None:
+                return []
+            return [
+                (offset, str(event["event_id"]), log.type_of(offset), log.ts_of(offset))
+                for offset, event in enumerate(log.all_events())
+            ]
+
     @property
     def messy(self) -> dict[str, str]:
         """Operation id -> the kind of trouble the ``messy`` shape gave its events (empty for other shapes)."""

@@ -57,6 +57,7 @@ BOOKKEEPING: dict[str, TableSpec] = {
                 Column("rejected", "int"),
                 Column("gaps", "json"),
                 Column("message", "text"),
+                Column("event_window", "json"),
             ],
         ),
         # Records events named that the warehouse lacks (or holds incompletely): the next sync fetches them.

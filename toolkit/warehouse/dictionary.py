@@ -207,7 +207,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "extra": "Header fields this toolkit version does not know, as JSON text (NULL when none).",
     },
     "sync_state": {
-        "stream": "The sync stream (for example events:<channel_id>, operations:<channel_id>, models).",
+        "stream": (
+            "The sync stream (for example events:<channel_id>, operations:<channel_id>, models; "
+            "events_window:<channel_id> for a channel's event window, events_window for the warehouse's default)."
+        ),
         "cursor": "The stream's saved position, as JSON (an offset, a list position, a watermark).",
         "updated_at": f"When the cursor was last saved ({UTC}).",
     },
@@ -224,6 +227,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "rejected": "Records refused (no usable key); described in message.",
         "gaps": "Event offsets still missing after a re-read, per channel, as JSON.",
         "message": "What went wrong or was rejected, with the requests that brought it; NULL when nothing.",
+        "event_window": (
+            "The event window asked for (--since, --event-type) and each windowed channel's window after the run "
+            "(held: since and types, read_to, poll_from, walks left), as JSON; NULL when every channel is read whole."
+        ),
     },
     "sync_refetch": {
         "kind": "What to fetch: operation, query, watcher or wallet.",

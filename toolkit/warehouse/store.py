@@ -251,6 +251,8 @@ class Warehouse(SyncQueries):
         self._migrate_query_target()
         if migrate_write_seq(self.con):
             self._column_cache.clear()
+        # sync_runs.event_window came with event windows: added to warehouses made before them
+        self.con.execute("ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS event_window JSON")
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed

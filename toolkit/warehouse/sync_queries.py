@@ -51,6 +51,17 @@ class SyncQueries(_Base):
         with contextlib.suppress(duckdb.Error):
             self.con.execute("ROLLBACK")
 
+    def save_cursors(self, cursors: Mapping[str, Any]) -> None:
+        """Save streams' cursors that cover no rows (a plan saved before anything is read) in a transaction of their
+        own, committed at once."""
+        self.begin()
+        try:
+            self.set_cursors(cursors)
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
     # ---- what the warehouse holds ------------------------------------------------------------------------------
 
     def channel_ids(self) -> list[str]:

@@ -179,7 +179,8 @@ CREATE TABLE IF NOT EXISTS sync_runs (
     rows_written JSON,
     rejected BIGINT,
     gaps JSON,
-    message VARCHAR
+    message VARCHAR,
+    event_window JSON
 );
 
 -- Records the loaders must fetch one by one: seen in events but not (or not fully) in the warehouse yet.
