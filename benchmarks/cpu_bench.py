@@ -56,7 +56,7 @@ import sys
 from pathlib import Path
 from benchmarks.replay import RecordingTransport
 from toolkit.api import Client
-from toolkit.sync import sync
+from toolkit.loader import sync
 transport = RecordingTransport(Path(sys.argv[3]))
 with Client(sys.argv[1], sys.argv[2], transport=transport) as client:
     r = sync(client=client, warehouse=sys.argv[4], quiet=True)
@@ -69,7 +69,7 @@ SYNC_AND_REPORT = (
 import json, sys, time
 t0 = time.perf_counter()
 from toolkit.config import Settings
-from toolkit.sync import sync
+from toolkit.loader import sync
 settings = Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={})
 if len(sys.argv) > 4:
     import cProfile
