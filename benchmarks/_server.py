@@ -12,6 +12,52 @@ from pathlib import Path
 
 KEY = "bench-key"
 
+#: Source of ``peak_rss_mb()`` for the child scripts a benchmark runs (they print it when they end).
+PEAK_RSS_MB = """
+def peak_rss_mb():
+    # VmHWM: this program's own peak. Linux carries ru_maxrss across exec, so for a process forked from a big
+    # parent (a benchmark that has loaded data) it would report the parent's size instead.
+    import resource
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+
+@contextmanager
+def line_server(
+    cmd: list[str], what: str, *, core: int | None = None, cwd: Path | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """A helper server in its own process that prints ``serving on URL`` and then answers one-line commands on its
+    standard input (see :func:`line_command`); yields it with ``.base_url`` set, and stops it by closing stdin."""
+
+    def pin() -> None:
+        if core is not None and hasattr(os, "sched_setaffinity") and core < (os.cpu_count() or 1):
+            os.sched_setaffinity(0, {core})
+
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=pin)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("serving on "):
+            raise RuntimeError(f"the {what} did not start: {line!r}")
+        proc.base_url = line.split("serving on ", 1)[1].strip()  # type: ignore[attr-defined]
+        yield proc
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def line_command(proc: subprocess.Popen[str], command: str) -> str:
+    """Send a one-line command (``stats``, ``reset``) to a :func:`line_server`; its one-line answer."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(command + "\n")
+    proc.stdin.flush()
+    return proc.stdout.readline().strip()
+
 
 @contextmanager
 def sandbox_process(*args: str, core: int | None = 1, timeout: float = 600) -> Iterator[str]:

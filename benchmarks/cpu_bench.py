@@ -34,22 +34,12 @@ from pathlib import Path
 import httpx
 import orjson
 
-from benchmarks._server import KEY, sandbox_server
+from benchmarks._server import KEY, PEAK_RSS_MB, line_command, line_server, sandbox_server
 from benchmarks.replay import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS_PER_OPERATION = 8.6  # what the default scenario produces (operations, queries, watchers, wallets)
 
-PEAK_RSS_MB = """
-def peak_rss_mb():
-    # VmHWM: this process's own peak (ru_maxrss would carry a bigger parent's across exec)
-    import resource
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-"""
 
 RECORD = """
 import sys
@@ -112,32 +102,13 @@ def record(events: int, days: int, shape: str, path: Path) -> None:
 @contextmanager
 def replay_server(path: Path) -> Iterator[subprocess.Popen[str]]:
     """:mod:`benchmarks.replay` serving ``path`` in its own process; yields it (``.base_url`` set)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.replay", str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("serving on "):
-            raise RuntimeError(f"the replay server did not start: {line!r}")
-        proc.base_url = line.split("serving on ", 1)[1].strip()  # type: ignore[attr-defined]
+    with line_server([sys.executable, "-m", "benchmarks.replay", str(path)], "replay server", cwd=ROOT) as proc:
         yield proc
-    finally:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(timeout=30)
 
 
 def server_command(proc: subprocess.Popen[str], command: str) -> dict:
     """Send ``stats`` or ``reset`` to the replay server; its answer."""
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(command + "\n")
-    proc.stdin.flush()
-    return json.loads(proc.stdout.readline())
+    return json.loads(line_command(proc, command))
 
 
 def check_no_misses(proc: subprocess.Popen[str], who: str) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from benchmarks._server import KEY, cpu_seconds, sandbox_server
+from benchmarks._server import KEY, cpu_seconds, line_command, line_server, sandbox_server
 from toolkit.api import Client
 from toolkit.loader import sync
 
@@ -39,38 +38,11 @@ SHAPES = ("one-channel", "many-channels")
 
 @contextmanager
 def latency_proxy(upstream: str, delay_ms: float, core: int | None = 1) -> Iterator[subprocess.Popen[str]]:
-    """The latency proxy in its own process; yields it (``.base_url`` set) for :func:`proxy_command`."""
-
-    def pin() -> None:
-        if core is not None and hasattr(os, "sched_setaffinity") and core < (os.cpu_count() or 1):
-            os.sched_setaffinity(0, {core})
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.latency_proxy", upstream, str(delay_ms)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        preexec_fn=pin,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("serving on "):
-            raise RuntimeError(f"the latency proxy did not start: {line!r}")
-        proc.base_url = line.split("serving on ", 1)[1].strip()  # type: ignore[attr-defined]
+    """The latency proxy in its own process; yields it (``.base_url`` set) for :func:`line_command`."""
+    with line_server(
+        [sys.executable, "-m", "tests.latency_proxy", upstream, str(delay_ms)], "latency proxy", core=core
+    ) as proc:
         yield proc
-    finally:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(timeout=30)
-
-
-def proxy_command(proc: subprocess.Popen[str], command: str) -> str:
-    """Send ``reset`` or ``stats`` to the proxy process; its one-line answer."""
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(command + "\n")
-    proc.stdin.flush()
-    return proc.stdout.readline().strip()
 
 
 def first_sync(base_url: str, path: Path, workers: int) -> tuple[float, int, dict[str, float]]:
@@ -94,10 +66,10 @@ def bench_shape(shape: str, args: argparse.Namespace, tmp: Path) -> dict[str, ob
             serial: float | None = None
             if args.serial:
                 serial, _, _ = first_sync(proxy.base_url, tmp / f"{shape}-serial.duckdb", workers=1)  # type: ignore[attr-defined]
-            proxy_command(proxy, "reset")
+            line_command(proxy, "reset")
             cpu0, proxy_cpu0 = cpu_seconds(sandbox_pid), cpu_seconds(proxy.pid)
             wall, requests, phases = first_sync(proxy.base_url, tmp / f"{shape}.duckdb", workers=args.workers)  # type: ignore[attr-defined]
-            stats = json.loads(proxy_command(proxy, "stats"))
+            stats = json.loads(line_command(proxy, "stats"))
             sandbox_cpu, proxy_cpu = cpu_seconds(sandbox_pid) - cpu0, cpu_seconds(proxy.pid) - proxy_cpu0
     floor = pages * args.delay_ms / 1000
     return {

@@ -32,21 +32,10 @@ from pathlib import Path
 import httpx
 import orjson
 
-from benchmarks._server import KEY, cpu_seconds, sandbox_server
+from benchmarks._server import KEY, PEAK_RSS_MB, cpu_seconds, sandbox_server
 
 EVENTS_PER_OPERATION = 8.6  # what the default scenario produces (operations, queries, watchers, wallets)
 
-PEAK_RSS_MB = """
-def peak_rss_mb():
-    # VmHWM: this program's own peak. Linux carries ru_maxrss across exec, so for a process forked from a big
-    # parent (this benchmark, after the read_json loader) it would report the parent's size instead.
-    import resource
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-"""
 
 SYNC_AND_REPORT = (
     PEAK_RSS_MB
