@@ -15,7 +15,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 T0 = 1_795_000_000
@@ -174,7 +174,29 @@ class Org:
         return self.channel_list[0]["channel_id"]
 
 
-class HostileServer:
+class _LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 with a free port, run for a ``with`` block."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+
+class HostileServer(_LoopbackServer):
     """The server, in a thread on a free port of 127.0.0.1; use as a context manager."""
 
     def __init__(self, key: str, defects: Defects | None = None, org: Org | None = None) -> None:
@@ -184,22 +206,7 @@ class HostileServer:
         self.counts: Counter[str] = Counter()
         self.asked: Counter[tuple[str, str, str]] = Counter()  # (kind, channel, offset) of each list request
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> HostileServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
+        self._serve(_handler(self))
 
     # ---- answering --------------------------------------------------------------------------------------------
 
@@ -357,7 +364,7 @@ def _handler(server: HostileServer) -> type[BaseHTTPRequestHandler]:
 Answer = tuple[int, dict[str, str], bytes]
 
 
-class ScriptedServer:
+class ScriptedServer(_LoopbackServer):
     """A server over real HTTP on 127.0.0.1 whose every GET is answered by ``script(path, query)`` (a test's own
     function: any status, headers and body, and it may block, for a slow answer). Use as a context manager;
     :attr:`paths` lists what was asked, in order."""
@@ -389,20 +396,4 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
+        self._serve(Handler)
