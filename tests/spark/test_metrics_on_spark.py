@@ -23,7 +23,7 @@ DEMO_CASES = [
     ("failure-rates", {"network": ["Polygon", "Ethereum Mainnet"], "since": "36h"}),
     ("finality-breakdown", {"by": ["network"]}),
     ("query-latency", {"by": ["network"], "since": "2d"}),
-    ("stuck-operations", {"network": ["Polygon", "Base"], "now": "@end-1h"}),
+    ("stuck-operations", {"network": ["Polygon", "Base"], "now": "@end-1h", "multiple": 1.5}),
     ("failure-reasons", {"top": 3}),
 ]
 MESSY_CASES = [
@@ -52,14 +52,30 @@ def _at_data_end(warehouse: str, kwargs: dict) -> dict:
 
 
 def _a_now_with_stuck_operations(warehouse: str, kwargs: dict) -> dict:
-    """``kwargs`` with a ``now`` at which DuckDB finds stuck operations: the one given (or the wall clock) when it
-    does, else the latest whole hour before the data's end that does. Whether any operation is stuck at the end of
-    the demo's data depends on when it was generated, and a comparison of two empty tables proves nothing."""
+    """``kwargs`` with a ``now`` at which DuckDB finds stuck operations: the one given (or the data's end) when it
+    does, else the last second of one of the longest stays in a non-terminal status on the filtered networks: an
+    operation is most overdue just before it moves on. Whether any operation is stuck at a whole hour depends on
+    when the demo was generated, and a comparison of two empty tables proves nothing."""
     if len(metrics.stuck_operations(warehouse, **kwargs)):
         return kwargs
-    end = pd.Timestamp(metrics.latest_event_time(warehouse)).floor("h")
-    for hours in range(72):
-        moved = {**kwargs, "now": end - pd.Timedelta(hours=hours)}
+    from toolkit import spec
+    from toolkit.warehouse import Warehouse
+
+    networks = kwargs.get("network") or []
+    with Warehouse(warehouse, read_only=True) as wh:
+        candidates = wh.query(
+            """
+            SELECT coalesce(exited_at - INTERVAL 1 SECOND, (SELECT max(entered_at) FROM operation_transitions))
+                AS at
+            FROM operation_transitions
+            WHERE NOT list_contains(?, status) AND (len(?) = 0 OR list_contains(?, network))
+            ORDER BY coalesce(seconds_in_status, 0) DESC, operation_id
+            LIMIT 200
+            """,
+            [sorted(spec.OPERATION_TERMINAL), networks, networks],
+        )["at"]
+    for at in candidates:
+        moved = {**kwargs, "now": pd.Timestamp(at)}
         if len(metrics.stuck_operations(warehouse, **moved)):
             return moved
     return kwargs
