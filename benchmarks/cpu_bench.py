@@ -14,7 +14,10 @@
 ``--profile OUT`` runs the sync once more under cProfile and writes its stats to ``OUT`` (read them with
 ``python -m pstats OUT``).
 
+``--ceiling`` also measures the best any sync storing these rows could do here (see :data:`CEILING`).
+
 Usage: python -m benchmarks.cpu_bench [--events 1000000] [--days 10] [--runs 2] [--recording PATH] [--profile OUT]
+       [--ceiling]
 """
 
 from __future__ import annotations
