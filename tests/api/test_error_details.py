@@ -129,3 +129,53 @@ def test_an_error_is_complete_from_its_constructor_and_survives_pickling() -> No
     transport = errors.TransportError("reset", method="GET", path="/networks", attempts=2, request_id="t-2")
     assert str(transport).startswith("GET /networks [request id t-2]: reset (after 2 attempts).")
     assert pickle.loads(pickle.dumps(transport)).request_id == "t-2"
+
+
+#: Bodies that parse as JSON but are not a list's envelope, and what the error must say of each.
+WRONG_ENVELOPES = [
+    (b'["not", "an", "object"]', "got list"),
+    (b'{"items": []}', "has no 'data' array"),
+    (b'{"data": [], "has_more": "yes"}', "not a boolean"),
+]
+
+
+@pytest.mark.parametrize(("body", "said"), WRONG_ENVELOPES)
+def test_a_list_page_of_the_wrong_shape_is_retried_and_names_its_request_id(body, said) -> None:
+    """A 2xx answer that is not the documented envelope is a malformed answer like invalid JSON: retried, and when
+    every attempt is wrong the error names the request, the attempts and the service's request id."""
+    err = _raised(200, body, {"X-Request-Id": "shape-3"}, lambda client: next(client.operation_pages(CHANNEL)))
+    assert isinstance(err, errors.BadPageError) and err.page.unreadable
+    assert (err.method, err.path, err.attempts, err.request_id) == (
+        "GET",
+        f"/channels/{CHANNEL}/operations",
+        2,
+        "shape-3",
+    )
+    assert said in str(err) and "[request id shape-3]" in str(err) and TEST_KEY not in str(err)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda client: client.list_networks(),
+        lambda client: client.poll_events(CHANNEL),
+        lambda client: client.search_events(CHANNEL, type="operation.status"),
+        lambda client: next(client.event_wire_pages(CHANNEL)),
+    ],
+    ids=["networks", "poll", "search", "event walk"],
+)
+def test_every_list_read_names_the_request_id_of_a_wrong_envelope(call) -> None:
+    err = _raised(200, b'{"items": []}', {"X-Request-Id": "shape-4"}, call)
+    assert isinstance(err, errors.ResponseFormatError)
+    assert err.request_id == "shape-4" and err.attempts == 2 and "[request id shape-4]" in str(err)
+
+
+def test_a_wrong_envelope_once_is_read_again() -> None:
+    """The retry reads the page when the service answers properly the second time: nothing is skipped."""
+    answers = iter([b'{"items": []}'])
+    good = json.dumps({"data": [{"operation_id": "op-1", "channel_id": CHANNEL}], "has_more": False}).encode()
+    server = ScriptedServer(lambda path, query: (200, {}, next(answers, good)))
+    with server, Client(server.base_url, TEST_KEY, retry=NO_WAIT) as client:
+        pages = list(client.operation_pages(CHANNEL))
+        assert client.retries == 1
+    assert [r["operation_id"] for p in pages for r in p.records] == ["op-1"]

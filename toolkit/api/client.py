@@ -38,6 +38,7 @@ from . import exactjson
 from .auth import ApiKeyAuth
 from .concurrency import ReadAhead, RequestPool
 from .pages import (
+    EVENT_KEYS,
     EventCursorPaginator,
     EventPage,
     OffsetPaginator,
@@ -46,6 +47,7 @@ from .pages import (
     Paginator,
     WireEventPage,
     WireEventPaginator,
+    check_list,
     unwrap_list,
 )
 from .resources import (
@@ -188,6 +190,9 @@ class Client:
         if response.is_success:
             try:
                 return parse(response.content)
+            except ResponseFormatError as exc:  # parsed, but not the documented envelope (a paginator's check)
+                request_id = request_id_of(response, None, self.redact)
+                raise ResponseFormatError(self.redact(exc.reason), request_id=request_id, **where) from None
             except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError is a ValueError; msgspec recurses
                 reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
                 request_id = request_id_of(response, None, self.redact)
@@ -226,7 +231,16 @@ class Client:
         while it waits (:class:`~.concurrency.ReadAhead`), up to the offset ``until`` when it is known (or a function
         telling it, asked once a page comes back full); the pages and their order are the same."""
         path = paginator.path
-        with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=paginator.parse) as send:
+        parse = paginator.parse or _parse_json
+
+        def parse_and_check(content: bytes) -> Any:
+            # checked where the answer is at hand: a body of the wrong shape is retried, and its error names the
+            # service's request id like any other malformed answer
+            body = parse(content)
+            paginator.check(body)
+            return body
+
+        with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=parse_and_check) as send:
             while not paginator.done:
                 request = paginator.next_request()
                 with _bad_page(paginator.unreadable(request)):
@@ -329,7 +343,12 @@ class Client:
     def network_pages(self, *, pool: RequestPool | None = None) -> Iterator[Page]:
         """``GET /networks`` as its one page (the list has no paging; with ``pool``, sent through it)."""
         with _bad_page(Page([], False, "networks", {})):
-            body = pool.call(self.request, "GET", "networks") if pool else self.request("GET", "networks")
+            parse = _list_parse("networks")
+            body = (
+                pool.call(self.request, "GET", "networks", parse=parse)
+                if pool
+                else self.request("GET", "networks", parse=parse)
+            )
             page = unwrap_list(body, "networks", {})
         yield page
 
@@ -522,13 +541,15 @@ class Client:
         """``GET /channels/{id}/events``: newest first without ``offset``; from message ``offset`` forward with it."""
         path = f"channels/{channel_id}/events"
         params = {"limit": limit, "offset": offset}
-        page = unwrap_list(self.request("GET", path, params=params), path, params, keys=("events", "data"))
+        body = self.request("GET", path, params=params, parse=_list_parse(path, keys=EVENT_KEYS))
+        page = unwrap_list(body, path, params, keys=EVENT_KEYS)
         return EventPage(page.records, page.has_more, path, page.params)
 
     def search_events(self, channel_id: str, **filters: Any) -> EventPage:
         """One page of ``GET /channels/{id}/events/search`` (filters: type, created.gte, status, ...)."""
         path = f"channels/{channel_id}/events/search"
-        page = unwrap_list(self.request("GET", path, params=filters), path, filters, keys=("events", "data"))
+        body = self.request("GET", path, params=filters, parse=_list_parse(path, keys=EVENT_KEYS))
+        page = unwrap_list(body, path, filters, keys=EVENT_KEYS)
         return EventPage(page.records, page.has_more, path, page.params)
 
     def get_event(self, channel_id: str, event_id: str) -> Event:
@@ -538,6 +559,18 @@ class Client:
 
 def _parse_json(content: bytes) -> Any:
     return exactjson.loads(content)
+
+
+def _list_parse(path: str, *, keys: tuple[str, ...] = ("data",)) -> Callable[[bytes], Any]:
+    """The JSON parse of a one-page list's answer with its envelope checked, so that a body of the wrong shape is
+    retried, and named with its request id, like any other malformed answer."""
+
+    def parse(content: bytes) -> Any:
+        body = _parse_json(content)
+        check_list(body, path, keys=keys)
+        return body
+
+    return parse
 
 
 #: The id field of each offset list's records, by the last segment of its path.

@@ -66,8 +66,13 @@ class WireEventPage(EventPage):
     payload_texts: list[bytes | None] | None = None
 
 
-def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[str, ...] = ("data",)) -> Page:
-    """Check a list envelope and turn it into a :class:`Page`; a body of another shape is a ResponseFormatError."""
+#: The arrays an event list's envelope may hold its events in (WIRE.md's ``events``; ``data`` as API.md has it).
+EVENT_KEYS = ("events", "data")
+
+
+def check_list(body: Any, path: str, *, keys: tuple[str, ...] = ("data",)) -> tuple[str, list[Any], bool]:
+    """A list envelope's parts: the first of ``keys`` holding an array, that array and ``has_more``; a body of
+    another shape is a ResponseFormatError."""
     if not isinstance(body, dict):
         raise ResponseFormatError(
             f"expected a JSON object list envelope, got {type(body).__name__}", method="GET", path=path
@@ -83,6 +88,12 @@ def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[
     has_more = body.get("has_more", False)
     if not isinstance(has_more, bool):
         raise ResponseFormatError(f"has_more is {has_more!r}, not a boolean", method="GET", path=path)
+    return key, records, has_more
+
+
+def unwrap_list(body: Any, path: str, params: Mapping[str, Any], *, keys: tuple[str, ...] = ("data",)) -> Page:
+    """Check a list envelope and turn it into a :class:`Page`; a body of another shape is a ResponseFormatError."""
+    key, records, has_more = check_list(body, path, keys=keys)
     rejected: tuple[str, ...] = ()
     if not all(isinstance(r, dict) for r in records):
         rejected = tuple(
@@ -139,6 +150,11 @@ class Paginator(Generic[PageT]):
         """The empty page standing for ``request`` when its answer cannot be read (carried by a BadPageError)."""
         raise NotImplementedError
 
+    def check(self, body: Any) -> None:
+        """Raise ResponseFormatError when the parsed ``body`` is not this walk's envelope. The client runs it while
+        the answer is at hand (a page of the wrong shape is then retried, and its error names the request id); it
+        keeps no state, so it may run on any thread."""
+
     def read(self, body: Any, request: Params) -> Any:
         """Check the parsed ``body`` of ``request``; a body of the wrong shape raises ResponseFormatError."""
         raise NotImplementedError
@@ -175,6 +191,10 @@ class OffsetPaginator(Paginator[Page]):
     def unreadable(self, request: Params) -> Page:
         """An empty page for ``request``."""
         return Page([], False, self.path, request)
+
+    def check(self, body: Any) -> None:
+        """The ``{data, has_more}`` envelope, or ResponseFormatError."""
+        check_list(body, self.path)
 
     def read(self, body: Any, request: Params) -> Page:
         """The ``{data, has_more}`` envelope as a page."""
@@ -225,9 +245,13 @@ class EventCursorPaginator(Paginator[EventPage]):
         """An empty page for ``request``, naming the offset the walk stands at."""
         return EventPage([], False, self.path, request, next_offset=self.offset)
 
+    def check(self, body: Any) -> None:
+        """The ``{events, has_more}`` envelope (``data`` accepted too), or ResponseFormatError."""
+        check_list(body, self.path, keys=EVENT_KEYS)
+
     def read(self, body: Any, request: Params) -> Page:
         """The ``{events, has_more}`` envelope (``data`` accepted too) as a page."""
-        return unwrap_list(body, self.path, request, keys=("events", "data"))
+        return unwrap_list(body, self.path, request, keys=EVENT_KEYS)
 
     def turn(self, read: Page, request: Params) -> EventPage:
         """Advance past the page; an :class:`EventPage` naming the offset to ask for next."""
@@ -285,6 +309,11 @@ class WireEventPaginator(EventCursorPaginator):
     def unreadable(self, request: Params) -> WireEventPage:
         """An empty page for ``request``, naming the offset the walk stands at."""
         return WireEventPage([], False, self.path, request, next_offset=self.offset)
+
+    def check(self, body: Any) -> None:
+        """A decoded page has the documented shape; the generic parse is checked as an event envelope."""
+        if not isinstance(body, DecodedEvents):
+            super().check(body[0])
 
     def read(self, body: Any, request: Params) -> DecodedEvents | tuple[Page, list[bytes | None] | None]:
         """The decoded page as it is, or the generic envelope checked, with the payload texts."""
