@@ -1,7 +1,7 @@
 """Stopping a parallel read is prompt: when one stream fails, the consumer stops early, or Ctrl-C interrupts it, the
 error is raised without waiting for the pages in flight. A scripted server over real HTTP holds one channel's event
-page until the test releases it (at most 5 s); events it sets say whether that slow answer was sent before the stop
-returned. No clock is read."""
+page until the test releases it (at most :data:`HOLD` seconds); events it sets say whether that slow answer was
+sent before the stop returned. No clock is read."""
 
 from __future__ import annotations
 
@@ -19,10 +19,15 @@ from toolkit.api.concurrency import RequestPool, Workers, prefetch
 from toolkit.api.retry import RetryPolicy
 
 ONCE = RetryPolicy(attempts=1)
+#: The longest the server holds the slow answer, and the longest a test waits for the slow request to reach it: a
+#: safety net only (every test releases the answer when it ends), long enough for a machine under heavy load. A test
+#: whose interrupt came after the answer was let go would see no interrupt at all, and fail.
+HOLD = 60
 
 
 class SlowServer:
-    """``channels/slow/events`` is held until :attr:`release` (or 5 s); anything else answers 404 at once."""
+    """``channels/slow/events`` is held until :attr:`release` (or :data:`HOLD` seconds); anything else answers 404
+    at once."""
 
     def __init__(self) -> None:
         self.entered = threading.Event()
@@ -33,7 +38,7 @@ class SlowServer:
     def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], bytes]:
         if path.endswith("/channels/slow/events"):
             self.entered.set()
-            self.release.wait(5)
+            self.release.wait(HOLD)
             self.finished.set()
             return 200, {}, b'{"events": [], "has_more": false}'
         return 404, {}, b'{"type": "NOT_FOUND", "message": "no such channel"}'
@@ -54,7 +59,7 @@ def test_an_error_in_one_stream_is_raised_without_waiting_for_a_page_in_flight(s
     with Client(slow.server.base_url, TEST_KEY, retry=ONCE) as client:
 
         def failing() -> Iterator[object]:
-            assert slow.entered.wait(5), "the slow request never reached the server"
+            assert slow.entered.wait(HOLD), "the slow request never reached the server"
             yield client.get_channel("missing")  # 404
 
         streams = {"slow": lambda: client.event_wire_pages("slow", pool=pool, until=1000), "bad": failing}
@@ -70,7 +75,7 @@ def test_an_interrupt_while_waiting_stops_at_once(slow) -> None:
     with Client(slow.server.base_url, TEST_KEY, retry=ONCE) as client:
 
         def interrupt() -> None:
-            if slow.entered.wait(5):
+            if slow.entered.wait(HOLD):
                 _thread.interrupt_main()  # what Ctrl-C does
 
         threading.Thread(target=interrupt, daemon=True).start()
@@ -90,7 +95,7 @@ def test_closing_the_consumer_early_does_not_wait_either(slow) -> None:
 
         pages = prefetch({"a": first_then_slow, "b": lambda: iter(())}, workers=2)
         assert next(pages) == ("a", "first")
-        assert slow.entered.wait(5)
+        assert slow.entered.wait(HOLD)
         pages.close()
         assert not slow.finished.is_set()
 
@@ -101,14 +106,14 @@ def test_workers_cancel_what_has_not_started_and_refuse_new_work() -> None:
 
     def hold() -> bool:
         started.set()
-        return gate.wait(5)
+        return gate.wait(HOLD)
 
     running = workers.submit(hold)
     queued = workers.submit(lambda: "never")
-    assert started.wait(5)
+    assert started.wait(HOLD)
     workers.close()
     assert queued.cancelled()
     gate.set()
-    assert running.result(timeout=5) is True
+    assert running.result(timeout=HOLD) is True
     with pytest.raises(RuntimeError, match="closed"):
         workers.submit(lambda: None)
