@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from tests.spark.compare import assert_same_table
-from toolkit import metrics
+from toolkit import metrics, spec
 from toolkit.spark import spark_warehouse
+from toolkit.warehouse import Warehouse
 
 pytestmark = pytest.mark.slow
 
@@ -58,9 +59,6 @@ def _a_now_with_stuck_operations(warehouse: str, kwargs: dict) -> dict:
     when the demo was generated, and a comparison of two empty tables proves nothing."""
     if len(metrics.stuck_operations(warehouse, **kwargs)):
         return kwargs
-    from toolkit import spec
-    from toolkit.warehouse import Warehouse
-
     networks = kwargs.get("network") or []
     with Warehouse(warehouse, read_only=True) as wh:
         candidates = wh.query(

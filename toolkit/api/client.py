@@ -231,16 +231,8 @@ class Client:
         while it waits (:class:`~.concurrency.ReadAhead`), up to the offset ``until`` when it is known (or a function
         telling it, asked once a page comes back full); the pages and their order are the same."""
         path = paginator.path
-        parse = paginator.parse or _parse_json
-
-        def parse_and_check(content: bytes) -> Any:
-            # checked where the answer is at hand: a body of the wrong shape is retried, and its error names the
-            # service's request id like any other malformed answer
-            body = parse(content)
-            paginator.check(body)
-            return body
-
-        with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=parse_and_check) as send:
+        parse = _checked_parse(paginator.parse or _parse_json, paginator.check)
+        with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=parse) as send:
             while not paginator.done:
                 request = paginator.next_request()
                 with _bad_page(paginator.unreadable(request)):
@@ -561,16 +553,21 @@ def _parse_json(content: bytes) -> Any:
     return exactjson.loads(content)
 
 
-def _list_parse(path: str, *, keys: tuple[str, ...] = ("data",)) -> Callable[[bytes], Any]:
-    """The JSON parse of a one-page list's answer with its envelope checked, so that a body of the wrong shape is
-    retried, and named with its request id, like any other malformed answer."""
+def _checked_parse(parse: Callable[[bytes], Any], check: Callable[[Any], object]) -> Callable[[bytes], Any]:
+    """``parse`` followed by ``check`` of the parsed body: the check runs while the answer is at hand, so a body of
+    the wrong shape is retried, and named with the service's request id, like any other malformed answer."""
 
-    def parse(content: bytes) -> Any:
-        body = _parse_json(content)
-        check_list(body, path, keys=keys)
+    def parse_and_check(content: bytes) -> Any:
+        body = parse(content)
+        check(body)
         return body
 
-    return parse
+    return parse_and_check
+
+
+def _list_parse(path: str, *, keys: tuple[str, ...] = ("data",)) -> Callable[[bytes], Any]:
+    """The JSON parse of a one-page list's answer with its envelope checked (see :func:`_checked_parse`)."""
+    return _checked_parse(_parse_json, lambda body: check_list(body, path, keys=keys))
 
 
 #: The id field of each offset list's records, by the last segment of its path.
