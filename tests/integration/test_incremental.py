@@ -97,6 +97,43 @@ def test_writes_through_the_api_are_caught_up_exactly(moving, sandbox, server, t
     assert_same_as_fresh_sync(server, path, tmp_path)
 
 
+def test_queries_answered_between_syncs_keep_the_answers_workflow_ids(moving, sandbox, server, tmp_path) -> None:
+    """Queries in flight at one sync and answered before the next move forward from their events alone (the
+    in-flight re-list no longer returns them); the answer's workflow ids come from the event payload."""
+    path, _ = moving
+    with Client(server.base_url, TEST_KEY) as client:
+        cid = client.create_channel("incremental-query-channel")["channel_id"]
+        chain = next(w for w in client.iter_wallets() if w["status"] == "deployed")["chain_selector"]
+        ids = [
+            client.create_query(
+                cid,
+                {
+                    "idempotency_key": f"incremental-query-{i}",
+                    "query_kind": "evm_call",
+                    "chain_selector": chain,
+                    "params": {
+                        "contract_address": "0x" + f"{i + 1:02x}" * 20,
+                        "call_data": "0x70a08231",
+                        "block_selection": {"type": "latest"},
+                    },
+                },
+            )["query_id"]
+            for i in range(8)
+        ]
+        sync(settings_for(server, path), quiet=True)  # the clock is frozen: every query is still in flight
+        sandbox.advance(3600)
+    sync(settings_for(server, path), quiet=True)
+    with Warehouse(path, read_only=True) as wh:
+        rows = wh.con.execute(
+            "SELECT status, workflow_id, workflow_execution_id, has_proof FROM queries WHERE channel_id = ?", [cid]
+        ).fetchall()
+    assert len(rows) == len(ids)
+    answered = [r for r in rows if r[0] in ("completed", "failed")]
+    assert answered, rows  # the scenario happened: some queries got their answer between the two syncs
+    assert all(r[1] and r[2] and r[3] for r in answered), answered
+    assert_same_as_fresh_sync(server, path, tmp_path)
+
+
 def test_second_writer_is_refused_with_a_clear_message(moving, server) -> None:
     from toolkit.errors import SyncLockedError
     from toolkit.warehouse import sync_lock

@@ -49,6 +49,8 @@ _WORKFLOW_FIELDS = (
     "operation_status_workflow_execution_id",
 )
 _workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_FIELDS)
+#: Workflow ids a ``query.status`` payload carries with the answer.
+_QUERY_WORKFLOW_FIELDS = ("workflow_id", "workflow_execution_id")
 
 
 PATCH_STREAM = "patch"
@@ -184,8 +186,9 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, write_s
 
 
 def apply_query_events(con: duckdb.DuckDBPyConnection, view: str, *, write_seq: int | None = None) -> None:
-    """Apply the ``query.status`` events of ``view`` to ``queries`` (status and each ``<status>_at``); moved rows
-    get ``write_seq`` (by default a number of their own)."""
+    """Apply the ``query.status`` events of ``view`` to ``queries`` (status, each ``<status>_at``, the event hash
+    and the workflow ids the answer carries); queue unknown ids. Moved rows get ``write_seq`` (by default a number
+    of their own)."""
     per_status = ",\n".join(f"min(ts) FILTER (WHERE status = '{s}') AS {s}_at" for s in spec.QUERY_STATUSES)
     latest = f"""
         SELECT query_id,
@@ -204,13 +207,35 @@ def apply_query_events(con: duckdb.DuckDBPyConnection, view: str, *, write_seq: 
     con.execute(f"CREATE OR REPLACE TEMP TABLE _latest_query_moves AS {latest}")
     if not con.execute("SELECT count(*) FROM _latest_query_moves").fetchall()[0][0]:
         return
-    latest = "SELECT * FROM _latest_query_moves"
-    con.execute(f"""
+    con.execute("""
         INSERT OR IGNORE INTO sync_refetch
         SELECT 'query', l.channel_id, l.query_id
-        FROM ({latest}) l LEFT JOIN queries q USING (query_id)
+        FROM _latest_query_moves l LEFT JOIN queries q USING (query_id)
         WHERE q.query_id IS NULL
     """)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _query_moves AS
+        SELECT l.* FROM _latest_query_moves l JOIN queries q USING (query_id)
+        WHERE NOT list_contains({_Q_TERMINAL}, q.status)
+          AND {_q_rank("q.status")} IS NOT NULL
+          AND (list_contains({_Q_TERMINAL}, l.status) OR l.rank > {_q_rank("q.status")})
+    """)
+    if not con.execute("SELECT count(*) FROM _query_moves").fetchall()[0][0]:
+        return
+    # the answer's workflow ids come with the payload of the move that carries the proof (WIRE.md: query.status
+    # payload); read only for the queries that move, as for operations (arg_max skips the payloads without them)
+    workflow = ",\n".join(
+        f"arg_max(json_extract_string(e.payload, '$.{f}'), ({_q_rank('e.status')}, e.ts)) AS {f}"
+        for f in _QUERY_WORKFLOW_FIELDS
+    )
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _query_workflows AS
+        SELECT e.query_id, {workflow}
+        FROM {view} e SEMI JOIN _query_moves m ON e.query_id = m.query_id
+        WHERE e.type = 'query.status' AND e.ts IS NOT NULL AND {_q_rank("e.status")} IS NOT NULL
+        GROUP BY e.query_id
+    """)
+    workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, q.{f})" for f in _QUERY_WORKFLOW_FIELDS)
     con.execute(f"""
         UPDATE queries AS q SET
             status = l.status,
@@ -218,11 +243,9 @@ def apply_query_events(con: duckdb.DuckDBPyConnection, view: str, *, write_seq: 
             event_hash = coalesce(l.event_hash, q.event_hash),
             has_proof = coalesce(q.has_proof, false) OR coalesce(l.has_proof, false),
             {sets},
+            {workflow_sets},
             synced_at = now(),
             write_seq = {int(write_seq if write_seq is not None else next_write_seq(con))}
-        FROM ({latest}) l
+        FROM (SELECT * FROM _query_moves LEFT JOIN _query_workflows USING (query_id)) l
         WHERE q.query_id = l.query_id
-          AND NOT list_contains({_Q_TERMINAL}, q.status)
-          AND {_q_rank("q.status")} IS NOT NULL
-          AND (list_contains({_Q_TERMINAL}, l.status) OR l.rank > {_q_rank("q.status")})
     """)
