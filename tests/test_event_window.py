@@ -82,6 +82,13 @@ def test_a_type_subset_continues_through_search_from_where_it_was_read_less_the_
     assert wider.target == Window(400, OPS | QUERIES)
 
 
+def test_the_continuations_overlap_never_reaches_before_the_window() -> None:
+    # read to 300 s after a window that starts at 1000: the overlap would start at 700, outside what is held
+    state = ChannelWindow(held=Window(1000, OPS), read_to=1300)
+    again = plan(state, polled=False, asked=None)
+    assert [(w.types, w.gte, w.lt) for w in again.walks] == [(OPS, 1000, None)]
+
+
 def test_a_continuation_that_reads_nothing_keeps_its_mark() -> None:
     state = plan(ChannelWindow(held=Window(1000, OPS), read_to=5000), polled=False, asked=None)
     done = advance(state, 0, next_offset=0, max_offset=None, max_ts=None, done=True)

@@ -335,7 +335,11 @@ def plan(
         walks = []
     else:  # a type subset continues through search, from where it was read to (with overlap)
         start = state.read_to if state.read_to is not None else base.since
-        walks = [Walk(base.types, None if start is None else start - OVERLAP_SECONDS, None)]
+        if start is not None:
+            start -= OVERLAP_SECONDS
+            if base.since is not None:  # the overlap never reaches before the window: that is not held
+                start = max(start, base.since)
+        walks = [Walk(base.types, start, None)]
     if target != base:
         new_types = None if base.types is None else (set(spec.EVENT_TYPES) if target.types is None else target.types)
         new_types = None if new_types is None else frozenset(new_types - base.types)
