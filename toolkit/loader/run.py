@@ -145,7 +145,9 @@ class Run:
             ("refetch", lambda: drive(refetch.fetch(self.ctx, channel_ids), self.uow)),
         ]
         if listed:
-            phases.append(("non-terminal", lambda: drive(non_terminal.fetch(self.ctx, listed), self.uow)))
+            phases.append(
+                ("non-terminal", lambda: drive(non_terminal.fetch(self.ctx, listed, self.windows.holds_type), self.uow))
+            )
         for name, phase in phases:
             check_stop()
             self.timed(name, phase)

@@ -97,6 +97,16 @@ class SyncQueries(_Base):
         ).fetchall()
         return [(int(lo), int(hi)) for lo, hi in rows]
 
+    def ids_in_statuses(self, table: str, channel_ids: Sequence[str], statuses: Sequence[str]) -> list[tuple[str, str]]:
+        """``(channel_id, id)`` of the ``operations`` or ``queries`` rows of ``channel_ids`` held in ``statuses``."""
+        key = {"operations": "operation_id", "queries": "query_id"}[table]
+        rows = self.con.execute(
+            f"SELECT channel_id, {key} FROM {table} "
+            "WHERE list_contains(?, channel_id) AND list_contains(?, status) ORDER BY 1, 2",
+            [list(channel_ids), list(statuses)],
+        ).fetchall()
+        return [(str(c), str(i)) for c, i in rows]
+
     # ---- the refetch queue -------------------------------------------------------------------------------------
 
     def refetch_queue(self, kind: str, channel_ids: Sequence[str]) -> list[tuple[str, str]]:

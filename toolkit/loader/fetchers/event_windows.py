@@ -80,6 +80,14 @@ class EventWindows:
             self.ctx.read(lambda wh: wh.save_cursors(cursors))
         self._planned = True
 
+    def holds_type(self, channel_id: str, event_type: str) -> bool:
+        """Whether the warehouse holds ``channel_id``'s events of ``event_type`` as they come (a channel read whole,
+        or a window of that type; a type still being read in counts once its walk has ended)."""
+        state = self.states.get(channel_id)
+        if state is None:
+            return True
+        return state.held is not None and (state.held.types is None or event_type in state.held.types)
+
     # ---- the walks -----------------------------------------------------------------------------------------------
 
     def fetch(self, channel_ids: Sequence[str]) -> Iterator[Write]:
