@@ -25,6 +25,7 @@ def _list(values: object) -> str:
 
 
 _OP_TERMINAL = _list(sorted(spec.OPERATION_TERMINAL))
+_KNOWN_TESTNETS = {n.chain_selector for n in spec.KNOWN_NETWORKS if n.type == spec.ChainEnvironment.TESTNET}
 _Q_TERMINAL = _list(sorted(spec.QUERY_TERMINAL))
 
 
@@ -171,11 +172,24 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, write_s
         WHERE e.type = 'operation.status' AND e.ts IS NOT NULL AND {_op_rank("e.status")} IS NOT NULL
         GROUP BY e.operation_id
     """)
+    # on a test network confirmed_latest is the last stage (WIRE.md: finality), and the record says it was confirmed
+    # then; a network's type comes from the networks list, or else the published list of networks
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _testnets AS
+        SELECT chain_selector FROM networks WHERE network_type = '{spec.ChainEnvironment.TESTNET.value}'
+        UNION
+        SELECT unnest({_list(sorted(_KNOWN_TESTNETS))}) EXCEPT
+        SELECT chain_selector FROM networks WHERE network_type = '{spec.ChainEnvironment.MAINNET.value}'
+    """)
     con.execute(f"""
         UPDATE operations AS o SET
             status = l.status,
             updated_at = greatest(coalesce(o.updated_at, l.ts), l.ts),
-            confirmed_at = CASE WHEN l.status = 'confirmed' THEN coalesce(o.confirmed_at, l.ts) ELSE o.confirmed_at END,
+            confirmed_at = CASE
+                WHEN l.status = 'confirmed' THEN coalesce(o.confirmed_at, l.ts)
+                WHEN l.status = 'confirmed_latest' AND o.chain_selector IN (SELECT chain_selector FROM _testnets)
+                    THEN coalesce(o.confirmed_at, l.ts)
+                ELSE o.confirmed_at END,
             cancelled_at = CASE WHEN l.status = 'cancelled' THEN coalesce(o.cancelled_at, l.ts) ELSE o.cancelled_at END,
             {_workflow_sets},
             synced_at = now(),
