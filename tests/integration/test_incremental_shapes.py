@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from tests.integration.test_incremental import TABLES, snapshot
-from toolkit.api import Client
+from toolkit.api import Client, Page
 from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
@@ -137,3 +137,45 @@ def check_incremental(shape: str, seed: int, start: int, steps: list[int], tmp_p
     got, want = snapshot(path), snapshot(fresh)
     for table in TABLES:
         assert got[table] == want[table], table
+
+
+def test_a_relist_that_stops_early_fetches_nothing_by_id_and_the_next_run_catches_up(tmp_path, monkeypatch) -> None:
+    """A re-list page that cannot be read says nothing of which rows moved: that run fetches none by id (it would
+    ask for every in-flight row) and reports the page; the next run, with a readable re-list, fetches what moved."""
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=5, days=0.2, operations_per_day=200, start=1_791_000_000)
+    path = tmp_path / "relist.duckdb"
+    window = {"event_types": ["watcher.status"]}  # no operation.status: only the lists can move operations
+    real_pages, real_get = Client.operation_pages, Client.get_operation
+    fetched: list[str] = []
+
+    def unreadable_relist(self, channel_id, *, start=0, pool=None, **filters):
+        if "status" not in filters:
+            return real_pages(self, channel_id, start=start, pool=pool, **filters)
+        page = Page([], False, f"channels/{channel_id}/operations", {"status": filters["status"]}, problem="cut short")
+        return iter([page])
+
+    def counting_get(self, channel_id, operation_id):
+        fetched.append(operation_id)
+        return real_get(self, channel_id, operation_id)
+
+    monkeypatch.setattr(Client, "get_operation", counting_get)
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        run_sync(server.base_url, path, **window)
+        with Client(server.base_url, TEST_KEY) as client:
+            _, started = start_work(client, "relist")
+        run_sync(server.base_url, path)
+        sandbox.advance(3600)
+        with monkeypatch.context() as broken:
+            broken.setattr(Client, "operation_pages", unreadable_relist)
+            result = sync(
+                Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True
+            )
+        assert result.outcome == "partial" and any("cut short" in p for p in result.problems), result.summary()
+        assert not set(fetched) & set(started)
+        stale = held(path, "SELECT operation_id, status FROM operations")
+        assert {stale[op][0] for op in started} == {"accepted"}
+        run_sync(server.base_url, path)
+    truth = {o["operation_id"]: o["status"] for o in sandbox.truth(TEST_KEY).operations}
+    moved = {op for op in started if truth[op] != "accepted"}
+    assert moved and set(fetched) >= moved
+    assert held(path, "SELECT operation_id, status FROM operations") == {k: (v,) for k, v in truth.items()}
