@@ -37,6 +37,20 @@ def moving(sandbox, server, tmp_path_factory):
     return path, first
 
 
+def query_body(key: str, chain_selector: str, n: int) -> dict:
+    """A ``CreateQuery`` body: an ``evm_call`` of ``balanceOf`` on the contract numbered ``n`` (0 to 254)."""
+    return {
+        "idempotency_key": key,
+        "query_kind": "evm_call",
+        "chain_selector": chain_selector,
+        "params": {
+            "contract_address": "0x" + f"{n + 1:02x}" * 20,
+            "call_data": "0x70a08231",
+            "block_selection": {"type": "latest"},
+        },
+    }
+
+
 def assert_same_as_fresh_sync(server, path, tmp_path) -> None:
     fresh = tmp_path / "fresh.duckdb"
     sync(settings_for(server, fresh), quiet=True)
@@ -104,22 +118,7 @@ def test_queries_answered_between_syncs_keep_the_answers_workflow_ids(moving, sa
     with Client(server.base_url, TEST_KEY) as client:
         cid = client.create_channel("incremental-query-channel")["channel_id"]
         chain = next(w for w in client.iter_wallets() if w["status"] == "deployed")["chain_selector"]
-        ids = [
-            client.create_query(
-                cid,
-                {
-                    "idempotency_key": f"incremental-query-{i}",
-                    "query_kind": "evm_call",
-                    "chain_selector": chain,
-                    "params": {
-                        "contract_address": "0x" + f"{i + 1:02x}" * 20,
-                        "call_data": "0x70a08231",
-                        "block_selection": {"type": "latest"},
-                    },
-                },
-            )["query_id"]
-            for i in range(8)
-        ]
+        ids = [client.create_query(cid, query_body(f"incremental-query-{i}", chain, i))["query_id"] for i in range(8)]
         sync(settings_for(server, path), quiet=True)  # the clock is frozen: every query is still in flight
         sandbox.advance(3600)
     sync(settings_for(server, path), quiet=True)

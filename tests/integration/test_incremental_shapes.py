@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, snapshot
+from tests.integration.test_incremental import TABLES, query_body, snapshot
 from toolkit.api import Client, Page
 from toolkit.config import Settings
 from toolkit.loader import sync
@@ -40,22 +40,8 @@ def start_work(client: Client, tag: str) -> tuple[list[str], list[str]]:
     channel = next(iter(client.iter_channels()))["channel_id"]
     wallets = [w for w in client.iter_wallets() if w["status"] == "deployed"][:3]
     assert wallets, "the scenario deploys wallets"
-    queries = [
-        client.create_query(
-            channel,
-            {
-                "idempotency_key": f"{tag}-query-{i}",
-                "query_kind": "evm_call",
-                "chain_selector": wallets[0]["chain_selector"],
-                "params": {
-                    "contract_address": "0x" + f"{i + 10:02x}" * 20,
-                    "call_data": "0x70a08231",
-                    "block_selection": {"type": "latest"},
-                },
-            },
-        )["query_id"]
-        for i in range(6)
-    ]
+    chain = wallets[0]["chain_selector"]
+    queries = [client.create_query(channel, query_body(f"{tag}-query-{i}", chain, i + 9))["query_id"] for i in range(6)]
     operations = [
         client.create_operation(
             channel,

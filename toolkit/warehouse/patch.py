@@ -13,6 +13,8 @@ fetch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import duckdb
 
 from .. import spec
@@ -25,8 +27,18 @@ def _list(values: object) -> str:
 
 
 _OP_TERMINAL = _list(sorted(spec.OPERATION_TERMINAL))
-_KNOWN_TESTNETS = {n.chain_selector for n in spec.KNOWN_NETWORKS if n.type == spec.ChainEnvironment.TESTNET}
 _Q_TERMINAL = _list(sorted(spec.QUERY_TERMINAL))
+_KNOWN_TESTNETS = _list(
+    sorted(n.chain_selector for n in spec.KNOWN_NETWORKS if n.type == spec.ChainEnvironment.TESTNET)
+)
+#: Chain selectors of test networks: a network's type from the networks list, or else the published list.
+_TESTNETS = f"""
+    SELECT chain_selector FROM networks WHERE network_type = '{spec.ChainEnvironment.TESTNET.value}'
+    UNION
+    SELECT unnest({_KNOWN_TESTNETS})
+    EXCEPT
+    SELECT chain_selector FROM networks WHERE network_type = '{spec.ChainEnvironment.MAINNET.value}'
+"""
 
 
 def _rank(expr: str, order: dict[str, int]) -> str:
@@ -49,9 +61,38 @@ _WORKFLOW_FIELDS = (
     "operation_status_workflow_id",
     "operation_status_workflow_execution_id",
 )
-_workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, o.{f})" for f in _WORKFLOW_FIELDS)
 #: Workflow ids a ``query.status`` payload carries with the answer.
 _QUERY_WORKFLOW_FIELDS = ("workflow_id", "workflow_execution_id")
+
+
+def _payload_fields(
+    con: duckdb.DuckDBPyConnection,
+    view: str,
+    *,
+    into: str,
+    moves: str,
+    id_column: str,
+    event_type: str,
+    rank: Callable[[str], str],
+    fields: Sequence[str],
+    row: str,
+) -> str:
+    """Fill temp table ``into`` with, per id of ``moves``, each of ``fields`` from the payload of its latest event
+    (by stage, then time) that carries it (arg_max skips the payloads without it); return the ``SET`` clauses (the
+    updated table aliased ``row``, the new values ``l``) that keep a row's value where the payloads have none.
+    Only the moving ids' payloads are parsed: parsing every payload of a long history would cost more than the
+    rest of the patch."""
+    picks = ",\n".join(
+        f"arg_max(json_extract_string(e.payload, '$.{f}'), ({rank('e.status')}, e.ts)) AS {f}" for f in fields
+    )
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE {into} AS
+        SELECT e.{id_column}, {picks}
+        FROM {view} e SEMI JOIN {moves} m ON e.{id_column} = m.{id_column}
+        WHERE e.type = '{event_type}' AND e.ts IS NOT NULL AND {rank("e.status")} IS NOT NULL
+        GROUP BY e.{id_column}
+    """)
+    return ",\n".join(f"{f} = coalesce(l.{f}, {row}.{f})" for f in fields)
 
 
 PATCH_STREAM = "patch"
@@ -129,8 +170,8 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, write_s
     """Apply the ``operation.status`` events of ``view`` (a table or view with a ``payload`` column) to
     ``operations``; queue unknown ids. Moved rows get ``write_seq`` (by default a number of their own).
 
-    The workflow ids a move carries are read from the payloads only for the operations that actually move: parsing
-    every payload of a long history would cost more than the rest of the patch.
+    The workflow ids a move carries are read from the payloads of the operations that move (see
+    :func:`_payload_fields`).
     """
     latest = f"""
         SELECT operation_id,
@@ -161,37 +202,30 @@ def apply_operation_events(con: duckdb.DuckDBPyConnection, view: str, *, write_s
     """)
     if not con.execute("SELECT count(*) FROM _operation_moves").fetchall()[0][0]:
         return
-    workflow = ",\n".join(
-        f"arg_max(json_extract_string(e.payload, '$.{f}'), ({_op_rank('e.status')}, e.ts)) AS {f}"
-        for f in _WORKFLOW_FIELDS
+    workflow_sets = _payload_fields(
+        con,
+        view,
+        into="_operation_workflows",
+        moves="_operation_moves",
+        id_column="operation_id",
+        event_type="operation.status",
+        rank=_op_rank,
+        fields=_WORKFLOW_FIELDS,
+        row="o",
     )
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE _operation_workflows AS
-        SELECT e.operation_id, {workflow}
-        FROM {view} e SEMI JOIN _operation_moves m ON e.operation_id = m.operation_id
-        WHERE e.type = 'operation.status' AND e.ts IS NOT NULL AND {_op_rank("e.status")} IS NOT NULL
-        GROUP BY e.operation_id
-    """)
     # on a test network confirmed_latest is the last stage (WIRE.md: finality), and the record says it was confirmed
-    # then; a network's type comes from the networks list, or else the published list of networks
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE _testnets AS
-        SELECT chain_selector FROM networks WHERE network_type = '{spec.ChainEnvironment.TESTNET.value}'
-        UNION
-        SELECT unnest({_list(sorted(_KNOWN_TESTNETS))}) EXCEPT
-        SELECT chain_selector FROM networks WHERE network_type = '{spec.ChainEnvironment.MAINNET.value}'
-    """)
+    # then
     con.execute(f"""
         UPDATE operations AS o SET
             status = l.status,
             updated_at = greatest(coalesce(o.updated_at, l.ts), l.ts),
             confirmed_at = CASE
                 WHEN l.status = 'confirmed' THEN coalesce(o.confirmed_at, l.ts)
-                WHEN l.status = 'confirmed_latest' AND o.chain_selector IN (SELECT chain_selector FROM _testnets)
+                WHEN l.status = 'confirmed_latest' AND o.chain_selector IN ({_TESTNETS})
                     THEN coalesce(o.confirmed_at, l.ts)
                 ELSE o.confirmed_at END,
             cancelled_at = CASE WHEN l.status = 'cancelled' THEN coalesce(o.cancelled_at, l.ts) ELSE o.cancelled_at END,
-            {_workflow_sets},
+            {workflow_sets},
             synced_at = now(),
             write_seq = {int(write_seq if write_seq is not None else next_write_seq(con))}
         FROM (SELECT * FROM _operation_moves LEFT JOIN _operation_workflows USING (operation_id)) l
@@ -236,20 +270,18 @@ def apply_query_events(con: duckdb.DuckDBPyConnection, view: str, *, write_seq: 
     """)
     if not con.execute("SELECT count(*) FROM _query_moves").fetchall()[0][0]:
         return
-    # the answer's workflow ids come with the payload of the move that carries the proof (WIRE.md: query.status
-    # payload); read only for the queries that move, as for operations (arg_max skips the payloads without them)
-    workflow = ",\n".join(
-        f"arg_max(json_extract_string(e.payload, '$.{f}'), ({_q_rank('e.status')}, e.ts)) AS {f}"
-        for f in _QUERY_WORKFLOW_FIELDS
+    # the answer's workflow ids come with the payload of the move that carries the proof (WIRE.md: query.status)
+    workflow_sets = _payload_fields(
+        con,
+        view,
+        into="_query_workflows",
+        moves="_query_moves",
+        id_column="query_id",
+        event_type="query.status",
+        rank=_q_rank,
+        fields=_QUERY_WORKFLOW_FIELDS,
+        row="q",
     )
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE _query_workflows AS
-        SELECT e.query_id, {workflow}
-        FROM {view} e SEMI JOIN _query_moves m ON e.query_id = m.query_id
-        WHERE e.type = 'query.status' AND e.ts IS NOT NULL AND {_q_rank("e.status")} IS NOT NULL
-        GROUP BY e.query_id
-    """)
-    workflow_sets = ",\n".join(f"{f} = coalesce(l.{f}, q.{f})" for f in _QUERY_WORKFLOW_FIELDS)
     con.execute(f"""
         UPDATE queries AS q SET
             status = l.status,

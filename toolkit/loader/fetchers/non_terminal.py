@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 
 from ... import spec
-from ...warehouse import Warehouse
+from ...warehouse import TABLES, Warehouse
 from ..context import FetchContext
 from ..unit_of_work import Write
 from .paged import Streams, consume
@@ -30,7 +30,8 @@ NON_TERMINAL_OPERATION_STATUSES = [
 #: Statuses re-listed for a channel whose ``operation.status`` events are not synced: every one not final.
 UNSETTLED_OPERATION_STATUSES = [s for s in spec.OPERATION_STAGE_ORDER if s not in spec.OPERATION_TERMINAL]
 NON_TERMINAL_QUERY_STATUSES = [s for s in spec.QUERY_STATUSES if s not in spec.QUERY_TERMINAL]
-_KIND = {"operations": ("operation", "operation_id"), "queries": ("query", "query_id")}
+#: The refetch kind of each re-listed table.
+_KIND = {"operations": "operation", "queries": "query"}
 
 
 def fetch(
@@ -54,14 +55,15 @@ def fetch(
         pages_of = client.operation_pages if table == "operations" else client.query_pages
         streams[(table, cid)] = lambda c=cid, p=pages_of, s=statuses: p(c, status=s, pool=pool)
     problems = len(ctx.result.problems)
-    returned: set[str] = set()
+    returned: dict[str, set[str]] = {table: set() for table in _KIND}
     for write in consume(ctx, streams, lambda key, buf: None):
-        returned.update(str(v) for v in write.batch.column(_KIND[write.table][1]).to_pylist())
+        (key,) = TABLES[write.table].key
+        returned[write.table].update(str(v) for v in write.batch.column(key).to_pylist())
         yield write
     if len(ctx.result.problems) != problems:  # a re-list that stopped early says nothing of what moved
         return
-    for table, (kind, _) in _KIND.items():
-        moved = [(cid, rid) for cid, rid in held[table] if rid not in returned]
+    for table, kind in _KIND.items():
+        moved = [(cid, rid) for cid, rid in held[table] if rid not in returned[table]]
         if moved:
             log.info("fetching %d %s records that moved out of the re-listed statuses", len(moved), kind)
         yield from one_by_one(ctx, kind, moved, vanished="was in flight and now answers 404", queued=False)
