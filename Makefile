@@ -3,12 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the core install alone (what every command needs): `make demo` installs only this; the dev install covers it
+CORE_STAMP := $(VENV)/.installed-core
 # A DuckDB 1.4 client beside the project's own DuckDB: tests/warehouse/test_old_clients.py opens a warehouse with it
 # (the oldest release the warehouse's storage format promises to be read by)
 OLD_DUCKDB_VENV := .venv-duckdb14
 OLD_DUCKDB_STAMP := $(OLD_DUCKDB_VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean docs docs-serve
 
 install: $(STAMP) $(OLD_DUCKDB_STAMP)
 
@@ -17,17 +19,30 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(CORE_STAMP) $(STAMP)
+
+$(CORE_STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(CORE_STAMP)
 
 $(OLD_DUCKDB_STAMP):
 	test -x $(OLD_DUCKDB_VENV)/bin/python || $(PYTHON) -m venv $(OLD_DUCKDB_VENV)
 	$(OLD_DUCKDB_VENV)/bin/python -m pip install --quiet 'duckdb>=1.4,<1.5' 'pytz>=2023.3'
 	touch $(OLD_DUCKDB_STAMP)
 
-demo: install
+demo: $(CORE_STAMP)
 	$(BIN)/chainops demo
 
-test: install
+# the documentation site into site/; --strict: a broken link, a missing page or a bad docstring reference fails
+docs: install
+	$(BIN)/mkdocs build --strict --quiet
+
+docs-serve: install
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+test: install docs
 	$(BIN)/ruff check toolkit tests benchmarks
 	$(BIN)/ruff format --check toolkit tests benchmarks
 	$(BIN)/python -m pytest
@@ -41,4 +56,4 @@ bench: install
 	$(BIN)/python -m benchmarks.metrics_bench
 
 clean:
-	rm -rf $(VENV) $(OLD_DUCKDB_VENV) data/*.duckdb data/reports
+	rm -rf $(VENV) $(OLD_DUCKDB_VENV) data/*.duckdb data/reports site

@@ -4,29 +4,68 @@
 >>> result = tk.sync()                                  # doctest: +SKIP
 >>> tk.metrics.status_latency("data/chainops.duckdb")   # doctest: +SKIP
 
-Nothing here imports plotting, widget or sandbox code.
+The names below are imported on first use (PEP 562): ``import toolkit`` itself loads neither pandas, DuckDB nor
+Arrow, so the ``chainops`` command line (``toolkit.cli``, inside this package) answers ``--help`` at once. Nothing
+here imports plotting, widget or sandbox code.
 """
 
-import logging
+from __future__ import annotations
 
-from . import errors, metrics, spec
-from .api import Client
-from .config import Settings
-from .errors import ChainopsError
-from .loader import SyncResult, sync
-from .metrics import status_latency
-from .warehouse import Warehouse
+import importlib
+import logging
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
 # the toolkit logs its decisions (see toolkit.logs): silent unless the application configures logging
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
+#: Each public name: (the module that defines it, its name there; None for the module itself).
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "ChainopsError": (".errors", "ChainopsError"),
+    "Client": (".api", "Client"),
+    "Settings": (".config", "Settings"),
+    "SyncResult": (".loader", "SyncResult"),
+    "Warehouse": (".warehouse", "Warehouse"),
+    "errors": (".errors", None),
+    "metrics": (".metrics", None),
+    "spec": (".spec", None),
+    "status_latency": (".metrics", "status_latency"),
+    "sync": (".loader", "sync"),
+}
+
+if TYPE_CHECKING:  # for type checkers and the API reference (griffe reads this statically)
+    from . import errors, metrics, spec
+    from .api import Client
+    from .config import Settings
+    from .errors import ChainopsError
+    from .loader import SyncResult, sync
+    from .metrics import status_latency
+    from .warehouse import Warehouse
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name on first use and keep it (``tk.sync``, ``tk.metrics``, ``tk.Warehouse``, ...)."""
+    try:
+        module, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value: object = importlib.import_module(module, __name__)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 def dashboard(warehouse: str | Warehouse | None = None, **options: object) -> object:
     """The ipywidgets dashboard over ``warehouse`` (see :func:`toolkit.dashboard_app.dashboard`).
 
     :mod:`toolkit.dashboard_app` is imported on first call, so ``import toolkit`` loads no widget or plotting code.
+    It needs the ``[notebook]`` extra (``pip install 'chainops-toolkit[notebook]'``).
     Returns the :class:`~toolkit.dashboard_app.Dashboard`.
     """
     from . import dashboard_app

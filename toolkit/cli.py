@@ -3,24 +3,26 @@
 Exit codes: 0 done, 1 failed (the message says what and what to do), 2 usage, 3 a ``report --fail-on``
 threshold was breached (the report is still written). The API key comes only from
 ``CREC_API_KEY``: flags end up in shell history and process lists.
+
+pandas, DuckDB, Arrow and matplotlib are imported by the commands that use them, never at import or while parsing:
+``chainops --help``, ``--version`` and usage errors answer at once (``benchmarks/cli_startup_bench.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import inspect
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from . import spec
+from . import __version__, spec
 from .atomic import atomic_file, output_error
-from .config import Settings, data_dir, redact
-from .display import clean_for_terminal, frame_for_csv, frame_for_display, frame_for_terminal
+from .config import DEMO_WAREHOUSE_NAME, Settings, data_dir, redact
 from .errors import ChainopsError, UsageError
 from .logs import show_on_stderr
 from .signals import (
@@ -32,10 +34,31 @@ from .signals import (
     sigterm_received,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 DEMO_KEY = "sandbox-demo-key"
 #: The sandbox's scenario shapes (toolkit.sandbox.scenarios.SHAPES; named here so that building the parser never
 #: imports the sandbox; a test keeps the two equal).
 SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions", "long-lived", "query-heavy", "messy")
+#: The names of ``chainops metrics NAME`` (the keys of toolkit.metrics.METRICS; named here so that building the parser
+#: never imports pandas and DuckDB; a test keeps the two equal).
+METRIC_NAMES = (
+    "failure-rates",
+    "failure-reasons",
+    "finality-breakdown",
+    "overdue-queries",
+    "proof-coverage",
+    "query-latency",
+    "revisits",
+    "status-latency",
+    "stuck-operations",
+    "watcher-activity",
+    "watcher-status-history",
+)
+#: The simulated 'now' the demo's history ends at, unless --start says otherwise: the same seed then gives the same
+#: warehouse on every run (2026-01-05 00:00 UTC, a Monday).
+DEMO_START = 1767571200
 
 
 #: Exit code of `chainops report` when a --fail-on threshold is breached.
@@ -68,14 +91,27 @@ def output_format(fmt: str | None, out: str | None) -> str:
                 f"use one of {known}, or say --format"
             )
         fmt = FORMATS_BY_EXTENSION.get(suffix, "table")
+    elif out:
+        implied = FORMATS_BY_EXTENSION.get(Path(out).suffix.lower())
+        if implied not in (None, fmt, "table"):  # a .txt may hold any text
+            raise UsageError(f"--format {fmt} does not match --out {out}, whose name says {implied}; change one")
     if fmt == "parquet" and not out:
         raise UsageError("--format parquet needs --out PATH (Parquet is a binary file, not for a terminal)")
     return fmt
 
 
+def clean_for_terminal(text: str, *, keep_newlines: bool = False) -> str:
+    """:func:`toolkit.display.clean_for_terminal`, imported when first needed (the display module loads pandas)."""
+    from .display import clean_for_terminal as clean
+
+    return clean(text, keep_newlines=keep_newlines)
+
+
 def _table_text(df: pd.DataFrame, *, metric: bool) -> str:
     """A text table for people: numbers as :func:`toolkit.display.frame_for_display` shows them, strings cleaned
     (a table without rows is its header line)."""
+    from .display import frame_for_display, frame_for_terminal
+
     if df.empty:
         shown = frame_for_terminal(frame_for_display(df, metric=metric))
         return "  ".join(str(c) for c in shown.columns) + "\n"
@@ -88,6 +124,8 @@ def _print_table(df: pd.DataFrame, *, metric: bool = True) -> None:
 
 def _json_value(value: object) -> object:
     """What orjson cannot write itself: times as ISO 8601 text, a missing value as null."""
+    import pandas as pd
+
     if value is pd.NaT or value is pd.NA:
         return None
     if isinstance(value, pd.Timestamp | pd.Timedelta):
@@ -110,6 +148,8 @@ def _write_frame(df: pd.DataFrame, fmt: str, out: str | None, *, metric: bool = 
     metrics' naming conventions; a SQL result gets significant digits only), control characters shown, long values
     shortened. CSV has formulas neutralised (and control characters shown when printed); CSV, JSON and Parquet keep
     every number at full precision. ``--out`` files appear whole or not at all."""
+    from .display import frame_for_csv, frame_for_display
+
     if fmt == "table":
         text = _table_text(df, metric=metric)
     elif fmt == "html":
@@ -137,25 +177,63 @@ def _write_frame(df: pd.DataFrame, fmt: str, out: str | None, *, metric: bool = 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Sandbox -> sync -> metrics -> report, offline."""
+    """Sandbox -> sync -> metrics -> report, offline; ends with the next commands to try on the demo's warehouse.
+    The same ``--seed``, ``--days`` and ``--start`` make the same warehouse."""
     from . import metrics, report
     from .loader import sync
     from .sandbox import Sandbox
 
+    say = (lambda *_a, **_k: None) if args.quiet else print
     warehouse = Path(args.warehouse)
     _replace_demo_warehouse(warehouse)
-    print(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
-    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days)
+    say(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
+    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days, start=args.start)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
-        print(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
+        say(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
         result = sync(settings, quiet=args.quiet)
-    print(result.summary())
-    print("\nTime in each status, per network:")
-    _print_table(metrics.status_latency(str(warehouse)))
+    say(result.summary())
+    table = metrics.status_latency(str(warehouse))
+    if not args.quiet:
+        print("\nTime in each status, per network:")
+        _print_table(table)
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
-    print(f"\nReport: {out}")
+    say(f"\nReport: {out}")
+    say("\nNext, on the demo's warehouse:")
+    for command in demo_next_commands(warehouse, start=args.start, days=args.days):
+        say(f"  {command}")
     return 0
+
+
+def demo_next_commands(warehouse: Path, *, start: int, days: float) -> list[str]:
+    """The commands the demo suggests next, each as a user would type it (a test runs them as printed): the report
+    covers the demo's history, which ends at ``start`` (the sandbox's simulated 'now')."""
+    import shlex
+    import time
+
+    def when(unix: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(unix))
+
+    where = f"--warehouse {shlex.quote(str(warehouse))}"
+    out = shlex.quote(str(warehouse.parent / "reports" / "period.html"))
+    period = f"--since {when(start - days * 86400)} --until {when(start + 60)}"
+    return [
+        f"chainops metrics failure-rates --by network {where}",
+        f'chainops sql "select status, count(*) as n from operations group by status order by n desc" {where}',
+        f"chainops report {period} {where} --out {out}",
+    ]
+
+
+def _unix_time(text: str) -> int:
+    """argparse type of ``demo --start``: unix seconds, or an ISO time (UTC unless it says otherwise)."""
+    if text.strip().isdigit():
+        return int(text)
+    from .times import parse_time
+
+    try:
+        return int(parse_time(text).timestamp())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _replace_demo_warehouse(warehouse: Path) -> None:
@@ -240,7 +318,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
         event_types=args.event_type,
     )
     # the summary quotes what the service sent (ids, a rejected item): shown safely, the key never in it
-    print(clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True))
+    summary = clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True)
+    if not args.quiet:
+        print(summary)
+    elif result.outcome != "ok":  # quiet prints nothing on success only: a partial run is told (cron mails it)
+        print(summary, file=sys.stderr)
     return 0
 
 
@@ -288,7 +370,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     if df.attrs.get("clipped"):  # the warehouse holds a shorter period (toolkit.metrics.coverage)
         print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
-        _say_why_empty(args)
+        _say_why_empty(args, source)
     _write_frame(df, fmt, args.out)
     return 0
 
@@ -333,11 +415,25 @@ def _check_filter_values(source: object, args: argparse.Namespace) -> None:
         check(source)
 
 
-def _say_why_empty(args: argparse.Namespace) -> None:
+def _say_why_empty(args: argparse.Namespace, source: object) -> None:
+    """Say on stderr why a metric has no rows: the filters, what an empty answer of this metric means, or an
+    empty warehouse."""
     from .known_values import describe_empty
 
     filters = {k: getattr(args, k) for k in ("network", "channel", "status", "since", "until")}
-    print(f"chainops metrics: {clean_for_terminal(describe_empty(filters))}", file=sys.stderr)
+    held = None
+    if isinstance(source, str):
+        from .warehouse import Warehouse
+
+        with Warehouse(source, read_only=True) as wh:
+            held = int(
+                wh.con.execute(
+                    "SELECT (SELECT count(*) FROM operations) + (SELECT count(*) FROM queries) "
+                    "+ (SELECT count(*) FROM events)"
+                ).fetchone()[0]
+            )
+    note = describe_empty(filters, metric=args.name, held=held)
+    print(f"chainops metrics: {clean_for_terminal(note)}", file=sys.stderr)
 
 
 def _threshold(text: str) -> object:
@@ -350,8 +446,24 @@ def _threshold(text: str) -> object:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _check_report_out(out: str, fmt: str) -> None:
+    """A usage error for an ``--out`` the report's format cannot be: HTML goes to a .html/.htm file (or a name
+    without extension), CSV and Parquet to a directory, never to a name that promises a file of another kind."""
+    suffix = Path(out).suffix.lower()
+    if not suffix:
+        return
+    if fmt == "html" and FORMATS_BY_EXTENSION.get(suffix) != "html":
+        raise UsageError(
+            f"--out {out}: the report is written as HTML, not {suffix}; name the file .html "
+            "(or write the tables with --format csv or --format parquet and --out DIR)"
+        )
+    if fmt != "html" and (suffix in FORMATS_BY_EXTENSION or suffix in {".pdf", ".xlsx", ".zip"}):
+        raise UsageError(f"--out {out}: --format {fmt} writes a directory of tables; give a directory name")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report (HTML file, or CSV/Parquet tables in a directory); exit 3 when a --fail-on is breached."""
+    _check_report_out(args.out, args.format)
     from . import report
 
     settings = Settings.load(warehouse=args.warehouse)
@@ -369,9 +481,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ChainopsError(str(exc)) from None
     except OSError as exc:
         raise output_error(args.out, exc, "the report") from None
-    print(f"Report: {clean_for_terminal(args.out)}")
-    for finding in result.findings:
-        print(f"  {clean_for_terminal(finding)}")
+    if not args.quiet:
+        print(f"Report: {clean_for_terminal(args.out)}")
+        for finding in result.findings:
+            print(f"  {clean_for_terminal(finding)}")
     breaches = result.breaches
     for threshold in breaches:
         value = result.summary.get(threshold.name)
@@ -489,9 +602,21 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 # ---- parser -----------------------------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" for a mistyped choice (a command, a metric name, a --format)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = [str(c) for c in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {', '.join(choices)}){hint}")
+        super()._check_value(action, value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="chainops",
         description="Sync a Channel-Based Chain Operations Service into DuckDB and analyse it. "
         "The key comes from CREC_API_KEY, the service from CREC_BASE_URL, the warehouse from CHAINOPS_WAREHOUSE.",
@@ -499,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="show what the sync decides on stderr (-vv: more detail)"
     )
+    parser.add_argument("--version", action="version", version=f"chainops {__version__}", help="print the version")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def warehouse_opt(p: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -522,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
     p.add_argument(
         "--warehouse",
-        default=str(data_dir() / "demo.duckdb"),
+        default=str(data_dir() / DEMO_WAREHOUSE_NAME),
         metavar="PATH",
         help="warehouse file for the demo (recreated each run; default data/demo.duckdb)",
     )
@@ -531,7 +657,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=7, help="sandbox seed (default 7)")
     p.add_argument("--days", type=int, default=3, help="days of seeded history (default 3)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--start",
+        type=_unix_time,
+        default=DEMO_START,
+        metavar="TIME",
+        help="when the seeded history ends: ISO time or unix seconds (default 2026-01-05T00:00Z, so that the same "
+        "seed gives the same warehouse)",
+    )
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("sync", help="sync the organisation into the warehouse")
@@ -555,7 +689,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TYPE",
         help=f"read only events of this type (repeatable): {', '.join(spec.EVENT_TYPES)}",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing when the run succeeds (no progress bars, no summary; a partial run's summary on stderr)",
+    )
     p.add_argument(
         "--workers",
         type=_at_least_one,
@@ -572,10 +710,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_sync)
 
-    from .metrics import METRICS
-
     p = sub.add_parser("metrics", help="print or write one metric table")
-    p.add_argument("name", choices=sorted(METRICS), metavar="NAME", help=f"which metric: {', '.join(sorted(METRICS))}")
+    p.add_argument("name", choices=METRIC_NAMES, metavar="NAME", help=f"which metric: {', '.join(METRIC_NAMES)}")
     warehouse_opt(p)
     p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
     p.add_argument(
@@ -629,6 +765,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["html", "csv", "parquet"], default="html", help="output format (default html)")
     p.add_argument("--title", default="Chain operations", help="the report's title")
+    p.add_argument(
+        "--quiet", action="store_true", help="print nothing on success (a breached --fail-on is still told on stderr)"
+    )
     p.add_argument(
         "--fail-on",
         action="append",
@@ -749,11 +888,15 @@ def _stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _duckdb_errors() -> tuple[type[BaseException], ...]:
+    """DuckDB's error class when a command loaded DuckDB (an error of DuckDB's cannot arise otherwise)."""
+    duckdb = sys.modules.get("duckdb")
+    return (duckdb.Error,) if duckdb is not None else ()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors are cleaned text on standard error, never a traceback: 1 for a
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
-    import duckdb
-
     parser = build_parser()
     args = parser.parse_args(argv)
     show_on_stderr(args.verbose + getattr(args, "sync_verbose", 0))
@@ -776,9 +919,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc), 2)
     except ChainopsError as exc:
         return fail(str(exc), 1)
-    except (KeyboardInterrupt, RuntimeError, duckdb.Error) as exc:
+    except (KeyboardInterrupt, RuntimeError, *_duckdb_errors()) as exc:
         if not is_interruption(exc):
-            if isinstance(exc, duckdb.Error):  # the warehouse failed somewhere no clearer message was given
+            if isinstance(exc, _duckdb_errors()):  # the warehouse failed somewhere no clearer message was given
                 return fail(f"the warehouse failed: {exc}", 1)
             raise
         if isinstance(exc, Terminated) or sigterm_received():

@@ -23,6 +23,8 @@ ENV_BASE_URL = "CREC_BASE_URL"
 ENV_WAREHOUSE = "CHAINOPS_WAREHOUSE"
 #: The default warehouse relative to the data folder's parent (kept for callers; :func:`default_warehouse` resolves it).
 DEFAULT_WAREHOUSE = Path("data/chainops.duckdb")
+#: The file `chainops demo` writes in :func:`data_dir` unless told otherwise.
+DEMO_WAREHOUSE_NAME = "demo.duckdb"
 
 
 def data_dir(start: str | os.PathLike[str] | None = None) -> Path:

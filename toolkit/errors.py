@@ -124,7 +124,16 @@ class ValidationError(ApiError):
 class NotFoundError(ApiError):
     """404 ``NOT_FOUND``: the resource does not exist or belongs to another organisation."""
 
-    hint = "Check the id, and that the key belongs to the organisation that owns the resource."
+    @property  # type: ignore[override]
+    def hint(self) -> str:
+        """What to check: the base URL when a fixed path of the service (``/networks``) or any path answered 404
+        without the service's error body, else the id and the key."""
+        if self.type is None or "/" not in self.path.strip("/"):
+            return (
+                f"{self.path} is a fixed path of the service, so CREC_BASE_URL (or --base-url) probably does not "
+                "point at it: use the service's base URL exactly as given, ending in /v1."
+            )
+        return "Check the id, and that the key belongs to the organisation that owns the resource."
 
 
 class ConflictError(ApiError):

@@ -126,14 +126,28 @@ def check_filters(
                 raise UnknownValueError(unknown_value_message(flag, value, known, labels))
 
 
-def describe_empty(filters: Mapping[str, object]) -> str:
-    """The note for a metric that found no rows: which filters (all known values) matched nothing."""
+#: What an empty answer means for the metrics that count exceptions: none is a good answer, not missing data.
+EMPTY_MEANS = {
+    "overdue-queries": "no query is past its expires_at without a terminal status (none is overdue)",
+    "stuck-operations": "no operation has stayed in a status much longer than usual (none is stuck)",
+    "revisits": "no operation entered a status again after moving on",
+}
+
+
+def describe_empty(filters: Mapping[str, object], *, metric: str | None = None, held: int | None = None) -> str:
+    """The note for a metric that found no rows: which filters (all known values) matched nothing, else what the
+    empty answer means for ``metric``, else whether the warehouse holds anything at all (``held``: its operations,
+    queries and events; None when not counted)."""
     given = ", ".join(
         f"--{name} {', '.join(map(str, v)) if isinstance(v, list | tuple) else v}" for name, v in filters.items() if v
     )
-    if not given:
-        return "no rows: the warehouse holds nothing this metric counts yet (run `chainops sync`)"
-    return f"no rows match {given}: the values are known, but nothing matched them in this period"
+    if given:
+        return f"no rows match {given}: the values are known, but nothing matched them in this period"
+    if metric in EMPTY_MEANS:
+        return f"no rows: {EMPTY_MEANS[metric]}"
+    if held == 0:
+        return "no rows: the warehouse holds no operations, queries or events yet (run `chainops sync`)"
+    return "no rows: the warehouse holds data, but nothing this metric counts"
 
 
 __all__ = [

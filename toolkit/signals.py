@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
-
-import duckdb
 
 
 class Terminated(KeyboardInterrupt):
@@ -37,7 +36,10 @@ def is_interruption(exc: BaseException) -> bool:
     while one of its statements runs (it interrupts the statement and drops the handler's exception)."""
     if isinstance(exc, KeyboardInterrupt):
         return True
-    return isinstance(exc, RuntimeError | duckdb.Error) and str(exc).strip().lower().startswith("query interrupted")
+    # DuckDB is not imported for it: an error of DuckDB's means DuckDB is loaded (`chainops --help` loads none)
+    duckdb = sys.modules.get("duckdb")
+    kinds = (RuntimeError, duckdb.Error) if duckdb is not None else (RuntimeError,)
+    return isinstance(exc, kinds) and str(exc).strip().lower().startswith("query interrupted")
 
 
 class _State:

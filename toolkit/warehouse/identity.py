@@ -185,3 +185,23 @@ __all__ = [
     "is_demo_warehouse",
     "open_error",
 ]
+
+
+def missing_warehouse_message(path: str | os.PathLike[str]) -> str:
+    """What to say when there is no warehouse at ``path``: when the demo's warehouse exists (``chainops demo`` ran
+    here), how to use it; else how to make one."""
+    from ..config import DEMO_WAREHOUSE_NAME, data_dir
+
+    target = Path(path)
+    demo = data_dir() / DEMO_WAREHOUSE_NAME
+    if demo.absolute() != target.absolute() and is_demo_warehouse(demo):
+        shown = os.path.relpath(demo) if demo.is_relative_to(Path.cwd().resolve()) else str(demo)
+        return (
+            f"No warehouse at {target}, but `chainops demo` made one at {shown}: add --warehouse {shown} "
+            f"(or export CHAINOPS_WAREHOUSE={shown}). To make {target}, run `chainops sync` with CREC_BASE_URL and "
+            "CREC_API_KEY set."
+        )
+    return (
+        f"No warehouse at {target}. Run `chainops sync` (or `chainops demo`) first, "
+        "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
+    )

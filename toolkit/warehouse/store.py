@@ -31,7 +31,15 @@ from .arrow import TABLES
 from .ddl import KEYLESS_TABLES, schema_sql
 from .dictionary import apply_comments
 from .failures import write_failure
-from .identity import CONNECTION_CONFIG, MARKER_SQL, check_complete, classify, inspect_file, open_error
+from .identity import (
+    CONNECTION_CONFIG,
+    MARKER_SQL,
+    check_complete,
+    classify,
+    inspect_file,
+    missing_warehouse_message,
+    open_error,
+)
 from .sync_queries import SyncQueries
 from .views import view_statements
 from .write_seq import migrate as migrate_write_seq
@@ -85,10 +93,7 @@ class Warehouse(SyncQueries):
         self.read_only = read_only
         self.memory_limit = memory_limit
         if read_only and not self.path.exists():
-            raise WarehouseError(
-                f"No warehouse at {self.path}. Run `chainops sync` (or `chainops demo`) first, "
-                "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
-            )
+            raise WarehouseError(missing_warehouse_message(self.path))
         self._lock = contextlib.ExitStack()
         if not read_only:
             try:
