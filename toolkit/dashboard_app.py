@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from . import metrics, plots, spec
+from .errors import ChainopsError
 from .report import TABLE_CSS, display_frame, html_table, interval_safe
 
 if TYPE_CHECKING:
@@ -102,7 +103,13 @@ class Dashboard:
     """
 
     def __init__(self, warehouse: metrics.WarehouseLike = None, *, bucket: str | None = None) -> None:
-        import ipywidgets as w
+        try:
+            import ipywidgets as w
+        except ImportError:
+            raise ChainopsError(
+                "the dashboard needs ipywidgets, which the core install leaves out: "
+                "pip install 'chainops-toolkit[notebook]'"
+            ) from None
 
         self.warehouse = warehouse
         self.figures: dict[str, Figure] = {}

@@ -64,7 +64,7 @@ def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
 def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
     wh = str(tmp_path / "w.duckdb")
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
-    runs = [chainops("sync", "--quiet", env=env)]
+    runs = [chainops("sync", env=env)]
     assert runs[-1].returncode == 0, runs[-1].stderr
     assert "sync ok" in runs[-1].stdout
     runs.append(chainops("metrics", "status-latency", "--format", "csv", env=env))
@@ -137,7 +137,6 @@ def test_usage_errors_exit_2() -> None:
 def test_demo_runs_end_to_end(tmp_path) -> None:
     out = chainops(
         "demo",
-        "--quiet",
         "--days",
         "1",
         "--warehouse",

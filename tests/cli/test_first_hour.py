@@ -1,0 +1,213 @@
+"""A new user's first hour, as they would live it: real `chainops` processes in a fresh folder, the sandbox over real
+HTTP on 127.0.0.1, real DuckDB files.
+
+The demo runs twice with the same seed (once printing, once `--quiet`); the two warehouses must be equal, the quiet
+run must print nothing, and the commands the first run suggests must work exactly as printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import TEST_KEY
+from toolkit.cli import DEMO_START, METRIC_NAMES
+
+HEAVY = ("pandas", "duckdb", "pyarrow", "matplotlib", "numpy")
+
+#: What a table holds, as one text per table: every row's key and state, in key order.
+FINGERPRINTS = {
+    "operations": "SELECT count(*), md5(string_agg(operation_id || status || created_at, ',' ORDER BY operation_id))"
+    " FROM operations",
+    "events": "SELECT count(*), md5(string_agg(event_id || type || ts, ',' ORDER BY event_id)) FROM events",
+    "queries": "SELECT count(*), md5(string_agg(query_id || status, ',' ORDER BY query_id)) FROM queries",
+}
+
+
+def chainops(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**base, **(env or {})},
+        timeout=600,
+    )
+
+
+def as_printed(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a printed command line as a shell would split it (`chainops` being this interpreter's toolkit)."""
+    words = shlex.split(line)
+    assert words[0] == "chainops", line
+    return chainops(*words[1:], cwd=cwd)
+
+
+def fingerprint(path: Path) -> dict[str, tuple[object, ...]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {table: con.execute(sql).fetchone() for table, sql in FINGERPRINTS.items()}
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The demo as a new user runs it in an empty folder: defaults, one day of history to keep the test short."""
+    home = tmp_path_factory.mktemp("newuser")
+    return home, chainops("demo", "--days", "1", cwd=home)
+
+
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The same demo again, elsewhere, with --quiet."""
+    home = tmp_path_factory.mktemp("again")
+    return home, chainops("demo", "--days", "1", "--quiet", cwd=home)
+
+
+def next_commands(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = lines.index("Next, on the demo's warehouse:")
+    return [line.strip() for line in lines[start + 1 :] if line.strip()]
+
+
+def test_the_demo_ends_with_next_commands_that_work_as_printed(first) -> None:
+    home, out = first
+    assert out.returncode == 0, out.stderr
+    commands = next_commands(out.stdout)
+    assert 2 <= len(commands) <= 3
+    for line in commands:
+        run = as_printed(line, home)
+        assert run.returncode == 0, (line, run.stderr)
+        assert run.stdout.strip(), line
+    # the report command wrote its file where it said
+    report_line = next(c for c in commands if c.startswith("chainops report"))
+    out_file = home / shlex.split(report_line)[-1]
+    assert out_file.is_file() and "<html" in out_file.read_text()[:500].lower()
+
+
+def test_the_same_seed_makes_the_same_warehouse_and_quiet_prints_nothing(first, quiet) -> None:
+    (home_a, _), (home_b, out_b) = first, quiet
+    assert out_b.returncode == 0, out_b.stderr
+    assert out_b.stdout == "" and out_b.stderr == ""
+    a, b = fingerprint(home_a / "data" / "demo.duckdb"), fingerprint(home_b / "data" / "demo.duckdb")
+    assert a["events"][0] > 1000 and a["operations"][0] > 100
+    assert a == b
+    # the history ends at the fixed default start: the same whatever the wall clock says
+    con = duckdb.connect(str(home_a / "data" / "demo.duckdb"), read_only=True)
+    newest = con.execute("SELECT epoch(max(ts)) FROM events").fetchone()[0]
+    con.close()
+    assert DEMO_START - 86400 < newest <= DEMO_START
+
+
+def test_a_command_without_a_warehouse_points_at_the_demos(first) -> None:
+    home, _ = first
+    out = chainops("metrics", "status-latency", cwd=home)
+    assert out.returncode == 1
+    assert "--warehouse data/demo.duckdb" in out.stderr, out.stderr
+    hint = chainops("metrics", "status-latency", "--warehouse", "data/demo.duckdb", cwd=home)
+    assert hint.returncode == 0 and "confirmed" in hint.stdout
+
+
+def test_an_empty_exception_metric_says_none_is_found_not_that_nothing_is_held(first, tmp_path) -> None:
+    home, _ = first
+    warehouse = home / "data" / "demo.duckdb"
+    con = duckdb.connect(str(warehouse), read_only=True)
+    overdue = con.execute(
+        "SELECT count(*) FROM queries WHERE status NOT IN ('completed', 'failed', 'expired') AND expires_at < "
+        "(SELECT max(ts) FROM events)"
+    ).fetchone()[0]
+    held = con.execute("SELECT count(*) FROM queries").fetchone()[0]
+    con.close()
+    assert held > 0 and overdue == 0  # the case of the issue: queries held, none overdue
+    out = chainops("metrics", "overdue-queries", "--warehouse", str(warehouse), cwd=home)
+    assert out.returncode == 0
+    assert "none is overdue" in out.stderr and "chainops sync" not in out.stderr
+
+    from toolkit.warehouse import Warehouse
+
+    empty = tmp_path / "empty.duckdb"
+    Warehouse(empty).close()
+    out = chainops("metrics", "status-latency", "--warehouse", str(empty), cwd=tmp_path)
+    assert out.returncode == 0 and "holds no operations" in out.stderr and "chainops sync" in out.stderr
+
+
+def test_help_version_and_usage_errors_import_no_heavy_library() -> None:
+    probe = (
+        "import sys\n"
+        "from toolkit.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print('LOADED', [m for m in {HEAVY!r} if m in sys.modules], file=sys.stderr)\n"
+    )
+    for argv in (["--help"], ["--version"], ["metrics", "--help"], ["syn"], ["metrics", "failure-rate"]):
+        out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60)
+        assert "LOADED []" in out.stderr, (argv, out.stderr)
+
+
+def test_version_and_did_you_mean(tmp_path) -> None:
+    from toolkit import __version__
+
+    version = chainops("--version", cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.strip() == f"chainops {__version__}"
+    metric = chainops("metrics", "failure-rate", cwd=tmp_path)
+    assert metric.returncode == 2 and "did you mean 'failure-rates'?" in metric.stderr
+    command = chainops("syn", cwd=tmp_path)
+    assert command.returncode == 2 and "did you mean 'sync'?" in command.stderr
+    nothing_close = chainops("metrics", "zzzz", cwd=tmp_path)
+    assert nothing_close.returncode == 2 and "did you mean" not in nothing_close.stderr
+
+
+def test_metric_names_are_the_metrics() -> None:
+    from toolkit.metrics import METRICS
+
+    assert sorted(METRIC_NAMES) == sorted(METRICS)
+
+
+def test_an_out_extension_the_command_cannot_write_is_refused(first, tmp_path) -> None:
+    home, _ = first
+    warehouse = str(home / "data" / "demo.duckdb")
+    pdf = tmp_path / "weekly.pdf"
+    out = chainops("report", "--warehouse", warehouse, "--out", str(pdf), cwd=tmp_path)
+    assert out.returncode == 2 and ".html" in out.stderr and not pdf.exists()
+    tables = tmp_path / "tables.html"
+    out = chainops("report", "--warehouse", warehouse, "--format", "csv", "--out", str(tables), cwd=tmp_path)
+    assert out.returncode == 2 and "directory" in out.stderr and not tables.exists()
+    mismatch = tmp_path / "x.json"
+    out = chainops("metrics", "revisits", "--warehouse", warehouse, "--format", "csv", "--out", str(mismatch), cwd=home)
+    assert out.returncode == 2 and not mismatch.exists()
+
+
+def test_sync_and_report_quiet_print_nothing_on_success(server, tmp_path) -> None:
+    env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url}
+    warehouse = str(tmp_path / "w.duckdb")
+    loud = chainops("sync", "--warehouse", warehouse, cwd=tmp_path, env=env)
+    assert loud.returncode == 0 and "sync ok" in loud.stdout, loud.stderr
+    out = chainops("sync", "--quiet", "--warehouse", warehouse, cwd=tmp_path, env=env)
+    assert out.returncode == 0 and out.stdout == "" and out.stderr == ""
+    report = tmp_path / "weekly.html"
+    out = chainops("report", "--quiet", "--since", "30d", "--warehouse", warehouse, "--out", str(report), cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == "" and out.stderr == ""
+    assert report.is_file()
+    # a breached threshold is still told
+    out = chainops(
+        "report", "--quiet", "--warehouse", warehouse, "--out", str(report), "--fail-on", "operations>=0", cwd=tmp_path
+    )
+    assert out.returncode == 3 and "threshold breached" in out.stderr and out.stdout == ""
+
+
+def test_a_base_url_that_is_not_the_services_says_so(server, tmp_path) -> None:
+    wrong = server.base_url.removesuffix("/v1") + "/api/v1"
+    env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": wrong}
+    out = chainops("sync", "--quiet", "--warehouse", str(tmp_path / "w.duckdb"), cwd=tmp_path, env=env)
+    assert out.returncode == 1
+    assert "CREC_BASE_URL" in out.stderr and "Check the id" not in out.stderr, out.stderr
+    assert TEST_KEY not in out.stderr + out.stdout
