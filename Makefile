@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml
 $(CORE_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e .
+	# --no-compile: Python compiles what the commands import when they first run, not the ~100 MB of every module
+	$(BIN)/python -m pip install --quiet --no-compile -e .
 	touch $(CORE_STAMP)
 
 $(OLD_DUCKDB_STAMP):
@@ -37,7 +38,7 @@ demo: $(CORE_STAMP)
 
 # the documentation site into site/; --strict: a broken link, a missing page or a bad docstring reference fails
 docs: install
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 docs-serve: install
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000

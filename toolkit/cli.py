@@ -208,14 +208,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def demo_next_commands(warehouse: Path, *, start: int, days: float) -> list[str]:
     """The commands the demo suggests next, each as a user would type it (a test runs them as printed): the report
     covers the demo's history, which ends at ``start`` (the sandbox's simulated 'now')."""
+    import os
     import shlex
     import time
 
     def when(unix: float) -> str:
         return time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(unix))
 
-    where = f"--warehouse {shlex.quote(str(warehouse))}"
-    out = shlex.quote(str(warehouse.parent / "reports" / "period.html"))
+    def shown(path: Path) -> str:  # data/demo.duckdb rather than the whole path, when it is under this folder
+        here = Path.cwd().resolve()
+        full = path.resolve()
+        return shlex.quote(os.path.relpath(full, here) if full.is_relative_to(here) else str(path))
+
+    where = f"--warehouse {shown(warehouse)}"
+    out = shown(warehouse.parent / "reports" / "period.html")
     period = f"--since {when(start - days * 86400)} --until {when(start + 60)}"
     return [
         f"chainops metrics failure-rates --by network {where}",
