@@ -50,7 +50,7 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_notebooks_run_from_notebooks_use_the_repository_data_folder(tmp_path: Path) -> None:
-    """Started from notebooks/ (as the README says), every notebook's warehouse lands in the repository's data/."""
+    """Started from notebooks/ (docs/guides/notebooks.md), each notebook's warehouse lands in the repository's data/."""
     repo = tmp_path / "clone"
     (repo / "toolkit").mkdir(parents=True)
     (repo / "toolkit" / "__init__.py").write_text("")

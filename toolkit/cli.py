@@ -91,10 +91,6 @@ def output_format(fmt: str | None, out: str | None) -> str:
                 f"use one of {known}, or say --format"
             )
         fmt = FORMATS_BY_EXTENSION.get(suffix, "table")
-    elif out:
-        implied = FORMATS_BY_EXTENSION.get(Path(out).suffix.lower())
-        if implied not in (None, fmt, "table"):  # a .txt may hold any text
-            raise UsageError(f"--format {fmt} does not match --out {out}, whose name says {implied}; change one")
     if fmt == "parquet" and not out:
         raise UsageError("--format parquet needs --out PATH (Parquet is a binary file, not for a terminal)")
     return fmt

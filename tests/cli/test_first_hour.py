@@ -181,9 +181,9 @@ def test_an_out_extension_the_command_cannot_write_is_refused(first, tmp_path) -
     tables = tmp_path / "tables.html"
     out = chainops("report", "--warehouse", warehouse, "--format", "csv", "--out", str(tables), cwd=tmp_path)
     assert out.returncode == 2 and "directory" in out.stderr and not tables.exists()
-    mismatch = tmp_path / "x.json"
-    out = chainops("metrics", "revisits", "--warehouse", warehouse, "--format", "csv", "--out", str(mismatch), cwd=home)
-    assert out.returncode == 2 and not mismatch.exists()
+    unknown = tmp_path / "x.xlsx"
+    out = chainops("metrics", "revisits", "--warehouse", warehouse, "--out", str(unknown), cwd=home)
+    assert out.returncode == 2 and ".xlsx" in out.stderr and not unknown.exists()
 
 
 def test_sync_and_report_quiet_print_nothing_on_success(server, tmp_path) -> None:
