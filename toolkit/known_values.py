@@ -147,7 +147,9 @@ def describe_empty(filters: Mapping[str, object], *, metric: str | None = None, 
         return f"no rows: {EMPTY_MEANS[metric]}"
     if held == 0:
         return "no rows: the warehouse holds no operations, queries or events yet (run `chainops sync`)"
-    return "no rows: the warehouse holds data, but nothing this metric counts"
+    if held is None:
+        return "no rows: nothing this metric counts was found"
+    return f"no rows: the warehouse holds {held:,} operations, queries and events, but nothing this metric counts"
 
 
 __all__ = [

@@ -211,3 +211,15 @@ def test_a_base_url_that_is_not_the_services_says_so(server, tmp_path) -> None:
     assert out.returncode == 1
     assert "CREC_BASE_URL" in out.stderr and "Check the id" not in out.stderr, out.stderr
     assert TEST_KEY not in out.stderr + out.stdout
+
+
+def test_the_empty_note_says_what_is_true() -> None:
+    from toolkit.known_values import describe_empty
+
+    # the case: 189 queries held, none overdue, was told to run a sync
+    overdue = describe_empty({}, metric="overdue-queries", held=189)
+    assert "none is overdue" in overdue and "sync" not in overdue
+    held = describe_empty({}, metric="status-latency", held=189)
+    assert "189" in held and "sync" not in held
+    assert "run `chainops sync`" in describe_empty({}, metric="status-latency", held=0)
+    assert "--network Base" in describe_empty({"network": ["Base"]}, metric="overdue-queries", held=189)
