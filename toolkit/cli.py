@@ -188,11 +188,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         say(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
         result = sync(settings, quiet=args.quiet)
+    if args.quiet and result.outcome != "ok":  # as `sync --quiet`: silent on success only
+        print(result.summary(), file=sys.stderr)
     say(result.summary())
-    table = metrics.status_latency(str(warehouse))
     if not args.quiet:
         print("\nTime in each status, per network:")
-        _print_table(table)
+        _print_table(metrics.status_latency(str(warehouse)))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
     say(f"\nReport: {out}")
     say("\nNext, on the demo's warehouse:")
