@@ -16,7 +16,7 @@ import difflib
 import inspect
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,17 +214,32 @@ def demo_next_commands(warehouse: Path, *, start: int, days: float) -> list[str]
 
     def shown(path: Path) -> str:  # data/demo.duckdb rather than the whole path, when it is under this folder
         here = Path.cwd().resolve()
-        full = path.resolve()
-        return shlex.quote(os.path.relpath(full, here) if full.is_relative_to(here) else str(path))
+        full = path.absolute().parent.resolve() / path.name  # not the file itself: a venv's python is a symlink
+        return shlex.quote(os.path.relpath(full, here) if full.is_relative_to(here) else str(full))
 
     where = f"--warehouse {shown(warehouse)}"
     out = shown(warehouse.parent / "reports" / "period.html")
     period = f"--since {when(start - days * 86400)} --until {when(start + 60)}"
+    program = _program(shown)
     return [
-        f"chainops metrics failure-rates --by network {where}",
-        f'chainops sql "select status, count(*) as n from operations group by status order by n desc" {where}',
-        f"chainops report {period} {where} --out {out}",
+        f"{program} metrics failure-rates --by network {where}",
+        f'{program} sql "select status, count(*) as n from operations group by status order by n desc" {where}',
+        f"{program} report {period} {where} --out {out}",
     ]
+
+
+def _program(shown: Callable[[Path], str]) -> str:
+    """How to type this ``chainops`` here: ``chainops`` when the shell finds this one, else its path (after
+    ``make demo`` it is ``.venv/bin/chainops``, not on the PATH), else this Python with ``-m toolkit``."""
+    import shutil
+
+    script = Path(sys.executable).parent / "chainops"
+    found = shutil.which("chainops")
+    if found is not None and Path(found).absolute() == script.absolute():
+        return "chainops"
+    if script.is_file():
+        return shown(script)
+    return f"{shown(Path(sys.executable))} -m toolkit"
 
 
 def _unix_time(text: str) -> int:

@@ -43,10 +43,11 @@ def chainops(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpro
 
 
 def as_printed(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run a printed command line as a shell would split it (`chainops` being this interpreter's toolkit)."""
+    """Run a printed command line exactly as a shell would (split by shlex, the program as printed, found on the
+    PATH or by its path from ``cwd``), in the environment the demo ran in."""
     words = shlex.split(line)
-    assert words[0] == "chainops", line
-    return chainops(*words[1:], cwd=cwd)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    return subprocess.run(words, capture_output=True, text=True, cwd=cwd, env=base, timeout=600)
 
 
 def fingerprint(path: Path) -> dict[str, tuple[object, ...]]:
@@ -82,6 +83,8 @@ def test_the_demo_ends_with_next_commands_that_work_as_printed(first) -> None:
     assert out.returncode == 0, out.stderr
     commands = next_commands(out.stdout)
     assert 2 <= len(commands) <= 3
+    program = shlex.split(commands[0])[0]  # `chainops` only when this one is on the PATH, else its path
+    assert program == "chainops" or Path(program).name == "chainops", program
     for line in commands:
         run = as_printed(line, home)
         assert run.returncode == 0, (line, run.stderr)
@@ -223,3 +226,13 @@ def test_the_empty_note_says_what_is_true() -> None:
     assert "189" in held and "sync" not in held
     assert "run `chainops sync`" in describe_empty({}, metric="status-latency", held=0)
     assert "--network Base" in describe_empty({"network": ["Base"]}, metric="overdue-queries", held=189)
+
+
+def test_the_suggested_program_is_named_as_the_shell_finds_it(monkeypatch) -> None:
+    from toolkit.cli import _program
+
+    venv_bin = Path(sys.executable).parent
+    monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    assert _program(str) == "chainops"
+    monkeypatch.setenv("PATH", str(venv_bin.parent / "no-such-dir"))  # after `make demo`: .venv/bin not on the PATH
+    assert _program(str) == str(venv_bin / "chainops")
