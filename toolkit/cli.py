@@ -1,8 +1,8 @@
-"""The ``chainops`` command line: demo, sync, metrics, report, sql, export, sandbox.
+"""The ``chainops`` command line: demo, sync, metrics, report, sql, export, sandbox, verify.
 
 Exit codes: 0 done, 1 failed (the message says what and what to do), 2 usage, 3 a ``report --fail-on``
-threshold was breached (the report is still written). The API key comes only from
-``CREC_API_KEY``: flags end up in shell history and process lists.
+threshold was breached (the report is still written) or a DON proof is invalid (``verify``, ``sync --verify``).
+The API key comes only from ``CREC_API_KEY``: flags end up in shell history and process lists.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -145,12 +146,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     warehouse = Path(args.warehouse)
     _replace_demo_warehouse(warehouse)
     print(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
-    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days)
+    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days, forge_share=args.forge_share)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         print(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
         result = sync(settings, quiet=args.quiet)
     print(result.summary())
+    don = sandbox.signer_info(DEMO_KEY)
+    print(f"\nVerifying DON proofs against the sandbox's signers (it forged {args.forge_share:.1%} of them) ...")
+    _verify_and_print(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]), env={})
     print("\nTime in each status, per network:")
     _print_table(metrics.status_latency(str(warehouse)))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
@@ -213,6 +217,17 @@ def _duration_text(text: str) -> str:
     return text
 
 
+def _share(text: str) -> float:
+    """argparse type of a share between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
 def _at_least_one(text: str) -> int:
     try:
         value = int(text)
@@ -229,6 +244,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from .loader.event_window import requested
 
     requested(args.since, args.event_type)  # a bad --since or --event-type is a usage error before anything else
+    if args.verify:  # the verification settings are checked before anything is read
+        from .verify import resolve_policy
+
+        resolve_policy()
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
     result = sync(
         settings,
@@ -241,7 +260,39 @@ def cmd_sync(args: argparse.Namespace) -> int:
     )
     # the summary quotes what the service sent (ids, a rejected item): shown safely, the key never in it
     print(clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True))
+    if args.verify:
+        return _verify_and_print(settings.warehouse)
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Verify the DON proofs of the warehouse's proof-bearing events; exit 3 when any is invalid."""
+    warehouse = Settings.load(warehouse=args.warehouse).warehouse
+    return _verify_and_print(
+        warehouse,
+        org_id=args.org_id,
+        workflow_owner=args.workflow_owner,
+        signers=args.signers,
+        min_signatures=args.min_signatures,
+        all_events=args.all,
+    )
+
+
+def _verify_and_print(warehouse: Path, *, all_events: bool = False, **policy: Any) -> int:
+    """Verify (options, else the environment), print the standing and the invalid events; 3 when any is invalid."""
+    from .verify import resolve_policy
+    from .verify.run import verify_warehouse
+
+    result = verify_warehouse(warehouse, resolve_policy(**policy), all_events=all_events)
+    print(clean_for_terminal(result.summary()))
+    for event_id, reason in result.invalid_examples:
+        print(f"  invalid  {clean_for_terminal(event_id)}  {clean_for_terminal(reason)}")
+    if result.invalid > len(result.invalid_examples):
+        print(
+            f"  ... {result.invalid - len(result.invalid_examples)} more: chainops sql "
+            "\"select event_id, reason from event_verifications where verdict = 'invalid'\""
+        )
+    return EXIT_THRESHOLD if result.invalid else 0
 
 
 def spark_options(p: argparse.ArgumentParser) -> None:
@@ -482,6 +533,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         drop_rate=args.drop_rate,
         malformed_rate=args.malformed_rate,
         shape=args.shape,
+        forge_share=args.forge_share,
     )
     return 0
 
@@ -531,6 +583,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=7, help="sandbox seed (default 7)")
     p.add_argument("--days", type=int, default=3, help="days of seeded history (default 3)")
+    p.add_argument(
+        "--forge-share",
+        type=_share,
+        default=0.01,
+        metavar="P",
+        help="share of DON proofs the sandbox forges, for verification to catch (default 0.01)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 
@@ -570,7 +629,37 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="log retries, holes re-read, refetches and commits to stderr (-vv: more detail)",
     )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="then verify the DON proofs not verified yet (as chainops verify, settings from CREC_ORG_ID or "
+        "CREC_WORKFLOW_OWNER and CREC_DON_SIGNERS); exit 3 if any is invalid",
+    )
     p.set_defaults(func=cmd_sync)
+
+    p = sub.add_parser("verify", help="verify the DON proofs of every proof-bearing event; exit 3 if any is invalid")
+    warehouse_opt(p)
+    who = p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--org-id", metavar="ORG", help="the organisation id the workflow owner derives from ($CREC_ORG_ID)"
+    )
+    who.add_argument(
+        "--workflow-owner", metavar="0xADDR", help="the workflow owner reports must carry ($CREC_WORKFLOW_OWNER)"
+    )
+    p.add_argument(
+        "--signers",
+        metavar="ADDR,...|FILE",
+        help="trusted DON signer addresses, comma-separated or a file of them ($CREC_DON_SIGNERS; default: the "
+        "production set the official SDK publishes)",
+    )
+    p.add_argument(
+        "--min-signatures",
+        type=_at_least_one,
+        metavar="N",
+        help=f"distinct trusted signers a proof needs (default {spec.PROOF_MIN_SIGNATURES})",
+    )
+    p.add_argument("--all", action="store_true", help="verify every proof-bearing event again, not only new ones")
+    p.set_defaults(func=cmd_verify)
 
     from .metrics import METRICS
 
@@ -707,6 +796,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         metavar="NAME",
         help=f"how the seeded history is laid out: {', '.join(SANDBOX_SHAPES)} (default: five channels)",
+    )
+    p.add_argument(
+        "--forge-share",
+        type=_share,
+        default=0.0,
+        metavar="P",
+        help="share of DON proofs forged (wrong signer, wrong owner, tampered event, too few signatures; default 0)",
     )
     p.add_argument(
         "--start",

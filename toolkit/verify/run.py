@@ -48,7 +48,8 @@ def requires_proof_sql(alias: str = "e") -> str:
         f"({alias}.type = '{spec.EventType.WATCHER_EVENT}' "
         f"OR ({alias}.type = '{spec.EventType.OPERATION_STATUS}' "
         f"AND {alias}.status IN ({quoted(spec.OPERATION_PROOF_STATUSES)})) "
-        f"OR ({alias}.type = '{spec.EventType.QUERY_STATUS}' AND {alias}.status IN ({quoted(spec.QUERY_PROOF_STATUSES)})))"
+        f"OR ({alias}.type = '{spec.EventType.QUERY_STATUS}' "
+        f"AND {alias}.status IN ({quoted(spec.QUERY_PROOF_STATUSES)})))"
     )
 
 
