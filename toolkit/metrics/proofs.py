@@ -63,7 +63,7 @@ def proof_coverage(
     what ``chainops verify`` found (``event_verifications``): ``verified`` and ``invalid`` among the events that must
     carry a proof, and ``verified_share`` = verified / must_have_proof with its 95% Wilson interval (an event not
     verified yet counts as not verified). The last three are NA on an engine without verification results (a
-    warehouse never opened for writing since verification came, a Parquet export).
+    warehouse never opened for writing since verification came, an export written before it).
 
     Returns the DataFrame.
     """
