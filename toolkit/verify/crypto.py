@@ -26,9 +26,21 @@ def workflow_owner_from_org_id(org_id: str, tenant: str = DEFAULT_TENANT) -> byt
     return keccak256(_OWNER_PREFIX + struct.pack(">Q", len(t)) + t + struct.pack(">Q", len(o)) + o)[:20]
 
 
+#: Addresses of the public keys recovered so far: a DON has a handful of keys, and each signature of each event
+#: recovers one of them again (a hash saved per signature).
+_ADDRESSES: dict[bytes, bytes] = {}
+_ADDRESSES_MAX = 4096
+
+
 def address_of_public_key(key: PublicKey) -> bytes:
     """The 20-byte Ethereum address of a public key: the last 20 bytes of Keccak-256 of its uncompressed point."""
-    return keccak256(key.format(compressed=False)[1:])[-20:]
+    point = key.format(compressed=False)[1:]
+    address = _ADDRESSES.get(point)
+    if address is None:
+        if len(_ADDRESSES) >= _ADDRESSES_MAX:  # forged or random signatures recover many keys: stay bounded
+            _ADDRESSES.clear()
+        address = _ADDRESSES[point] = keccak256(point)[-20:]
+    return address
 
 
 def recover_address(signature: bytes, digest: bytes) -> bytes:
