@@ -185,6 +185,10 @@ def test_missing_and_not_kept_proofs(world, tmp_path) -> None:
     with Warehouse(path, read_only=True) as wh:
         verdicts = dict(wh.con.execute("SELECT event_id, verdict FROM event_verifications").fetchall())
     assert verdicts[ids[0]] == "missing_proof" and ids[1] not in verdicts and ids[2] not in verdicts
+    # an event stored again by a later sync (a new write_seq) is verified again, and only that one
+    with Warehouse(path) as wh:
+        wh.con.execute("UPDATE events SET write_seq = write_seq + 1000 WHERE event_id = ?", [ids[3]])
+    assert verify_warehouse(path, policy, workers=1).checked == 1
 
 
 def test_proof_coverage_and_the_report_count_verdicts(world, tmp_path) -> None:
@@ -238,6 +242,9 @@ def test_chainops_verify_exit_codes_and_usage(world, tmp_path) -> None:
     ):
         bad = chainops("verify", "--warehouse", str(path), *args)
         assert bad.returncode == 2 and needle in bad.stderr, (args, bad.stderr)
+    missing = chainops("verify", "--warehouse", str(tmp_path / "none.duckdb"), "--org-id", "x")
+    assert missing.returncode == 1 and "No warehouse at" in missing.stderr
+    assert not (tmp_path / "none.duckdb").exists()
     assert_no_key(run.stdout, run.stderr)
 
 

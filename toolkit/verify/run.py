@@ -27,6 +27,7 @@ import orjson
 import pyarrow as pa
 
 from .. import spec
+from ..errors import WarehouseError
 from ..warehouse import Warehouse
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
@@ -105,6 +106,11 @@ def verify_warehouse(
             pool = stack.enter_context(_pool(wanted, policy, "fork" if fork else "spawn"))
         if isinstance(warehouse, Warehouse):
             return _verify(warehouse, policy, all_events, pool, wanted, batch_rows)
+        if not Path(warehouse).exists():  # verifying never makes a warehouse
+            raise WarehouseError(
+                f"No warehouse at {warehouse}. Run `chainops sync` (or `chainops demo`) first, "
+                "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
+            )
         wh = stack.enter_context(Warehouse(Path(warehouse)))
         return _verify(wh, policy, all_events, pool, wanted, batch_rows)
 
