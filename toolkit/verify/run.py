@@ -75,7 +75,7 @@ class VerifyResult:
     def summary(self) -> str:
         """One line for people: what was checked now, and the standing."""
         counts = ", ".join(f"{self.standing.get(v, 0)} {v.replace('_', ' ')}" for v in spec.Verdict)
-        line = f"verified {self.checked} event(s) now on {self.workers} process(es); proof-bearing events: {counts}"
+        line = f"checked {self.checked} event(s) now on {self.workers} process(es); proof-bearing events: {counts}"
         if self.not_kept:
             line += (
                 f"; {self.not_kept} not verifiable (synced before proofs were kept: run `chainops sync --full` once)"
