@@ -218,3 +218,17 @@ def test_a_raw_text_report_is_read_as_its_bytes() -> None:
     proofs[0]["ocr_report"] = proofs[0]["ocr_report"][2:]
     result = verify_event("watcher.event", payload, proofs, POLICY)
     assert result.verdict == spec.Verdict.INVALID and "differs from the report" in result.reason
+
+
+def test_rows_whose_text_is_not_json_are_invalid_not_an_error() -> None:
+    import json
+
+    from toolkit.verify.run import verify_rows
+
+    payload, proofs = _event()
+    good = ("watcher.event", json.dumps(payload), json.dumps(proofs))
+    results = verify_rows(
+        [good, ("watcher.event", "{not json", "[]"), ("watcher.event", json.dumps(payload), None)], POLICY
+    )
+    assert [r.verdict for r in results] == [spec.Verdict.VERIFIED, spec.Verdict.INVALID, spec.Verdict.MISSING_PROOF]
+    assert results[1].reason == "payload or proofs are not JSON"
