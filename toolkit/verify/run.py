@@ -191,7 +191,7 @@ def _verified(
         for batch in batches:
             yield batch, verify_rows(_rows(batch), policy)
         return
-    in_flight: list[tuple[pa.RecordBatch, list[Future[list[Result]]]]] = []
+    in_flight: list[tuple[pa.RecordBatch, list[Future[list[tuple[str, str | None, int, bool | None]]]]]] = []
     for batch in batches:
         rows = _rows(batch)
         step = -(-len(rows) // processes)  # one share of the batch per process
@@ -199,9 +199,9 @@ def _verified(
         in_flight.append((batch, parts))
         if len(in_flight) > 2:
             done, parts = in_flight.pop(0)
-            yield done, [r for part in parts for r in part.result()]
+            yield done, _results(parts)
     for done, parts in in_flight:
-        yield done, [r for part in parts for r in part.result()]
+        yield done, _results(parts)
 
 
 def _rows(batch: pa.RecordBatch) -> list[tuple[str, str | None, str | None]]:
@@ -218,9 +218,14 @@ def _init_worker(policy: Policy) -> None:
     _POLICY = policy
 
 
-def _verify_part(rows: Sequence[tuple[str, str | None, str | None]]) -> list[Result]:
+def _verify_part(rows: Sequence[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, int, bool | None]]:
+    """A worker's share of a batch; plain tuples travel back cheaper than dataclasses."""
     assert _POLICY is not None, "the pool's initializer sets the policy"
-    return verify_rows(rows, _POLICY)
+    return [(str(r.verdict), r.reason, r.valid_signers, r.event_hash_matches) for r in verify_rows(rows, _POLICY)]
+
+
+def _results(parts: list[Future[list[tuple[str, str | None, int, bool | None]]]]) -> list[Result]:
+    return [Result(spec.Verdict(v), reason, n, m) for part in parts for v, reason, n, m in part.result()]
 
 
 def verify_rows(rows: Sequence[tuple[str, str | None, str | None]], policy: Policy) -> list[Result]:
