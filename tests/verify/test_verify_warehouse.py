@@ -34,7 +34,7 @@ REASON_OF = {
     "wrong_signer": "3 distinct trusted signer(s) of 4 required (4 signature(s), 1 untrusted or repeated)",
     "too_few_signatures": "3 distinct trusted signer(s) of 4 required (3 signature(s), 0 untrusted or repeated)",
     "wrong_owner": "workflow owner 0x",
-    "tampered_event": "verifiable_event hash differs from the report's",
+    "tampered_event": "hash differs from the report's",  # verifiable_event, or verifiable_result for queries
 }
 
 
