@@ -55,6 +55,7 @@ lint: install
 bench: install
 	$(BIN)/python -m benchmarks.sync_bench --events 200000 --days 4
 	$(BIN)/python -m benchmarks.metrics_bench
+	$(BIN)/python -m benchmarks.verify_bench
 
 clean:
 	rm -rf $(VENV) $(OLD_DUCKDB_VENV) data/*.duckdb data/reports site

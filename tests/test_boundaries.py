@@ -49,21 +49,24 @@ SYNC = ("toolkit.sync", "toolkit.loader")
 ANALYSIS = ("toolkit.metrics", "toolkit.report", "toolkit.plots", "toolkit.dashboard_app", "toolkit.known_values")
 ROOT = "toolkit"  # the package itself: its __init__ imports every layer, so importing it from below is importing them
 TOP = ("toolkit.cli", "toolkit.__main__", "toolkit.sandbox")
+#: DON proof verification: reads the warehouse, never the service; the analysis layer may read what it stored.
+VERIFY = "toolkit.verify"
 
 #: importer prefix -> imported prefixes it must never import (a prefix matches itself and what is under it).
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "toolkit.api": (ROOT, "toolkit.warehouse", *SYNC, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
-    "toolkit.warehouse": (ROOT, "toolkit.api", *SYNC, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
-    "toolkit.sync": (ROOT, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
-    "toolkit.loader": (ROOT, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
+    "toolkit.api": (ROOT, "toolkit.warehouse", *SYNC, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
+    "toolkit.warehouse": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
+    "toolkit.sync": (ROOT, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
+    "toolkit.loader": (ROOT, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
+    VERIFY: (ROOT, "toolkit.api", *SYNC, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
     "toolkit.metrics": (ROOT, "toolkit.api", *SYNC, "toolkit.report", "toolkit.plots", "toolkit.dashboard_app", *TOP),
     "toolkit.report": (ROOT, "toolkit.api", *SYNC, "toolkit.dashboard_app", *TOP),
     "toolkit.plots": (ROOT, "toolkit.api", *SYNC, "toolkit.report", "toolkit.dashboard_app", *TOP),
     "toolkit.dashboard_app": (ROOT, "toolkit.api", *SYNC, *TOP),
-    "toolkit.export": (ROOT, "toolkit.api", *SYNC, *ANALYSIS, *TOP),
-    "toolkit.spark": (ROOT, "toolkit.api", *SYNC, *ANALYSIS, *TOP),
+    "toolkit.export": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, *TOP),
+    "toolkit.spark": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, *TOP),
     **{
-        m: (ROOT, "toolkit.api", "toolkit.warehouse", *SYNC, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP)
+        m: (ROOT, "toolkit.api", "toolkit.warehouse", *SYNC, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP)
         for m in (*FOUNDATION, *FOUNDATION_EXTRA)
     },
 }
@@ -173,6 +176,15 @@ BREAKING = [
     ("toolkit.errors", False, "from . import api"),
     ("toolkit.sync", False, "from . import metrics"),
     ("toolkit.loader.unit", False, "from ..report import write_html_report"),
+    ("toolkit.verify.run", False, "from ..api import Client"),
+    ("toolkit.verify.run", False, "from toolkit import loader"),
+    ("toolkit.verify.run", False, "from ..metrics import proof_coverage"),
+    ("toolkit.verify.run", False, "from .. import cli"),
+    ("toolkit.verify", True, "from .. import Warehouse"),
+    ("toolkit.warehouse.store", False, "from ..verify import run"),
+    ("toolkit.loader.unit", False, "from ..verify.run import verify_warehouse"),
+    ("toolkit.api.client", False, "import toolkit.verify"),
+    ("toolkit.spec", False, "from .verify import rules"),
 ]
 
 
@@ -197,6 +209,8 @@ def test_each_rule_reports_a_file_that_breaks_it(module: str, is_package: bool, 
         ("toolkit.metrics.common", "from ..warehouse import Warehouse\nfrom .. import spec"),
         ("toolkit.sync", "from .api import Client\nfrom .warehouse import Warehouse\nfrom . import spec"),
         ("toolkit.cli", "from . import sync, metrics, report\nfrom .sandbox import Sandbox"),
+        ("toolkit.verify.run", "from ..warehouse import Warehouse\nfrom .. import spec\nfrom ..errors import X"),
+        ("toolkit.metrics.proofs", "from ..verify.run import TABLE"),
     ],
 )
 def test_imports_the_rules_allow_pass(module: str, source: str) -> None:

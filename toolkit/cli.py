@@ -1,8 +1,8 @@
-"""The ``chainops`` command line: demo, sync, metrics, report, sql, export, sandbox.
+"""The ``chainops`` command line: demo, sync, metrics, report, sql, export, sandbox, verify.
 
 Exit codes: 0 done, 1 failed (the message says what and what to do), 2 usage, 3 a ``report --fail-on``
-threshold was breached (the report is still written). The API key comes only from
-``CREC_API_KEY``: flags end up in shell history and process lists.
+threshold was breached (the report is still written) or a DON proof is invalid (``verify``, ``sync --verify``).
+The API key comes only from ``CREC_API_KEY``: flags end up in shell history and process lists.
 
 pandas, DuckDB, Arrow and matplotlib are imported by the commands that use them, never at import or while parsing:
 ``chainops --help``, ``--version`` and usage errors answer at once (``benchmarks/cli_startup_bench.py``).
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import functools
 import inspect
 import re
 import sys
@@ -183,7 +184,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     warehouse = Path(args.warehouse)
     _replace_demo_warehouse(warehouse)
     say(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
-    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days, start=args.start)
+    sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days, start=args.start, forge_share=args.forge_share)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         say(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
@@ -191,6 +192,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.quiet and result.outcome != "ok":  # as `sync --quiet`: silent on success only
         print(result.summary(), file=sys.stderr)
     say(result.summary())
+    don = sandbox.signer_info(DEMO_KEY)
+    if args.quiet:  # the forged share is the demo's own doing, not a failure to report
+        from .verify import resolve_policy
+        from .verify.run import verify_warehouse
+
+        verify_warehouse(warehouse, resolve_policy(org_id=don["org_id"], signers=",".join(don["signers"]), env={}))
+    else:
+        print(f"\nVerifying DON proofs against the sandbox's signers (it forged {args.forge_share:.1%} of them) ...")
+        _verify_and_print(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]), env={})
     if not args.quiet:
         print("\nTime in each status, per network:")
         _print_table(metrics.status_latency(str(warehouse)))
@@ -309,6 +319,17 @@ def _duration_text(text: str) -> str:
     return text
 
 
+def _share(text: str) -> float:
+    """argparse type of a share between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
 def _at_least_one(text: str) -> int:
     try:
         value = int(text)
@@ -325,6 +346,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from .loader.event_window import requested
 
     requested(args.since, args.event_type)  # a bad --since or --event-type is a usage error before anything else
+    if args.verify:  # the verification settings are checked before anything is read
+        from .verify import resolve_policy
+
+        resolve_policy()
     settings = Settings.load(base_url=args.base_url, warehouse=args.warehouse)
     result = sync(
         settings,
@@ -341,7 +366,43 @@ def cmd_sync(args: argparse.Namespace) -> int:
         print(summary)
     elif result.outcome != "ok":  # quiet prints nothing on success only: a partial run is told (cron mails it)
         print(summary, file=sys.stderr)
+    if args.verify:
+        return _verify_and_print(settings.warehouse, quiet=args.quiet)
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Verify the DON proofs of the warehouse's proof-bearing events; exit 3 when any is invalid."""
+    warehouse = Settings.load(warehouse=args.warehouse).warehouse
+    return _verify_and_print(
+        warehouse,
+        org_id=args.org_id,
+        workflow_owner=args.workflow_owner,
+        signers=args.signers,
+        min_signatures=args.min_signatures,
+        all_events=args.all,
+    )
+
+
+def _verify_and_print(warehouse: Path, *, all_events: bool = False, quiet: bool = False, **policy: Any) -> int:
+    """Verify (options, else the environment), print the standing and the invalid events; 3 when any is invalid.
+    ``quiet`` prints nothing when every proof is valid (the invalid ones go to stderr, so cron mails them)."""
+    from .verify import resolve_policy
+    from .verify.run import verify_warehouse
+
+    result = verify_warehouse(warehouse, resolve_policy(**policy), all_events=all_events)
+    if quiet and not result.invalid:
+        return 0
+    print_ = functools.partial(print, file=sys.stderr) if quiet else print
+    print_(clean_for_terminal(result.summary()))
+    for event_id, reason in result.invalid_examples:
+        print_(f"  invalid  {clean_for_terminal(event_id)}  {clean_for_terminal(reason)}")
+    if result.invalid > len(result.invalid_examples):
+        print_(
+            f"  ... {result.invalid - len(result.invalid_examples)} more: chainops sql "
+            "\"select event_id, reason from event_verifications where verdict = 'invalid'\""
+        )
+    return EXIT_THRESHOLD if result.invalid else 0
 
 
 def spark_options(p: argparse.ArgumentParser) -> None:
@@ -613,6 +674,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         drop_rate=args.drop_rate,
         malformed_rate=args.malformed_rate,
         shape=args.shape,
+        forge_share=args.forge_share,
     )
     return 0
 
@@ -683,6 +745,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the seeded history ends: ISO time or unix seconds (default 2026-01-05T00:00Z, so that the same "
         "seed gives the same warehouse)",
     )
+    p.add_argument(
+        "--forge-share",
+        type=_share,
+        default=0.01,
+        metavar="P",
+        help="share of DON proofs the sandbox forges, for verification to catch (default 0.01)",
+    )
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=cmd_demo)
 
@@ -726,7 +795,37 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="log retries, holes re-read, refetches and commits to stderr (-vv: more detail)",
     )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="then verify the DON proofs not verified yet (as chainops verify, settings from CREC_ORG_ID or "
+        "CREC_WORKFLOW_OWNER and CREC_DON_SIGNERS); exit 3 if any is invalid",
+    )
     p.set_defaults(func=cmd_sync)
+
+    p = sub.add_parser("verify", help="verify the DON proofs of every proof-bearing event; exit 3 if any is invalid")
+    warehouse_opt(p)
+    who = p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--org-id", metavar="ORG", help="the organisation id the workflow owner derives from ($CREC_ORG_ID)"
+    )
+    who.add_argument(
+        "--workflow-owner", metavar="0xADDR", help="the workflow owner reports must carry ($CREC_WORKFLOW_OWNER)"
+    )
+    p.add_argument(
+        "--signers",
+        metavar="ADDR,...|FILE",
+        help="trusted DON signer addresses, comma-separated or a file of them ($CREC_DON_SIGNERS; default: the "
+        "production set the official SDK publishes)",
+    )
+    p.add_argument(
+        "--min-signatures",
+        type=_at_least_one,
+        metavar="N",
+        help=f"distinct trusted signers a proof needs (default {spec.PROOF_MIN_SIGNATURES})",
+    )
+    p.add_argument("--all", action="store_true", help="verify every proof-bearing event again, not only new ones")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("metrics", help="print or write one metric table")
     p.add_argument("name", choices=METRIC_NAMES, metavar="NAME", help=f"which metric: {', '.join(METRIC_NAMES)}")
@@ -864,6 +963,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         metavar="NAME",
         help=f"how the seeded history is laid out: {', '.join(SANDBOX_SHAPES)} (default: five channels)",
+    )
+    p.add_argument(
+        "--forge-share",
+        type=_share,
+        default=0.0,
+        metavar="P",
+        help="share of DON proofs forged (wrong signer, wrong owner, tampered event, too few signatures; default 0)",
     )
     p.add_argument(
         "--start",

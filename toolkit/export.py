@@ -76,6 +76,7 @@ EXPORTS: tuple[ExportSpec, ...] = (
     ExportSpec("events", _NETWORK_OF_SELECTOR, "t.ts"),
     ExportSpec("sync_state", None, None),
     ExportSpec("sync_runs", None, None),
+    ExportSpec("event_verifications", None, None),
     ExportSpec("operation_transitions", "t.network", "t.entered_at"),
     ExportSpec("operation_lifecycle", "t.network", "t.created_at"),
     ExportSpec("query_lifecycle", "t.network", "t.created_at"),

@@ -32,6 +32,7 @@ import pandas as pd
 from . import metrics
 from .atomic import atomic_dir, atomic_file
 from .display import frame_for_csv, frame_for_terminal, shorten
+from .metrics import proofs as proof_metrics
 from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
 from .times import now_utc, parse_period
@@ -71,6 +72,9 @@ SUMMARY_VALUES: dict[str, str] = {
     "query_failure_rate": "failed / chain queries created in the period, the ones in flight estimated",
     "query_expiry_rate": "expired / chain queries created in the period, the ones in flight estimated",
     "proof_coverage": "share of the events that must carry a DON proof and do",
+    "proof_verified": "share of the events that must carry a DON proof whose proof chainops verify verified "
+    "(not verified yet counts as not verified)",
+    "proof_invalid": "events that must carry a DON proof whose proof chainops verify found invalid",
     "slowest_p90_s": "the highest p90 seconds spent in one status on one network (rows with n >= 10)",
     "sync_age_h": "hours from the last successful sync to the end of the period (infinite when none succeeded)",
 }
@@ -310,6 +314,7 @@ def build_report(
         revisits = held(metrics.revisits, wh, by=["network"], **period)
         proofs = held(metrics.proof_coverage, wh, by=["type"], **period)
         proof_all = _rate_row(held(metrics.proof_coverage, wh, by=[], **period))
+        invalid_proofs = held(proof_metrics.invalid_proofs, wh, **period)
         span = end - start
         heat = "1h" if span <= pd.Timedelta(days=3) else "6h" if span <= pd.Timedelta(days=14) else "1d"
         activity = held(metrics.watcher_activity, wh, by=["watcher_id"], bucket=heat, **period)
@@ -337,6 +342,8 @@ def build_report(
         "query_failure_rate": _value(query_all, "failure_rate"),
         "query_expiry_rate": _value(query_all, "expiry_rate"),
         "proof_coverage": _value(proof_all, "coverage"),
+        "proof_verified": _value(proof_all, "verified_share"),
+        "proof_invalid": _value(proof_all, "invalid"),
         "slowest_p90_s": float(timed["p90_s"].max()) if len(timed) else float("nan"),
         # never synced successfully is the worst staleness: infinite, so `sync_age_h>24` fires
         "sync_age_h": max((end - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("inf"),
@@ -352,6 +359,7 @@ def build_report(
         "overdue_queries": overdue,
         "revisits": revisits,
         "proof_coverage": proofs,
+        "invalid_proofs": invalid_proofs,
         "watcher_activity": activity,
     }
     report = Report(
@@ -611,7 +619,11 @@ _SHOWN: dict[str, tuple[str, ...]] = {
         "coverage",
         "too_few_signatures",
         "unexpected_proofs",
+        "verified",
+        "invalid",
+        "verified_share",
     ),
+    "invalid_proofs": ("event_id", "type", "status", "network", "ts", "reason"),
 }
 _MAX_ROWS = 50
 
@@ -816,13 +828,18 @@ _NOTES: dict[str, str] = {
         "(at least 60 s); a status nobody on the network has left yet takes the other networks' p90, else the "
         "state machine's default (threshold_basis)."
     ),
-    "proof_coverage": "Period: by event time.",
+    "proof_coverage": (
+        "Period: by event time. verified and invalid are what chainops verify stored (the official SDK's rules: "
+        "one OCR proof, the event hash, the workflow owner, at least 4 distinct trusted signers; docs/verify.md); "
+        "an event not verified yet counts against verified_share."
+    ),
     "watcher_activity": "Period: by event time.",
 }
 #: Tables shown inside another table's section, with their sub-heading.
 _EXTRA_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "finality": (("revisits", "Revisits and reorgs per network"),),
     "query_latency": (("overdue_queries", "Overdue queries"),),
+    "proof_coverage": (("invalid_proofs", "Invalid DON proofs (chainops verify), with the rule that failed"),),
 }
 
 

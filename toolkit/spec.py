@@ -174,6 +174,14 @@ EVENT_SEARCH_UNIVERSAL: frozenset[str] = frozenset(
 PROOF_MIN_SIGNATURES = 4
 
 
+class Verdict(StrEnum):
+    """``event_verifications.verdict``: what verifying a proof-bearing event's DON proof found."""
+
+    VERIFIED = "verified"
+    INVALID = "invalid"
+    MISSING_PROOF = "missing_proof"
+
+
 def event_requires_proof(event_type: str, status: str | None) -> bool:
     """Whether an event of this type (and status, for status events) must carry a DON proof (API.md, Events)."""
     if event_type == EventType.WATCHER_EVENT:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,6 +147,9 @@ def test_demo_runs_end_to_end(tmp_path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "p50_" in out.stdout and "confirmed_latest" in out.stdout
+    # the demo verifies the DON proofs against the sandbox's signers and catches the 1% it forged
+    verified = re.search(r"proof-bearing events: (\d+) verified, (\d+) invalid, 0 missing proof", out.stdout)
+    assert verified and int(verified[1]) > 0 and int(verified[2]) > 0, out.stdout
     report = tmp_path / "reports" / "demo.html"
     assert f"Report: {report}" in out.stdout
     assert "data:image/png;base64," in report.read_text()

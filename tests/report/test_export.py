@@ -31,6 +31,7 @@ KEYS = {
     "events": ["event_id"],
     "sync_state": ["stream"],
     "sync_runs": ["run_id"],
+    "event_verifications": ["event_id"],
     "operation_transitions": ["operation_id", "entered_at", "status"],
     "operation_lifecycle": ["operation_id"],
     "query_lifecycle": ["query_id"],
@@ -220,7 +221,15 @@ def test_small_tables_are_one_file_in_their_own_directory(synced) -> None:
     from toolkit.export import SMALL_TABLES
 
     _, out = synced
-    assert set(SMALL_TABLES) == {"networks", "channels", "wallets", "watchers", "sync_state", "sync_runs"}
+    assert set(SMALL_TABLES) == {
+        "networks",
+        "channels",
+        "wallets",
+        "watchers",
+        "sync_state",
+        "sync_runs",
+        "event_verifications",
+    }
     for name in SMALL_TABLES:
         files = sorted(p.relative_to(out) for p in (out / name).rglob("*") if p.is_file())
         assert files == [Path(name) / "part-0.parquet"], name

@@ -2,8 +2,9 @@
 
 The event log is the one high-volume stream, and most of an event's bytes are its payload and proofs. A page in
 exactly the documented shape (``{events, has_more}``; each event ``{event_id, headers{type, offset, proofs},
-payload}``) is decoded here into small typed structs: the proofs only as far as counting them and their signatures,
-and each payload twice cheaply, once kept as the raw JSON text the service sent (stored verbatim, never serialised
+payload}``) is decoded here into small typed structs: the proofs kept as the raw JSON text the service sent (stored
+verbatim for verification) and decoded only as far as counting them and their signatures, and each payload twice
+cheaply, once kept as the raw JSON text the service sent (stored verbatim, never serialised
 again) and once into the few fields the warehouse has columns for.
 
 A page in any other shape (an unknown field, a value of another type, a ``data`` envelope, a payload that is not an
@@ -37,7 +38,7 @@ class WireHeaders(Struct, forbid_unknown_fields=True, gc=False):
 
     type: str
     offset: Int64
-    proofs: list[WireProof] = []
+    proofs: Raw = Raw(b"[]")
 
 
 class WireEvent(Struct, forbid_unknown_fields=True, gc=False):
@@ -70,6 +71,7 @@ class _WireEventList(Struct, gc=False):
 
 _PAGE = msgspec.json.Decoder(_WireEventList)
 _PAYLOAD = msgspec.json.Decoder(WirePayload)
+_PROOFS = msgspec.json.Decoder(list[WireProof])
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class DecodedEvents:
     events: list[WireEvent]
     payloads: list[WirePayload]
     has_more: bool
+    #: each event's ``headers.proofs``, decoded as far as their signatures (the raw text is ``headers.proofs``)
+    proofs: list[list[WireProof]]
 
     def __len__(self) -> int:
         return len(self.events)
@@ -102,9 +106,11 @@ def decode_event_page(body: bytes) -> DecodedEvents | None:
         page = _PAGE.decode(body)
         decode = _PAYLOAD.decode
         payloads = [decode(e.payload) for e in page.events]
+        proofs = _PROOFS.decode
+        proof_lists = [proofs(e.headers.proofs) for e in page.events]
     except (msgspec.DecodeError, RecursionError):  # ValidationError (another shape) is a DecodeError too
         return None  # the generic parse reports what is wrong (orjson refuses deep nesting with a JSONDecodeError)
-    return DecodedEvents(page.events, payloads, page.has_more)
+    return DecodedEvents(page.events, payloads, page.has_more, proof_lists)
 
 
 def merge_decoded(parts: Sequence[DecodedEvents]) -> DecodedEvents:
@@ -116,6 +122,7 @@ def merge_decoded(parts: Sequence[DecodedEvents]) -> DecodedEvents:
         [e for part in parts for e in part.events],
         [p for part in parts for p in part.payloads],
         parts[-1].has_more,
+        [p for part in parts for p in part.proofs],
     )
 
 

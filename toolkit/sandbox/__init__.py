@@ -17,7 +17,8 @@ Modules, one job each::
     queries.py     chain queries: idempotency, DON callback, TTL expiry
     scenarios.py   the seeded history, made by running the same backend over the simulated clock
     state.py       per-organisation store; eventlog.py: per-channel log of pre-serialised events
-    proofs.py      OCR proofs, verifiable blobs, event hashes; ids.py: deterministic ids
+    proofs.py      OCR proofs, verifiable blobs, event hashes (Keccak-256); ids.py: deterministic ids
+    don.py         the DON: 10 seed-derived secp256k1 keys, 4 sign each report; forgeries; /sandbox/signers
     app.py         raw ASGI app: auth, routing, faults, control API; router.py: route table
     reads.py, writes.py, events_api.py   endpoint handlers; validate.py, params.py: input checks
     schemas.py     bodies, responses and query parameters as JSON Schema (what validate/params check)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit.sandbox import openapi, router
 from toolkit.sandbox.apierror import ApiError, validation
 from toolkit.sandbox.backend import Backend
+from toolkit.sandbox.don import committee, signer_info
 from toolkit.sandbox.faults import Fault, FaultInjector
 from toolkit.sandbox.messages import Request, Response, error_response, json_response
 from toolkit.sandbox.params import check_query
@@ -136,7 +137,10 @@ class SandboxApp:
 
     def _control(self, req: Request, route: str) -> Response:
         with self.sandbox.lock:
-            self._authenticate(req)
+            backend = self._authenticate(req)
+            if route == "signers" and req.method == "GET":
+                info = signer_info(backend.org.org_id, backend.org.owner, committee(self.sandbox.seed).addresses)
+                return json_response(info)
             if route == "clock" and req.method == "GET":
                 return json_response({"now": self.sandbox.sync()})
             if route == "clock/advance" and req.method == "POST":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolkit.sandbox.don import FORGERIES, committee
 from toolkit.sandbox.engine import Engine
 from toolkit.sandbox.eventlog import EventMeta
 from toolkit.sandbox.ids import new_address, new_hex, new_uuid, stream
@@ -18,6 +19,13 @@ class Core:
         self.ids = stream(seed, org_index, "ids")
         self.timing = stream(seed, org_index, "timing")
         self.proof_rng = stream(seed, org_index, "proofs")
+        self.don = committee(seed)
+        #: the share of proofs forged (Sandbox(forge_share=...)); drawn from a stream of its own, so a share of 0
+        #: leaves every other value as it was
+        self.forge_share = 0.0
+        self.forge_rng = stream(seed, org_index, "forge")
+        #: event hash -> which forgery its proof carries (for tests and the demo)
+        self.forged: dict[str, str] = {}
         self.subject = {
             "subject_type": "api_key",
             "subject_id": new_uuid(stream(seed, org_index, "subject")),
@@ -52,6 +60,13 @@ class Core:
             return
         log.append(new_uuid(self.ids), event_type, payload, [proof] if proof else [], payload["timestamp"], meta)
 
-    def proof_for(self, event_hash: str) -> dict:
-        """An OCR proof binding ``event_hash`` to this organisation's workflow owner."""
-        return ocr_proof(self.proof_rng, self.org.owner, event_hash, self.now)
+    def proof_for(self, event_hash: str, *, lazy: bool = True) -> dict:
+        """An OCR proof binding ``event_hash`` to this organisation's workflow owner, signed by the committee (or,
+        for a ``forge_share`` of them, forged in one of the ways of :data:`~toolkit.sandbox.don.FORGERIES`).
+        ``lazy`` (for proofs that only go into event logs) leaves the signing to the log's first read of the event;
+        a proof served as part of a resource (a query's) must be made at once."""
+        forgery = None
+        if self.forge_share > 0 and self.forge_rng.random() < self.forge_share:
+            forgery = self.forge_rng.choice(FORGERIES)
+            self.forged[event_hash] = forgery
+        return ocr_proof(self.proof_rng, self.don, self.org.owner, event_hash, self.now, forgery=forgery, lazy=lazy)

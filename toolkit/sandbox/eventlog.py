@@ -2,7 +2,9 @@
 
 Events are stored back to back in one ``bytearray``, each followed by a comma, so a page of consecutive offsets is a
 single slice and any other page is a join of slices: serving never encodes JSON. Payload timestamps are appended in
-non-decreasing order (the engine runs transitions in time order), so time filters are bisections.
+non-decreasing order (the engine runs transitions in time order), so time filters are bisections. Proof signatures
+appended as :class:`~toolkit.sandbox.don.PendingSignature` are written as placeholders of their final length and
+made in place the first time their event is read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from toolkit.sandbox.don import PLACEHOLDER, PendingSignature
 from toolkit.spec import EVENT_TYPES
 
 TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(EVENT_TYPES)}
@@ -68,6 +71,8 @@ class EventLog:
         self._by_id: dict[str, int] = {}
         self._by_subject: dict[str, array] = {}
         self._last_ts = 0
+        #: offset -> the signatures still to make in its bytes: (position in the buffer, signature)
+        self._unsigned: dict[int, list[tuple[int, PendingSignature]]] = {}
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -87,8 +92,20 @@ class EventLog:
                 "payload": payload,
             }
         )
-        self._starts.append(len(self._buf))
-        self._buf += body.encode()
+        start = len(self._buf)
+        self._starts.append(start)
+        encoded = body.encode()
+        pending = [
+            s for p in proofs if isinstance(p, dict) for s in p.get("signatures") or () if type(s) is PendingSignature
+        ]
+        if pending:
+            marker, at, spots = PLACEHOLDER.encode(), 0, []
+            for sig in pending:
+                at = encoded.index(marker, at)
+                spots.append((start + at, sig))
+                at += len(marker)
+            self._unsigned[offset] = spots
+        self._buf += encoded
         self._buf += b","
         self._last_ts = max(self._last_ts, ts)
         self._ts.append(self._last_ts)
@@ -109,12 +126,22 @@ class EventLog:
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
+    def _sign(self, offsets: Iterable[int]) -> None:
+        """Make the pending signatures of these events in place (same length: no offset moves)."""
+        if not self._unsigned:
+            return
+        for offset in offsets:
+            spots = self._unsigned.pop(offset, None)
+            for at, sig in spots or ():
+                self._buf[at : at + len(PLACEHOLDER)] = sig.make().encode()
+
     def _end(self, offset: int) -> int:
         nxt = offset + 1
         return (self._starts[nxt] if nxt < len(self._starts) else len(self._buf)) - 1
 
     def event_bytes(self, offset: int) -> bytes:
         """The serialised event at ``offset``."""
+        self._sign((offset,))
         return bytes(self._buf[self._starts[offset] : self._end(offset)])
 
     def offset_of(self, event_id: str) -> int | None:
@@ -125,6 +152,7 @@ class EventLog:
         """The events at ``offsets`` as the inside of a JSON array (comma separated)."""
         if not offsets:
             return b""
+        self._sign(offsets)
         first, last = offsets[0], offsets[-1]
         if last - first == len(offsets) - 1:  # consecutive ascending: one slice
             return bytes(self._buf[self._starts[first] : self._end(last)])

@@ -1,27 +1,24 @@
 """DON proof material: verifiable blobs (base64 JSON), event hashes and OCR proofs laid out as the SDK reads them.
 
-The sandbox is not a DON: signatures are random 65-byte strings, and the event hash is SHA3-256 of the base64 text
-(the service uses Keccak-256, which the standard library lacks). Layout and sizes are real: the report is 141 bytes
-with the workflow owner at bytes 87-106 and the event hash as the last 32 payload bytes.
+Signed as a DON signs (see :mod:`toolkit.sandbox.don`): the event hash is Keccak-256 of the base64 text, the report
+(141 bytes) carries the organisation's workflow owner at bytes 87-106 and the event hash as its last 32 payload
+bytes, and F + 1 = 4 nodes of the seed's committee sign Keccak-256(Keccak-256(report) ‖ context). A forged proof
+(``forgery``, one of :data:`~toolkit.sandbox.don.FORGERIES`) breaks exactly one rule.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import random
 import struct
 from datetime import UTC, datetime
 
+from toolkit.sandbox.don import NODES, SIGNATURES_PER_REPORT, Committee, keccak256
+from toolkit.sandbox.don import workflow_owner as workflow_owner
+
 OCR_ALG = "ecdsa-secp256k1"
-SIGNATURES_PER_REPORT = 4
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
-
-
-def workflow_owner(org_id: str) -> bytes:
-    """The 20-byte workflow owner the sandbox binds an organisation's reports to."""
-    return hashlib.sha3_256(b"chainops-sandbox-workflow-owner:" + org_id.encode()).digest()[:20]
 
 
 def rfc3339(ts: int) -> str:
@@ -36,11 +33,27 @@ def encode_blob(obj: dict) -> str:
 
 def event_hash(blob: str) -> str:
     """``0x`` hex hash of the base64 text of a verifiable blob."""
-    return "0x" + hashlib.sha3_256(blob.encode()).hexdigest()
+    return "0x" + keccak256(blob.encode()).hex()
 
 
-def ocr_proof(rng: random.Random, owner: bytes, hash_hex: str, ts: int, workflow_name: bytes = b"crec-event") -> dict:
-    """One OCRProof whose report carries ``owner`` and ends with the 32-byte event hash."""
+def ocr_proof(
+    rng: random.Random,
+    committee: Committee,
+    owner: bytes,
+    hash_hex: str,
+    ts: int,
+    *,
+    forgery: str | None = None,
+    lazy: bool = False,
+    workflow_name: bytes = b"crec-event",
+) -> dict:
+    """One OCRProof whose report carries ``owner`` and ends with the 32-byte event hash, signed by F + 1 nodes
+    (``lazy``: signatures an event log makes when first read, see :class:`~toolkit.sandbox.don.PendingSignature`)."""
+    signed_hash = bytes.fromhex(hash_hex[2:])
+    if forgery == "tampered_event":  # the DON signed another event than the one the payload carries
+        signed_hash = keccak256(b"tampered:" + signed_hash)
+    if forgery == "wrong_owner":
+        owner = rng.randbytes(20)
     report = b"".join(
         (
             b"\x01",  # version
@@ -52,18 +65,15 @@ def ocr_proof(rng: random.Random, owner: bytes, hash_hex: str, ts: int, workflow
             workflow_name.ljust(10, b"\x00")[:10],  # workflow name
             owner,  # workflow owner (20 bytes, @87)
             b"\x00\x01",  # report id
-            bytes.fromhex(hash_hex[2:]),  # payload: the event hash (@109..140)
+            signed_hash,  # payload: the event hash (@109..140)
         )
     )
-    sigs = rng.randbytes(65 * SIGNATURES_PER_REPORT)
-    signatures = []
-    for i in range(SIGNATURES_PER_REPORT):
-        sig = bytearray(sigs[i * 65 : (i + 1) * 65])
-        sig[64] = 27 + (sig[64] & 1)
-        signatures.append("0x" + sig.hex())
+    context = rng.randbytes(96)  # config digest, sequence number and round, as OCR's report context
+    count = SIGNATURES_PER_REPORT - (forgery == "too_few_signatures")
+    nodes = rng.sample(range(NODES), count)
     return {
         "alg": OCR_ALG,
         "ocr_report": "0x" + report.hex(),
-        "ocr_context": "0x" + rng.randbytes(32).hex(),
-        "signatures": signatures,
+        "ocr_context": "0x" + context.hex(),
+        "signatures": committee.sign(report, context, nodes, outsider=forgery == "wrong_signer", lazy=lazy),
     }

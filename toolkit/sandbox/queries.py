@@ -108,7 +108,7 @@ class QueriesMixin(Core):
             query["workflow_execution_id"] = self.hex32()
             query["verifiable_result"] = self._result_blob(query, error)
             query["event_hash"] = event_hash(query["verifiable_result"])
-            query["proof"] = self.proof_for(query["event_hash"])
+            query["proof"] = self.proof_for(query["event_hash"], lazy=False)  # served with the query itself
         if status in QUERY_TERMINAL:
             self._query_selection.pop(query_id, None)
             self._query_call.pop(query_id, None)

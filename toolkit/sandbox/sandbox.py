@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from toolkit.sandbox.app import SandboxApp
 from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.clock import SimClock
+from toolkit.sandbox.don import committee, signer_info
 from toolkit.sandbox.engine import Engine
 from toolkit.sandbox.faults import FaultConfig, FaultInjector
 from toolkit.sandbox.scenarios import SHAPES, Scenario
@@ -41,7 +42,9 @@ class Sandbox:
     to ``/v1`` (never to the health check, the OpenAPI description nor ``/sandbox``); a 429 of ``rate_limit`` carries
     ``Retry-After: rate_limit_retry_after`` only when that is set. ``shape`` lays the seeded history out as one of
     :data:`~toolkit.sandbox.scenarios.SHAPES` (``one-channel``, ``many-channels``, ``many-transactions``,
-    ``long-lived``, ``query-heavy``, ``messy``; default the usual five channels).
+    ``long-lived``, ``query-heavy``, ``messy``; default the usual five channels). Proofs are signed by a committee
+    of keys derived from ``seed`` (:meth:`signers`); ``forge_share`` of them are forged, each in one way of
+    :data:`~toolkit.sandbox.don.FORGERIES`.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class Sandbox:
         drop_rate: float = 0.0,
         malformed_rate: float = 0.0,
         shape: str = "default",
+        forge_share: float = 0.0,
     ) -> None:
         if isinstance(orgs, str):
             orgs = (orgs,)
@@ -70,6 +74,8 @@ class Sandbox:
             not_onboarded = (not_onboarded,)
         if shape not in SHAPES:
             raise ValueError(f"unknown scenario shape {shape!r}; known: {', '.join(SHAPES)}")
+        if not 0.0 <= forge_share <= 1.0:
+            raise ValueError(f"forge_share must be between 0 and 1, not {forge_share!r}")
         keys = list(dict.fromkeys(orgs))
         if not keys:
             raise ValueError("at least one onboarded organisation key is needed")
@@ -82,6 +88,7 @@ class Sandbox:
         self._backends: dict[str, Backend] = {}
         for index, key in enumerate(keys):
             self._backends[key] = Backend(self._engine, seed, index, api_key_name=f"sandbox-org-{index + 1}")
+            self._backends[key].forge_share = forge_share
         self._not_onboarded = frozenset(not_onboarded) - set(keys)
         with _gc_paused():  # the backfill allocates many long-lived containers; cyclic GC passes only cost time
             if seeded:
@@ -135,6 +142,18 @@ class Sandbox:
     def is_not_onboarded(self, key: str) -> bool:
         """Whether ``key`` is known but its organisation is not onboarded."""
         return key in self._not_onboarded
+
+    @property
+    def signers(self) -> list[str]:
+        """The addresses of the DON nodes that sign this sandbox's proofs (the same for every organisation)."""
+        return committee(self.seed).addresses
+
+    def signer_info(self, org_key: str) -> dict:
+        """What a verifier needs for an organisation: the signer addresses, the minimum, its org id and owner."""
+        backend = self._backends.get(org_key)
+        if backend is None:
+            raise KeyError("not an onboarded organisation key")
+        return signer_info(backend.org.org_id, backend.org.owner, self.signers)
 
     def truth(self, org_key: str) -> Truth:
         """A read-only view of an onboarded organisation's state, for tests."""

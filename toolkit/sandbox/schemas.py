@@ -696,7 +696,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("GET /channels/{channel_id}/events", "accepts a type filter (0.8 has none)"),
     Deviation("watcher status", "archive_failed, which the docs still name"),
     Deviation("429", "any /v1 request under --rate-limit; Retry-After only with --rate-limit-retry-after"),
-    Deviation("/sandbox/clock, /sandbox/clock/advance", "the sandbox's control API, not described here"),
+    Deviation(
+        "/sandbox/clock, /sandbox/clock/advance, /sandbox/signers", "the sandbox's control API, not described here"
+    ),
 )
 
 

@@ -125,8 +125,10 @@ def run_server(
     drop_rate: float = 0.0,
     malformed_rate: float = 0.0,
     shape: str = "default",
+    forge_share: float = 0.0,
 ) -> None:
-    """Build a :class:`Sandbox`, serve it, print ``serving on http://HOST:PORT/v1`` once it answers, and block
+    """Build a :class:`Sandbox`, serve it, print ``serving on http://HOST:PORT/v1`` once it answers (then the DON
+    signer addresses and each organisation's id and workflow owner, what ``chainops verify`` needs), and block
     until Ctrl-C (which stops it cleanly)."""
     from toolkit.sandbox.sandbox import Sandbox
 
@@ -148,9 +150,16 @@ def run_server(
         drop_rate=drop_rate,
         malformed_rate=malformed_rate,
         shape=shape,
+        forge_share=forge_share,
     )
     handle = start_server(sandbox.app, host, port)
     print(f"serving on http://{host}:{handle.port}/v1", flush=True)
+    print(f"DON signers (4 of these 10 sign each report): {','.join(sandbox.signers)}", flush=True)
+    for index, key in enumerate(dict.fromkeys(orgs), 1):
+        info = sandbox.signer_info(key)
+        print(f"organisation {index}: org id {info['org_id']}, workflow owner {info['workflow_owner']}", flush=True)
+    if forge_share:
+        print(f"forging {forge_share:.1%} of proofs (--forge-share)", flush=True)
     try:
         handle.wait()
     except KeyboardInterrupt:

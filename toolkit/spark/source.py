@@ -44,6 +44,7 @@ RAW_TABLES = (
     "events",
     "sync_state",
     "sync_runs",
+    "event_verifications",
 )
 #: The rebuilt views kept once computed (every metric reads one of them).
 CACHED_VIEWS = ("operation_transitions", "operation_lifecycle", "query_lifecycle")

@@ -317,6 +317,8 @@ EVENTS = _table(
         _t("event_hash"),
         Column("proof_count", "int", sql="INTEGER"),
         Column("signature_count", "int", sql="INTEGER"),
+        # headers.proofs as sent (verified by toolkit.verify); JSON text as the payload, for the same reasons
+        Column("proofs", "json", sql="VARCHAR USING COMPRESSION zstd"),
         # JSON text kept as VARCHAR on this high-volume table: DuckDB's JSON functions and ->> read it the same,
         # and loading skips a second validation of every payload (about 20% of the insert time)
         Column("payload", "json", sql="VARCHAR USING COMPRESSION zstd"),

@@ -60,6 +60,23 @@ BOOKKEEPING: dict[str, TableSpec] = {
                 Column("event_window", "json"),
             ],
         ),
+        # The verdict of each proof-bearing event's DON proof (toolkit.verify), by event id.
+        _bookkeeping(
+            "event_verifications",
+            ("event_id",),
+            [
+                Column("event_id", "text"),
+                Column("verdict", "text"),
+                Column("reason", "text"),
+                Column("valid_signers", "int", sql="INTEGER"),
+                Column("event_hash_matches", "bool"),
+                Column("checked_at", "ts"),
+                Column("signers", "text"),
+                Column("min_signatures", "int", sql="INTEGER"),
+                Column("workflow_owner", "text"),
+                Column("event_write_seq", "int"),
+            ],
+        ),
         # Records events named that the warehouse lacks (or holds incompletely): the next sync fetches them.
         _bookkeeping(
             "sync_refetch", ("kind", "id"), [Column("kind", "text"), Column("channel_id", "text"), Column("id", "text")]

@@ -92,6 +92,9 @@ TABLES: dict[str, str] = {
     "sync_runs": "One audit row per sync run: start, end, outcome, requests, rows written, gaps and messages.",
     "sync_refetch": "Records events named that the warehouse lacks (or holds incompletely): the next sync fetches "
     "them one by one, then deletes the row. Internal to the sync.",
+    "event_verifications": "One row per proof-bearing event verified by chainops verify (or sync --verify), by "
+    "event_id: the verdict of its DON proof by the official SDK's rules, and against which signer set, minimum and "
+    "workflow owner. A change of any of them, or of the event, re-verifies.",
     "operation_status_order": "The operation lifecycle's statuses in order (toolkit.spec): status and stage_rank.",
     "operation_transitions": "One row per status an operation entered (first entry), from operation.status events "
     "deduplicated by event id and (operation, status), ordered by payload time then stage order. Query this view.",
@@ -203,6 +206,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "event_hash": "The event's hash (hex text) from its headers.",
         "proof_count": "How many DON proofs the event carries.",
         "signature_count": "How many signatures its proofs carry in all.",
+        "proofs": "The event's DON proofs (headers.proofs), verbatim JSON text as the service sent it "
+        "(ZSTD-compressed); NULL in rows synced before proofs were kept (chainops sync --full re-reads them).",
         "payload": "The event's payload, verbatim JSON text as the service sent it (ZSTD-compressed).",
         "extra": "Header fields this toolkit version does not know, as JSON text (NULL when none).",
     },
@@ -231,6 +236,20 @@ COLUMNS: dict[str, dict[str, str]] = {
             "The event window asked for (--since, --event-type) and each windowed channel's window after the run "
             "(held: since and types, read_to, poll_from, walks left), as JSON; NULL when every channel is read whole."
         ),
+    },
+    "event_verifications": {
+        "event_id": "The verified event's id (events.event_id).",
+        "verdict": "verified, invalid, or missing_proof (an event that must carry a DON proof carries none).",
+        "reason": "The rule that failed, short and specific (for example 'workflow owner 0x... is not the expected "
+        "one'); NULL when verified.",
+        "valid_signers": "Distinct trusted signers recovered from the proof's signatures.",
+        "event_hash_matches": "Whether the payload's own event_hash (not signed; the SDK ignores it) equals the "
+        "hash of its verifiable text; NULL when the payload has none or the proof was not read that far.",
+        "checked_at": f"When the event was verified ({UTC}).",
+        "signers": "The trusted signer set it was verified against: sorted addresses, comma-separated.",
+        "min_signatures": "The minimum of distinct trusted signers it was verified against.",
+        "workflow_owner": "The workflow owner the report had to carry (0x hex).",
+        "event_write_seq": "events.write_seq of the event row verified (a re-synced event is verified again).",
     },
     "sync_refetch": {
         "kind": "What to fetch: operation, query, watcher or wallet.",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,6 +54,14 @@ def _first_signature_count(proofs: Sequence[Any]) -> int | None:
     return None
 
 
+def _compact(raw: bytes) -> bytes:
+    """A JSON text as the careful path writes it (orjson, compact), so both paths store proofs alike."""
+    try:
+        return orjson.dumps(orjson.loads(raw))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError):
+        return raw
+
+
 def _text_array(blob: bytes, sizes: Sequence[int]) -> pa.Array:
     """A string array over concatenated texts, without copying each one into a Python object."""
     offsets = pa.array(list(itertools.accumulate(sizes, initial=0)), pa.int32()) if len(blob) < 2**31 else None
@@ -64,7 +73,7 @@ def _text_array(blob: bytes, sizes: Sequence[int]) -> pa.Array:
 
 def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
     """The events of a page decoded in the documented shape (see :mod:`toolkit.api.wire`) as a record batch."""
-    events, payloads = decoded.events, decoded.payloads
+    events, payloads, proof_lists = decoded.events, decoded.payloads, decoded.proofs
     payload_texts = _text_array(*decoded.payload_texts())
     ids = [e.event_id for e in events]
     kept = dict(zip(ids, range(len(ids)), strict=True))
@@ -87,6 +96,7 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
         order = sorted(kept.values())
         events = [events[i] for i in order]
         payloads = [payloads[i] for i in order]
+        proof_lists = [proof_lists[i] for i in order]
         ids = [e.event_id for e in events]
         payload_texts = payload_texts.take(pa.array(order, pa.int64()))
     n = len(events)
@@ -103,7 +113,8 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
         if n
         else pa.nulls(0, _S)
     )
-    proofs = [h.proofs for h in heads]
+    proofs = proof_lists
+    proof_texts = [_compact(bytes(h.proofs)) for h in heads]
     arrays = [
         pa.array(ids, _S),
         pa.array([channel_id] * n, _S),
@@ -122,6 +133,7 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
         fields["event_hash"],
         pa.array([len(x) for x in proofs], pa.int64()),
         pa.array([_first_signature_count(x) if x else None for x in proofs], pa.int64()),
+        _text_array(b"".join(proof_texts), [len(t) for t in proof_texts]),
         payload_texts,
         pa.nulls(n, _S),
     ]
@@ -170,6 +182,7 @@ def _event_columns(rows: Sequence[Record], channel_id: Any, *, stream: bool) -> 
         [p.get("event_hash") if "event_hash" in p else r.get("event_hash") for p, r in zip(pays, rows, strict=True)],
         [len(x) if type(x) is list else 0 for x in proofs],
         [_signature_count_of(x) for x in proofs],
+        proofs,
     ]
 
 

@@ -258,6 +258,10 @@ class Warehouse(SyncQueries):
             self._column_cache.clear()
         # sync_runs.event_window came with event windows: added to warehouses made before them
         self.con.execute("ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS event_window JSON")
+        # events.proofs came with verification (toolkit.verify): NULL in the rows synced before, until re-read
+        if "proofs" not in self.columns("events"):
+            self.con.execute("ALTER TABLE events ADD COLUMN proofs VARCHAR")
+            self._column_cache.clear()
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
