@@ -7,7 +7,9 @@ channel count (the first N channels of the organisation, ``--channel``; 300 = ev
 2. an incremental sync with nothing new;
 3. an incremental sync after one new query (one ``query.status`` event) in the first channel;
 4. an incremental sync after one new query in each of three channels and a clock step of ``--step`` seconds (work in
-   flight moves on: what changed is then more than the new queries).
+   flight moves on: what changed is then more than the new queries);
+5. an incremental sync whose safety net is due (the channels' last one made ``SAFETY_NET_EVERY`` older in the
+   warehouse file): the lists of every channel, as a run paid them on every run before.
 
 Each line gives the requests of the run and what they were (by endpoint), so the cost per channel can be read off.
 Requests are counted by a recording transport under the toolkit's own client; the clock never moves on its own.
@@ -20,6 +22,13 @@ watcher list is two walks since the 0.8 fix, the listing and ``status=archived``
           30   187       218           218              218
          300 1,537     2,108         2,108            2,108     (7.0 requests per channel per incremental run)
 
+After (the event log says what changed; the lists are the safety net, every 6 hours per channel):
+
+    channels  full   nothing new   one new event   3 new queries, +600 s   safety net due
+           1    26         9            10               10                    15
+          30   187        38            39               41                   218
+         300 1,537       308           309              311                 2,108
+
 Usage: python -m benchmarks.sync_cost_bench [--channels 1,30,300] [--days 1.5] [--per-day 400] [--step 600]
 """
 
@@ -29,6 +38,7 @@ import argparse
 import re
 import tempfile
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -36,7 +46,9 @@ import httpx
 from toolkit.api import Client
 from toolkit.config import Settings
 from toolkit.loader import sync
+from toolkit.loader.safety_net import SAFETY_NET_EVERY
 from toolkit.sandbox import Sandbox
+from toolkit.warehouse import Warehouse
 
 KEY = "bench-cost-key"
 START = 1_790_000_000 // 60 * 60
@@ -84,6 +96,16 @@ def _short(by_endpoint: Counter[str]) -> str:
     return ", ".join(f"{n} {e}" for e, n in by_endpoint.most_common())
 
 
+def age_safety_net(path: Path) -> None:
+    """Make every channel's last safety net ``SAFETY_NET_EVERY`` older (as if that much time had passed)."""
+    with Warehouse(str(path)) as wh:
+        sql = "SELECT stream, cursor->>'at' FROM sync_state WHERE stream LIKE 'safety_net:%'"
+        rows = wh.con.execute(sql).fetchall()
+        with wh.transaction():
+            for stream, at in rows:
+                wh.set_cursor(stream, {"at": (datetime.fromisoformat(at) - SAFETY_NET_EVERY).isoformat()})
+
+
 Runs = list[tuple[str, int, Counter[str], str]]
 
 
@@ -109,6 +131,9 @@ def bench(n_channels: int, days: float, per_day: float, step: int, seed: int) ->
         sb.advance(step)
         requests, by, outcome = run(server.base_url, wh, only)
         out.append((f"3 new queries, clock +{step}s", requests, by, outcome))
+        age_safety_net(wh)
+        requests, by, outcome = run(server.base_url, wh, only)
+        out.append(("safety net due", requests, by, outcome))
     return out
 
 
