@@ -84,12 +84,13 @@ def query_body(key: str, chain_selector: str, n: int) -> dict:
 
 
 def run(base_url: str, path: Path, channels: list[str] | None) -> tuple[int, Counter[str], str]:
-    """One sync; its requests (as the run counts them), by endpoint, and its outcome."""
+    """One sync; its requests (as the run counts them), by endpoint, and its outcome with its wall seconds (the
+    sandbox serves from this process: seconds are indicative only)."""
     transport = Counting()
     with Client(base_url, KEY, transport=transport) as client:
         settings = Settings.load(base_url=base_url, api_key=KEY, warehouse=str(path), environ={})
         result = sync(settings, client=client, channels=channels, quiet=True, workers=1)
-    return result.requests, transport.by_endpoint, result.outcome
+    return result.requests, transport.by_endpoint, f"{result.outcome} {result.seconds:.1f}s"
 
 
 def _short(by_endpoint: Counter[str]) -> str:
@@ -148,7 +149,7 @@ def main() -> None:
     parser.add_argument("--detail", action="store_true", help="also print the requests by endpoint")
     args = parser.parse_args()
     print(f"many-channels, {args.days} days x {args.per_day:g} operations/day, frozen clock, one worker")
-    print(f"{'channels':>8}  {'run':<28} {'requests':>8} {'per channel':>11}  outcome")
+    print(f"{'channels':>8}  {'run':<28} {'requests':>8} {'per channel':>11}  outcome, seconds")
     for n in (int(x) for x in args.channels.split(",")):
         for label, requests, by, outcome in bench(n, args.days, args.per_day, args.step, args.seed):
             print(f"{n:>8}  {label:<28} {requests:>8,} {requests / n:>11.1f}  {outcome}")
