@@ -15,10 +15,12 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
 
+from tests.hostile import ScriptedServer
 from toolkit import errors, spec
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
@@ -474,7 +476,8 @@ def test_wallet_create_get_list_rename_archive(client, channel, advance) -> None
         {"allowed_ecdsa_signers": [addr(1), addr(1)]},
         {"configuration": [1]},
         {"status_channel_id": "not-a-uuid"},
-        {"chain_selector": "0xabc"},
+        {"status_channel_id": MISSING},
+        {"chain_selector": 42},
     ],
 )
 def test_wallet_create_validation(client, change) -> None:
@@ -485,8 +488,9 @@ def test_wallet_create_validation(client, change) -> None:
 def test_wallet_errors(client) -> None:
     with refused(errors.ConflictError, "CHAIN_UNAVAILABLE"):
         client.create_wallet(wallet_body(chain_selector="42"))
-    with refused(errors.NotFoundError, "CHANNEL_NOT_FOUND"):
-        client.create_wallet(wallet_body(status_channel_id=MISSING))
+    # 0.8 gives CreateWallet.chain_selector no pattern: any string is a chain, here one that is not available
+    with refused(errors.ConflictError, "CHAIN_UNAVAILABLE"):
+        client.create_wallet(wallet_body(chain_selector="0xabc"))
     with refused(errors.NotFoundError, "WALLET_NOT_FOUND"):
         client.get_wallet(MISSING)
     with refused(errors.NotFoundError, "WALLET_NOT_FOUND"):
@@ -560,6 +564,76 @@ def test_watcher_create_get_list_rename_archive(client, channel, advance) -> Non
 def test_watcher_create_validation(client, channel, change) -> None:
     with refused(errors.ValidationError):
         client.create_watcher(channel, watcher_body(**change))
+
+
+#: The values the 0.8 description allows in the watchers' ``status`` filter (WIRE.md section 3: no archive_failed).
+WATCHER_FILTER_0_8 = {"pending", "active", "failed", "archiving", "archived"}
+
+
+class Recorder(httpx.HTTPTransport):
+    """A real HTTP transport that keeps the query of every request it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[dict[str, list[str]]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Record, then send."""
+        self.queries.append(parse_qs(request.url.query.decode()))
+        return super().handle_request(request)
+
+
+def test_every_watcher_is_listed_with_filter_values_0_8_allows(sb, srv, client, channel, advance) -> None:
+    """Archived and archive_failed watchers are listed by default, and no request names archive_failed."""
+    ids = [client.create_watcher(channel, watcher_body())["watcher_id"] for _ in range(4)]
+    advance(120)
+    kept, archived, torn, failing = ids
+    client.archive_watcher(channel, archived)
+    client.archive_watcher(channel, failing)
+    sb.backend_for(MINE).forced[failing] = True  # its tear-down fails
+    advance(120)
+    client.archive_watcher(channel, torn)
+    statuses = {wid: client.get_watcher(channel, wid)["status"] for wid in ids}
+    assert statuses[archived] == "archived" and statuses[failing] == "archive_failed"
+    assert statuses[torn] == "archiving" and statuses[kept] in ("active", "failed")
+    recorder = Recorder()
+    with Client(srv.base_url, MINE, retry=NO_RETRY, transport=recorder) as c:
+        listed = [w["watcher_id"] for w in c.iter_watchers(channel)]
+    assert sorted(listed) == sorted(ids), "each watcher once, whatever its status"
+    sent = [v for q in recorder.queries for v in q.get("status", [])]
+    assert set(sent) <= WATCHER_FILTER_0_8 and sent, sent
+
+
+def _strict_0_8_watchers(watchers: list[dict]) -> Callable[[str, dict], tuple[int, dict, bytes]]:
+    """A watcher list answered as a service that validates its query enums against 0.8 would: an unknown status
+    value is a 400; without a status filter every watcher but the archived ones; limit/offset as row skips."""
+
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, dict, bytes]:
+        wanted = query.get("status")
+        if wanted and not set(wanted) <= WATCHER_FILTER_0_8:
+            body = {"type": "VALIDATION_ERROR", "message": f"status: unknown value {sorted(set(wanted))!r}"}
+            return 400, {}, json.dumps(body).encode()
+        rows = [w for w in watchers if (w["status"] in wanted if wanted else w["status"] != "archived")]
+        limit, offset = int(query.get("limit", ["20"])[0]), int(query.get("offset", ["0"])[0])
+        page = {"data": rows[offset : offset + limit], "has_more": offset + limit < len(rows)}
+        return 200, {}, json.dumps(page).encode()
+
+    return answer
+
+
+def test_a_service_validating_its_enums_lists_every_watcher() -> None:
+    """Against a 0.8 service that refuses undeclared enum values, the default listing is not refused and returns
+    every watcher, on several pages (120 watchers, 20 of each status including archive_failed)."""
+    statuses = ["pending", "active", "failed", "archiving", "archived", "archive_failed"]
+    watchers = [
+        {"watcher_id": f"{i:08x}-0000-4000-8000-000000000000", "channel_id": MISSING, "status": statuses[i % 6]}
+        for i in range(120)
+    ]
+    server = ScriptedServer(_strict_0_8_watchers(watchers))
+    with server, Client(server.base_url, MINE, retry=NO_RETRY) as c:
+        listed = list(c.iter_watchers(MISSING))
+    assert sorted(w["watcher_id"] for w in listed) == sorted(w["watcher_id"] for w in watchers)
+    assert len(server.paths) == 3, "two pages of the default listing, one of the archived"
 
 
 def test_watcher_errors(client, channel) -> None:

@@ -70,6 +70,8 @@ Record = dict[str, Any]
 #: Both archived and active: named explicitly because the service hides archived rows by default.
 ALL_CHANNEL_STATUSES = spec.CHANNEL_STATUSES
 ALL_WALLET_STATUSES = spec.WALLET_STATUSES
+#: Every watcher (the default of :meth:`Client.watcher_pages`). Not sent as a filter: 0.8 allows no ``archive_failed``
+#: in it, so every watcher is two walks, the default listing (all but archived) and then ``status=archived``.
 ALL_WATCHER_STATUSES = spec.WATCHER_STATUSES
 
 
@@ -425,12 +427,20 @@ class Client:
         pool: RequestPool | None = None,
         **filters: Any,
     ) -> Iterator[Page]:
-        """Pages of ``GET /channels/{id}/watchers`` (summaries; archived too unless ``status`` says otherwise)."""
-        return self.offset_pages(
-            f"channels/{channel_id}/watchers",
-            {"status": status, **filters},
-            limit=spec.PAGE_LIMITS["watchers"].maximum,
-            pool=pool,
+        """Pages of ``GET /channels/{id}/watchers`` (summaries; every watcher unless ``status`` says otherwise).
+
+        Every watcher, archived and ``archive_failed`` included, is listed with requests the 0.8 description allows:
+        the listing without a status filter (the service hides only archived watchers from it), then
+        ``status=archived``; a watcher archived between the two walks is given once. A ``status`` other than every
+        status is sent as it is, and ``None`` sends none (archived watchers hidden)."""
+        path, limit = f"channels/{channel_id}/watchers", spec.PAGE_LIMITS["watchers"].maximum
+        if status is None or set(status) != set(ALL_WATCHER_STATUSES):
+            return self.offset_pages(path, {"status": status, **filters}, limit=limit, pool=pool)
+        archived = [spec.WatcherStatus.ARCHIVED.value]
+        return _once_by_id(
+            "watcher_id",
+            lambda: self.offset_pages(path, dict(filters), limit=limit, pool=pool),
+            lambda: self.offset_pages(path, {**filters, "status": archived}, limit=limit, pool=pool),
         )
 
     def iter_watchers(self, channel_id: str, **filters: Any) -> Iterator[WatcherSummary]:
@@ -578,6 +588,17 @@ _ID_FIELDS = {
     "operations": "operation_id",
     "queries": "query_id",
 }
+
+
+def _once_by_id(key: str, *walks: Callable[[], Iterator[Page]]) -> Iterator[Page]:
+    """The pages of ``walks`` one after the other, each record given once (by its ``key``): a record that moved
+    from one walk's listing to the next one's while they were read is kept where it was met first."""
+    seen: set[str] = set()
+    for walk in walks:
+        for page in walk():
+            fresh = [r for r in page.records if not (isinstance(r.get(key), str) and r[key] in seen)]
+            seen.update(r[key] for r in fresh if isinstance(r.get(key), str))
+            yield page if len(fresh) == len(page.records) else replace(page, records=fresh)
 
 
 @contextlib.contextmanager

@@ -3,24 +3,31 @@
 A run, in order (each phase a fetcher of :mod:`toolkit.loader.fetchers`):
 
 1. networks, channels (archived too) and wallets (archived too): small lists, read whole every run;
-2. per channel, watchers (list, then each watcher's detail);
-3. per channel, the **full pass** over operations and queries (``limit``/``offset`` lists) until it has completed
-   once (or again with ``full=True``), then only the tail past the saved offset; the offset is saved with every
-   committed batch, so a killed run resumes the pass where it stopped;
+2. per channel whose lists run (see below), watchers (list, then each watcher's detail);
+3. per channel whose lists run, the **full pass** over operations and queries (``limit``/``offset`` lists) until it
+   has completed once (or again with ``full=True``), then only the tail past the saved offset; the offset is saved
+   with every committed batch, so a killed run resumes the pass where it stopped;
 4. per channel, the **event log** forward from the saved message offset, then its holes re-read once; then the
    events stored since the last patch move the ``operations`` and ``queries`` rows they report on forward
    (:mod:`toolkit.warehouse.patch`) and queue ids the warehouse does not know in ``sync_refetch``; with event
    windows (``since``, ``event_types``), the channels' windows are first read through event search
    (:mod:`toolkit.loader.fetchers.event_windows`), and only channels read whole, or windows of all types already
    walked, are polled and checked for holes;
-5. the queued ids, fetched one by one;
-6. on incremental runs, the operations not yet on chain and the queries not yet answered, re-listed with a status
-   filter (cheap, and a safety net for any move whose event was missed);
+5. the watchers new ``watcher.status`` events moved, fetched again by id;
+6. the queued ids, fetched one by one;
+7. on incremental runs whose lists run, the operations not yet on chain and the queries not yet answered, re-listed
+   with a status filter;
 
 then the model tables are refreshed and the file checkpointed. So a run costs requests in proportion to what
 changed, not to history; one run misses nothing that existed when it started, and the next catches what changed
-during it. Every write and read goes through the run's :class:`~toolkit.loader.unit_of_work.UnitOfWork`, which owns
-the connection and commits each cursor with its rows: a run killed at any point leaves the warehouse as it was after
+during it.
+
+A channel's lists (2, 3 and 7) run on its first runs, with ``full``, when its safety net is due, and for what its
+event window leaves out (:mod:`toolkit.loader.safety_net`); otherwise an incremental run costs one poll per channel
+plus the organisation-wide lists and what the new events need (a GET per new operation, query or moved watcher).
+
+Every write and read goes through the run's :class:`~toolkit.loader.unit_of_work.UnitOfWork`, which owns the
+connection and commits each cursor with its rows: a run killed at any point leaves the warehouse as it was after
 the last committed transaction, and the next run continues from there. Against a remote service requests run
 concurrently (a bounded pool shared by all walks); on loopback one thread fetches and converts (see
 :func:`default_workers`). Either way DuckDB's writes overlap the fetching.
@@ -53,10 +60,10 @@ from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.memory import is_out_of_memory, memory_ceiling
 from ..warehouse.model_tables import refresh_models
-from . import audit
+from . import audit, safety_net
 from .context import FetchContext
 from .event_window import Ask, requested
-from .fetchers import events, full_lists, gaps, non_terminal, refetch, small_lists, watchers
+from .fetchers import changed_watchers, events, full_lists, gaps, non_terminal, refetch, small_lists, watchers
 from .fetchers.event_windows import EventWindows
 from .progress import Progress, interactive
 from .result import SyncResult
@@ -137,20 +144,39 @@ class Run:
             self.uow.call(lambda wh: full_lists.restart(wh, channel_ids))
         listed = self.uow.call(lambda wh: full_lists.listed_channels(wh, channel_ids))
         self.windows.plan(channel_ids)  # saved before anything is read: a killed run resumes the same walks
+        now = datetime.now(UTC)
+        due = self.uow.call(lambda wh: safety_net.due(wh, channel_ids, now, full=self.ctx.full))
+        due |= set(channel_ids) - set(listed)
+
+        def lists(*types: str) -> list[str]:
+            # the channels whose lists run: safety net due, or an event window without one of ``types``
+            return [c for c in channel_ids if c in due or not all(self.windows.holds_type(c, t) for t in types)]
+
+        moves = ("operation.status", "query.status")
         phases: list[tuple[str, Callable[[], object]]] = [
-            ("watchers", lambda: drive(watchers.fetch(self.ctx, channel_ids), self.uow)),
-            ("full lists", lambda: drive(full_lists.fetch(self.ctx, channel_ids), self.uow)),
+            ("watchers", lambda: drive(watchers.fetch(self.ctx, lists("watcher.status")), self.uow)),
+            ("full lists", lambda: drive(full_lists.fetch(self.ctx, lists(*moves)), self.uow)),
             ("event windows", lambda: drive(self.windows.fetch(channel_ids), self.uow)),
             ("events", lambda: self.events(channel_ids)),
+            ("changed watchers", lambda: drive(changed_watchers.fetch(self.ctx), self.uow)),
             ("refetch", lambda: drive(refetch.fetch(self.ctx, channel_ids), self.uow)),
         ]
         if listed:
+            relisted = lambda: [c for c in lists(*moves) if c in set(listed)]  # noqa: E731
             phases.append(
-                ("non-terminal", lambda: drive(non_terminal.fetch(self.ctx, listed, self.windows.holds_type), self.uow))
+                (
+                    "non-terminal",
+                    lambda: drive(non_terminal.fetch(self.ctx, relisted(), self.windows.holds_type), self.uow),
+                )
             )
+        problems = len(self.ctx.result.problems)
         for name, phase in phases:
             check_stop()
             self.timed(name, phase)
+        if len(self.ctx.result.problems) == problems and not self.ctx.result.gaps:
+            self.uow.call(lambda wh: safety_net.mark(wh, sorted(due), now))
+        else:
+            self.uow.call(lambda wh: safety_net.forget(wh, channel_ids))
 
     def events(self, channel_ids: Sequence[str]) -> None:
         """The event logs, their holes, and the patch of operations and queries from the new events. Only the

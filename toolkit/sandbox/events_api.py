@@ -7,7 +7,7 @@ from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.eventlog import TimeRange
 from toolkit.sandbox.messages import Request, Response, events_response
 from toolkit.sandbox.networks import MODELS
-from toolkit.sandbox.params import integer, many, one
+from toolkit.sandbox.params import choice, integer, many, one
 from toolkit.spec import EVENT_SEARCH_FILTERS, EVENT_TYPES, PAGE_LIMITS, ChainEnvironment, ErrorType
 
 ALL_FILTERS: frozenset[str] = frozenset().union(*EVENT_SEARCH_FILTERS.values())
@@ -56,9 +56,9 @@ def search_events(b: Backend, req: Request, channel_id: str) -> Response:
     bounds = {attr: integer(q, name, -(2**63)) for name, attr in _TIME_PARAMS}
     times = TimeRange(**bounds) if any(v is not None for v in bounds.values()) else None
     chains = many(q, "chain_selector")
-    env = many(q, "chain_environment", tuple(e.value for e in ChainEnvironment))
+    env = choice(q, "chain_environment", tuple(e.value for e in ChainEnvironment))
     if env is not None:
-        in_env = frozenset(sel for sel, m in MODELS.items() if m.known.type in env)
+        in_env = frozenset(sel for sel, m in MODELS.items() if m.known.type == env)
         chains = in_env if chains is None else chains & in_env
     subject = next((one(q, name) for name in _SUBJECTS if name in present), None)
     addresses = many(q, "address")

@@ -69,6 +69,10 @@ def _operation(op: schemas.Operation) -> dict[str, Any]:
     # every /v1 request may meet the rate limit and a server error, whatever the service declares for it
     for status in sorted({*op.errors, 429, 500}):
         responses[str(status)] = _error(status)
+    for status in op.undeclared:
+        responses[str(status)]["description"] += (
+            " Sandbox: the 0.8 description declares no such answer here; the sandbox keeps it."
+        )
     out: dict[str, Any] = {
         "operationId": _operation_id(op),
         "summary": op.summary,
@@ -100,6 +104,8 @@ def build() -> dict[str, Any]:
             "get": {
                 "operationId": "health_check",
                 "summary": "Liveness (no key needed)",
+                "description": "Sandbox: answers without a key, as the docs say it is anonymous; the 0.8 "
+                "description applies ApiKeyAuth here too (a key, when sent, is accepted).",
                 "security": [],
                 "responses": {"200": {"description": "OK", **_json("HealthCheck")}},
             }

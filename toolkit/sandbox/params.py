@@ -66,6 +66,20 @@ def address(query: dict[str, list[str]], name: str) -> str | None:
     return raw.lower()
 
 
+def lowered(query: dict[str, list[str]], name: str) -> str | None:
+    """A text filter matched ignoring case (the service gives it no pattern), lower-cased; ``None`` when absent."""
+    raw = one(query, name)
+    return None if raw is None else raw.lower()
+
+
+def choice(query: dict[str, list[str]], name: str, allowed: tuple[str, ...]) -> str | None:
+    """A single-valued enum filter, checked against ``allowed`` (400 otherwise); ``None`` when absent."""
+    raw = one(query, name)
+    if raw is not None and raw not in allowed:
+        raise validation(f"{name}: unknown value {raw!r}"[:200])
+    return raw
+
+
 def uuid(query: dict[str, list[str]], name: str) -> str | None:
     """A UUID filter; 400 when malformed."""
     raw = one(query, name)
@@ -100,5 +114,8 @@ def check_query(declared: Iterable[Param], query: dict[str, list[str]]) -> None:
             for value in (v for raw in raws for v in raw.split(",")):
                 _check_value(param, param.schema["items"], value)
         else:
-            for value in query.get(param.name, ()):
+            values = query.get(param.name, ())
+            if len(values) > 1:
+                raise validation(f"{param.name} takes one value; it was given {len(values)} times")
+            for value in values:
                 _check_value(param, param.schema, value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from toolkit.sandbox.backend import Backend
 from toolkit.sandbox.messages import Request, Response, json_response, list_response
 from toolkit.sandbox.networks import MODELS, network_records
-from toolkit.sandbox.params import address, many, one, page, paging, uuid
+from toolkit.sandbox.params import address, choice, lowered, many, one, page, paging, uuid
 from toolkit.sandbox.resources import watcher_summary
 from toolkit.spec import (
     CHANNEL_STATUSES,
@@ -23,10 +23,10 @@ _ENVIRONMENTS = tuple(e.value for e in ChainEnvironment)
 
 
 def _environment(query: dict[str, list[str]]) -> frozenset[str] | None:
-    env = many(query, "chain_environment", _ENVIRONMENTS)
+    env = choice(query, "chain_environment", _ENVIRONMENTS)
     if env is None:
         return None
-    return frozenset(sel for sel, m in MODELS.items() if m.known.type in env)
+    return frozenset(sel for sel, m in MODELS.items() if m.known.type == env)
 
 
 def _statuses(query: dict[str, list[str]], allowed: tuple[str, ...], hide_archived: bool) -> frozenset[str] | None:
@@ -48,7 +48,7 @@ def list_wallets(b: Backend, req: Request) -> Response:
     statuses = _statuses(q, WALLET_STATUSES, True)
     name = (one(q, "name") or "").lower()
     chain, owner, addr = one(q, "chain_selector"), address(q, "owner"), address(q, "address")
-    wtype = many(q, "type", tuple(t.value for t in WalletType))
+    wtype = choice(q, "type", tuple(t.value for t in WalletType))
     env = _environment(q)
     items = [
         w
@@ -59,7 +59,7 @@ def list_wallets(b: Backend, req: Request) -> Response:
         and (env is None or w["chain_selector"] in env)
         and (owner is None or w["wallet_owner_address"].lower() == owner)
         and (addr is None or w["address"].lower() == addr)
-        and (wtype is None or w["wallet_type"] in wtype)
+        and (wtype is None or w["wallet_type"] == wtype)
     ]
     return list_response(*page(items, limit, offset))
 
@@ -95,7 +95,7 @@ def list_watchers(b: Backend, req: Request, channel_id: str) -> Response:
     limit, offset = paging(q, PAGE_LIMITS["watchers"])
     statuses = _statuses(q, WATCHER_STATUSES, True)
     name = (one(q, "name") or "").lower()
-    chain, addr, event_name = one(q, "chain_selector"), address(q, "address"), one(q, "event_name")
+    chain, addr, event_name = one(q, "chain_selector"), lowered(q, "address"), one(q, "event_name")
     services, env = many(q, "service"), _environment(q)
     watchers = (b.org.watchers[w] for w in b.org.channel_watchers[channel_id])
     items = [
@@ -123,7 +123,7 @@ def list_operations(b: Backend, req: Request, channel_id: str) -> Response:
     q = req.query
     limit, offset = paging(q, PAGE_LIMITS["operations"])
     statuses = many(q, "status", OPERATION_STATUSES)
-    chain, addr, wallet_id, env = one(q, "chain_selector"), address(q, "address"), uuid(q, "wallet_id"), _environment(q)
+    chain, addr, wallet_id, env = one(q, "chain_selector"), lowered(q, "address"), uuid(q, "wallet_id"), _environment(q)
     subjects = _subject_filters(q)
     ids = b.org.channel_operations[channel_id]
     if all(f is None for f in (statuses, chain, addr, wallet_id, env)) and not subjects:  # page the id list

@@ -30,7 +30,8 @@ class ResourcesMixin(Core):
             raise conflict(ConflictCode.WALLET_ALREADY_EXISTS, "a wallet with this name already exists")
         channel_id = body.get("status_channel_id")
         if channel_id is not None and channel_id not in self.org.channels:
-            raise not_found(NotFoundCode.CHANNEL_NOT_FOUND, "status channel not found")
+            # a 400, not a 404: the 0.8 description declares no 404 on POST /wallets
+            raise validation("status_channel_id names no channel of this organisation; create the channel first")
         wallet = {"wallet_id": self.uuid(), "name": body["name"]}
         if body.get("description"):
             wallet["description"] = body["description"]
@@ -309,6 +310,10 @@ class ResourcesMixin(Core):
     def _watcher_archived(self, watcher_id: str) -> None:
         watcher = self.org.watchers[watcher_id]
         if watcher["status"] != "archiving":
+            return
+        if self.forced.pop(watcher_id, False):
+            watcher["status"] = "archive_failed"
+            self._watcher_status(watcher, "tear-down failed: workflow deregistration rejected by DON")
             return
         watcher["status"] = "archived"
         self._watcher_status(watcher, "watcher torn down")

@@ -152,6 +152,12 @@ KNOWN_CHAIN = string(
     "another selector is a 400.",
 )
 _NAME = string(r"\S", min_length=1, max_length=255, description="At least one non-space character.")
+#: A name on create: the 0.8 description bounds only the names of the patch bodies.
+_CREATE_NAME = {
+    **_NAME,
+    "description": "Sandbox: 1-255 characters with a non-space one, as a rename requires (the 0.8 description sets "
+    "no bound on create), so that every name can also be sent back in a PATCH.",
+}
 _DESCRIPTION = string(max_length=255, description='"" means none.')
 _UINT64 = string(max_decimal_pattern(2**64 - 1), description="A decimal uint64.")
 
@@ -161,15 +167,16 @@ _RSA_KEY = obj({"e": string(r"^0x[0-9a-fA-F]{2,34}$"), "n": string(r"^0x[0-9a-fA
 
 CREATE_WALLET = obj(
     {
-        "name": _NAME,
+        "name": _CREATE_NAME,
         "description": _DESCRIPTION,
         "wallet_owner_address": ADDRESS,
         "chain_selector": string(
-            DECIMAL_RE.pattern, description="A selector the sandbox does not model answers 409 CHAIN_UNAVAILABLE."
+            description="A selector of a network the sandbox does not model (any other string) answers 409 "
+            "CHAIN_UNAVAILABLE."
         ),
         "wallet_type": string(enum=tuple(t.value for t in WalletType)),
         "configuration": FREE_OBJECT,
-        "status_channel_id": UUID,
+        "status_channel_id": {**UUID, "description": "A channel of the organisation; another id is a 400."},
         "allowed_rsa_signers": {**array(_RSA_KEY, max_items=10, unique=True), "deprecated": True},
         "allowed_ecdsa_signers": {
             **array(ADDRESS, max_items=10, unique=True),
@@ -179,8 +186,14 @@ CREATE_WALLET = obj(
     },
     ("name", "wallet_owner_address", "chain_selector", "wallet_type"),
 )
-UPDATE_WALLET = obj({"name": _NAME, "description": _DESCRIPTION, "status": string(enum=("archived",))})
-CREATE_CHANNEL = obj({"name": _NAME, "description": _DESCRIPTION}, ("name",))
+#: The one status a caller may set (API.md: PATCH with ``status`` = ``archived``); 0.8 allows the whole enum.
+_ARCHIVE_ONLY = string(
+    enum=("archived",),
+    description="Sandbox: only archived, the one move a caller can ask for (the 0.8 description allows every "
+    "status of the enum; the service's answer to another is not documented).",
+)
+UPDATE_WALLET = obj({"name": _NAME, "description": _DESCRIPTION, "status": _ARCHIVE_ONLY})
+CREATE_CHANNEL = obj({"name": _CREATE_NAME, "description": _DESCRIPTION}, ("name",))
 PATCH_CHANNEL = obj({"name": _NAME, "description": _DESCRIPTION, "status": string(enum=CHANNEL_STATUSES)})
 
 _ABI_INPUT = obj(
@@ -197,10 +210,17 @@ EVENT_ABI = obj(
     ("anonymous", "inputs", "name", "type"),
 )
 _WATCHER_COMMON: dict[str, Schema] = {
-    "name": {**_NAME, "minLength": 4},
+    "name": {**_NAME, "minLength": 4, "description": "Sandbox: also at most 255 characters with a non-space one."},
     "chain_selector": KNOWN_CHAIN,
-    "address": ADDRESS,
-    "events": array(string(min_length=1), min_items=1),
+    "address": {
+        **ADDRESS,
+        "description": "Sandbox: a 0x-prefixed 20-byte hex address, the contract the watcher observes (the 0.8 "
+        "description leaves it a plain string).",
+    },
+    "events": {
+        **array(string(min_length=1), min_items=1),
+        "description": "Sandbox: each event name non-empty (an empty name observes nothing).",
+    },
 }
 CREATE_WATCHER_WITH_SERVICE = obj(
     {**_WATCHER_COMMON, "service": string(min_length=1), "service_config": FREE_OBJECT},
@@ -219,14 +239,14 @@ CREATE_WATCHER: Schema = {
     "oneOf": [CREATE_WATCHER_WITH_SERVICE, CREATE_WATCHER_WITH_ABI],
     "description": "Sandbox: a body naming both service and abi is refused, whatever their values.",
 }
-UPDATE_WATCHER = obj({"name": _NAME, "status": string(enum=("archived",))})
+UPDATE_WATCHER = obj({"name": _NAME, "status": _ARCHIVE_ONLY})
 
 TRANSACTION_REQUEST = obj(
     {
         "to": ADDRESS,
         "value": DECIMAL,
         "data": string(CALLDATA_RE.pattern),
-        "preview": obj({"function_signature": string(), "metadata": {}}, ("function_signature",), closed=True),
+        "preview": obj({"function_signature": string(), "metadata": FREE_OBJECT}, ("function_signature",), closed=True),
     },
     ("to", "value", "data"),
     closed=True,
@@ -589,7 +609,11 @@ _STRING_LIST: Schema = {
     **array(string()),
     "description": "Sandbox: also accepts the name[] spelling and comma-separated values.",
 }
-_ENVIRONMENT = Param("chain_environment", _enum_list(tuple(e.value for e in ChainEnvironment)))
+#: The watchers' and operations' ``address`` filter: a plain string in 0.8 (the wallets' and search's are addresses).
+_TEXT_ADDRESS = "Matched ignoring case; a value that is no address matches nothing."
+_ENVIRONMENT = Param(
+    "chain_environment", string(enum=tuple(e.value for e in ChainEnvironment)), "One value: mainnet or testnet."
+)
 _SUBJECT_TYPES = tuple(s.value for s in SubjectType)
 
 
@@ -616,7 +640,7 @@ QUERY_PARAMS: dict[tuple[str, tuple[str, ...]], tuple[Param, ...]] = {
         _ENVIRONMENT,
         Param("owner", ADDRESS),
         Param("address", ADDRESS),
-        Param("type", _enum_list(tuple(t.value for t in WalletType))),
+        Param("type", string(enum=tuple(t.value for t in WalletType)), "One wallet type."),
         Param("status", _enum_list(WALLET_STATUSES, "Archived wallets are listed only when named here.")),
     ),
     ("GET", ("channels",)): (
@@ -630,7 +654,7 @@ QUERY_PARAMS: dict[tuple[str, tuple[str, ...]], tuple[Param, ...]] = {
         Param("status", _enum_list(WATCHER_STATUSES, "Archived watchers are listed only when named here.")),
         Param("chain_selector", string()),
         _ENVIRONMENT,
-        Param("address", ADDRESS),
+        Param("address", string(), _TEXT_ADDRESS),
         Param("service", _STRING_LIST),
         Param("event_name", string()),
     ),
@@ -639,7 +663,7 @@ QUERY_PARAMS: dict[tuple[str, tuple[str, ...]], tuple[Param, ...]] = {
         Param("status", _enum_list(OPERATION_STATUSES)),
         Param("chain_selector", string()),
         _ENVIRONMENT,
-        Param("address", ADDRESS),
+        Param("address", string(), _TEXT_ADDRESS),
         Param("wallet_id", UUID),
         *_subject_filters(),
     ),
@@ -695,6 +719,26 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("array query filters", "also the name[] spelling and comma-separated values"),
     Deviation("GET /channels/{channel_id}/events", "accepts a type filter (0.8 has none)"),
     Deviation("watcher status", "archive_failed, which the docs still name"),
+    Deviation(
+        "name of CreateChannel, CreateWallet, CreateWatcher",
+        "1-255 characters with a non-space one, as a rename requires (0.8 bounds only the patch bodies); 400",
+    ),
+    Deviation(
+        "CreateWatcher address and events",
+        "a 0x address and non-empty event names, what a watcher needs to observe anything (0.8: plain strings); 400",
+    ),
+    Deviation(
+        "status of UpdateWallet, UpdateWatcher",
+        "only archived, the one move a caller can ask for (0.8 allows the whole status enum); 400",
+    ),
+    Deviation(
+        "GET /health-check",
+        "answers without a key, as the docs say it is anonymous (0.8 applies ApiKeyAuth to it too); a key is accepted",
+    ),
+    Deviation(
+        "400 on GET /wallets, /channels and the watcher, operation and query lists",
+        "a malformed parameter is a 400 naming it; 0.8 declares no 400 there (its answer is not documented)",
+    ),
     Deviation("429", "any /v1 request under --rate-limit; Retry-After only with --rate-limit-retry-after"),
     Deviation(
         "/sandbox/clock, /sandbox/clock/advance, /sandbox/signers", "the sandbox's control API, not described here"
@@ -715,6 +759,8 @@ class Operation:
     errors: tuple[int, ...] = (401, 404, 500)
     also: dict[int, str] = field(default_factory=dict)
     description: str = ""
+    #: Error statuses the sandbox sends that the 0.8 description does not declare for this operation.
+    undeclared: tuple[int, ...] = ()
 
     @property
     def params(self) -> tuple[Param, ...]:
@@ -730,8 +776,8 @@ _E = ("channels", "{}", "events")
 #: Every operation of the API (``/health-check`` aside), in the order API.md lists them.
 OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", ("networks",), "List the networks", 200, "NetworkList", errors=(401, 500)),
-    Operation("POST", ("wallets",), "Create a wallet", 201, "Wallet", "CreateWallet", (400, 401, 404, 409, 500)),
-    Operation("GET", ("wallets",), "List wallets", 200, "WalletList", errors=(400, 401, 500)),
+    Operation("POST", ("wallets",), "Create a wallet", 201, "Wallet", "CreateWallet", (400, 401, 409, 500)),
+    Operation("GET", ("wallets",), "List wallets", 200, "WalletList", errors=(400, 401, 500), undeclared=(400,)),
     Operation("GET", ("wallets", "{}"), "Get a wallet", 200, "Wallet"),
     Operation(
         "PATCH",
@@ -743,7 +789,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (400, 401, 404, 409, 500),
     ),
     Operation("POST", ("channels",), "Create a channel", 201, "Channel", "CreateChannel", (400, 401, 409, 500)),
-    Operation("GET", ("channels",), "List channels", 200, "ChannelList", errors=(400, 401, 500)),
+    Operation("GET", ("channels",), "List channels", 200, "ChannelList", errors=(400, 401, 500), undeclared=(400,)),
     Operation("GET", ("channels", "{}"), "Get a channel", 200, "Channel"),
     Operation(
         "PATCH",
@@ -755,7 +801,9 @@ OPERATIONS: tuple[Operation, ...] = (
         (400, 401, 404, 409, 500),
     ),
     Operation("POST", _W, "Create a watcher", 201, "Watcher", "CreateWatcher", (400, 401, 404, 409, 500)),
-    Operation("GET", _W, "List a channel's watchers", 200, "WatcherList", errors=(400, 401, 404, 500)),
+    Operation(
+        "GET", _W, "List a channel's watchers", 200, "WatcherList", errors=(400, 401, 404, 500), undeclared=(400,)
+    ),
     Operation("GET", (*_W, "{}"), "Get a watcher", 200, "Watcher"),
     Operation(
         "PATCH",
@@ -776,7 +824,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "CreateOperation",
         (400, 401, 404, 409, 500),
     ),
-    Operation("GET", _O, "List a channel's operations", 200, "OperationList", errors=(400, 401, 404, 500)),
+    Operation(
+        "GET", _O, "List a channel's operations", 200, "OperationList", errors=(400, 401, 404, 500), undeclared=(400,)
+    ),
     Operation("GET", (*_O, "{}"), "Get an operation", 200, "Operation"),
     Operation(
         "PATCH", (*_O, "{}"), "Finalize or cancel a draft", 200, "Operation", "PatchOperation", (400, 401, 404, 409)
@@ -790,7 +840,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "CreateQuery",
         (400, 401, 404, 409, 429, 500),
     ),
-    Operation("GET", _Q, "List a channel's queries", 200, "QueryList", errors=(400, 401, 404, 500)),
+    Operation("GET", _Q, "List a channel's queries", 200, "QueryList", errors=(400, 401, 404, 500), undeclared=(400,)),
     Operation("GET", (*_Q, "{}"), "Get a query", 200, "Query"),
     Operation("GET", _E, "Poll a channel's events", 200, "EventList", errors=(400, 401, 404, 500)),
     Operation(

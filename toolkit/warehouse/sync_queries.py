@@ -63,6 +63,18 @@ class SyncQueries(_Base):
             raise
         self.commit()
 
+    def drop_cursors(self, streams: Sequence[str]) -> None:
+        """Forget the cursors of ``streams`` in a transaction of its own, committed at once."""
+        if not streams:
+            return
+        self.begin()
+        try:
+            self.con.execute("DELETE FROM sync_state WHERE stream IN (SELECT unnest(?::VARCHAR[]))", [list(streams)])
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+
     # ---- what the warehouse holds ------------------------------------------------------------------------------
 
     def channel_ids(self) -> list[str]:
@@ -74,6 +86,27 @@ class SyncQueries(_Base):
         """``watcher_id -> (name, status)`` of every stored watcher."""
         rows = self.con.execute("SELECT watcher_id, name, status FROM watchers").fetchall()
         return {wid: (name, status) for wid, name, status in rows}
+
+    def watchers_moved_since(self, write_seq: int) -> tuple[list[tuple[str, str]], int | None]:
+        """``(channel_id, watcher_id)`` of the watchers whose newest ``watcher.status`` event stored after
+        ``write_seq`` reports a status other than the stored one (or that are not stored), and the highest
+        ``write_seq`` of those events (``None`` when there are none)."""
+        rows = self.con.execute(
+            """
+            WITH latest AS (
+                SELECT channel_id, watcher_id, arg_max(status, "offset") AS status, max(write_seq) AS seq
+                FROM events
+                WHERE type = 'watcher.status' AND write_seq > ? AND watcher_id IS NOT NULL AND channel_id IS NOT NULL
+                GROUP BY channel_id, watcher_id
+            )
+            SELECT l.channel_id, l.watcher_id, w.watcher_id IS NULL OR w.status IS DISTINCT FROM l.status, l.seq
+            FROM latest l LEFT JOIN watchers w ON w.watcher_id = l.watcher_id
+            ORDER BY l.channel_id, l.watcher_id
+            """,
+            [write_seq],
+        ).fetchall()
+        top = max((seq for *_, seq in rows), default=None)
+        return [(cid, wid) for cid, wid, moved, _ in rows if moved], top
 
     def event_offsets(self, channel_id: str, event_ids: Iterable[str]) -> list[tuple[str, int | None]]:
         """``(event_id, offset)`` of the channel's stored events with one of ``event_ids``."""
