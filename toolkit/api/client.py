@@ -37,6 +37,7 @@ from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
 from .concurrency import ReadAhead, RequestPool
+from .exchange import DeadlinePassed, TooLarge, exchange
 from .pages import (
     EVENT_KEYS,
     EventCursorPaginator,
@@ -71,6 +72,10 @@ Record = dict[str, Any]
 ALL_CHANNEL_STATUSES = spec.CHANNEL_STATUSES
 ALL_WALLET_STATUSES = spec.WALLET_STATUSES
 ALL_WATCHER_STATUSES = spec.WATCHER_STATUSES
+#: The most a single answer's body may hold once decoded (gzip undone): 64 MiB, over 30 times a full page of 200
+#: events that each carry 16 transactions and their proofs. A larger answer fails as a malformed one, so what a
+#: service (or a gzip bomb) sends can never take the process's memory.
+MAX_BODY_BYTES = 64 * 2**20
 
 
 class Client:
@@ -90,8 +95,10 @@ class Client:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         max_connections: int = 16,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.base_url = check_base_url(base_url)
+        self.max_body_bytes = max_body_bytes
         key = check_api_key(api_key)
         self._key = key
         self.retry = retry or RetryPolicy()
@@ -149,6 +156,7 @@ class Client:
         retried like one.
         """
         path = path.lstrip("/")
+        deadline = time.monotonic() + self.retry.deadline  # the whole request, every attempt and wait included
         attempt = 0
         for attempt_ctl in retrying(self.retry, sleep=pause):  # a wait a stop request cuts short
             with attempt_ctl:
@@ -157,7 +165,7 @@ class Client:
                     with self._lock:
                         self.retries += 1
                     log.info("retrying %s /%s (attempt %d)", method, self.redact(path), attempt)
-                return self._send_once(method, path, params, json_body, parse or _parse_json, attempt)
+                return self._send_once(method, path, params, json_body, parse or _parse_json, attempt, deadline)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send_once(
@@ -168,16 +176,33 @@ class Client:
         json_body: Any,
         parse: Callable[[bytes], Any],
         attempt: int,
+        deadline: float,
     ) -> Any:
-        """One attempt; an error it raises is complete (it names the attempt, so the last one raised says how many
-        were made)."""
+        """One attempt, ending by ``deadline`` (a :func:`time.monotonic` time) however slowly the answer comes; an
+        error it raises is complete (it names the attempt, so the last one raised says how many were made)."""
         check_stop()  # a safe point: no lock of ours or httpx's is held between two requests
         self._wait_if_paused()
         with self._lock:
             self.requests += 1
         where = {"method": method, "path": "/" + path, "attempts": attempt}
         try:
-            response = self._http.request(method, path, params=_clean_params(params), json=json_body)
+            response, content = exchange(
+                self._http,
+                method,
+                path,
+                params=_clean_params(params),
+                json_body=json_body,
+                deadline=deadline,
+                max_bytes=self.max_body_bytes,
+            )
+        except DeadlinePassed as exc:
+            limit = f"the request's deadline of {self.retry.deadline:g} s"
+            if exc.begun:  # the answer came, too slowly to be read: a bad page, like a body cut short
+                reason = f"the answer was not whole within {limit} (sent too slowly)"
+                raise ResponseFormatError(reason, **where) from None
+            raise TransportError(f"no answer began within {limit}", **where) from None
+        except TooLarge as exc:
+            raise ResponseFormatError(str(exc), **where) from None
         except httpx.TimeoutException as exc:
             raise TransportError(f"timed out ({type(exc).__name__})", **where) from None
         except httpx.RemoteProtocolError as exc:
@@ -189,7 +214,7 @@ class Client:
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
         if response.is_success:
             try:
-                return parse(response.content)
+                return parse(content)
             except ResponseFormatError as exc:  # parsed, but not the documented envelope (a paginator's check)
                 request_id = request_id_of(response, None, self.redact)
                 raise ResponseFormatError(self.redact(exc.reason), request_id=request_id, **where) from None
@@ -197,7 +222,7 @@ class Client:
                 reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
                 request_id = request_id_of(response, None, self.redact)
                 raise ResponseFormatError(self.redact(f"the answer {reason}"), request_id=request_id, **where) from None
-        error = _error_from_response(response, method, "/" + path, self.redact, attempts=attempt)
+        error = _error_from_response(response, method, "/" + path, self.redact, attempts=attempt, content=content)
         if isinstance(error, RateLimitError):
             self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
         raise error
@@ -594,6 +619,14 @@ def _bad_page(empty: Page) -> Iterator[None]:
         raise BadPageError(exc, page) from None
 
 
+def _text(content: bytes, charset: str | None) -> str:
+    """A body as text in its declared charset (UTF-8 when none, or one Python does not know), never failing."""
+    try:
+        return content.decode(charset or "utf-8", "replace")
+    except LookupError:
+        return content.decode("utf-8", "replace")
+
+
 def _cut_short(exc: httpx.RemoteProtocolError) -> bool:
     """Whether the connection closed part-way through the body (h11: "peer closed connection without sending
     complete message body"), as opposed to before any answer."""
@@ -637,22 +670,25 @@ def _error_from_response(
     redact: Callable[[str], str] = lambda text: text,
     *,
     attempts: int = 1,
+    content: bytes | None = None,
 ) -> ApiError:
     """Map a non-2xx answer to its typed error, complete: the ``ApplicationError`` body when there is one, the
     request id, ``Retry-After``, and which attempt this was.
 
     ``redact`` removes the key from the service's message or body before it is kept (some proxies echo it)."""
     error_type = code = message = None
+    content = response.content if content is None else content
     try:
-        body = orjson.loads(response.content) if response.content else None
+        body = orjson.loads(content) if content else None
     except (orjson.JSONDecodeError, RecursionError):
         body = None
     if isinstance(body, dict):
         error_type = redact(body["type"]) if isinstance(body.get("type"), str) else None
         code = redact(body["code"]) if isinstance(body.get("code"), str) else None
         message = redact(body["message"]) if isinstance(body.get("message"), str) else None
-    elif response.content:
-        message = redact(response.text)[:200]  # redacted before it is cut: a cut could split the key
+    elif content:
+        # redacted before it is cut: a cut could split the key
+        message = redact(_text(content, response.charset_encoding))[:200]
     cls = api_error_class(response.status_code, error_type)
     return cls(
         status=response.status_code,

@@ -1,0 +1,140 @@
+"""A sync against what a real network, a real service and a real machine produce (issue 28), over real HTTP on
+127.0.0.1 with tests/hostile.py's server: a body that trickles, one channel that refuses, a record fetched by id that
+comes back wrong, a gzip bomb, ids that are not path segments. Expected rows come from the server's own generated
+organisation; no assert is about time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TEST_KEY
+from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, Defects, HostileServer, Org
+from toolkit.api import Client
+from toolkit.api.retry import RetryPolicy
+from toolkit.config import Settings
+from toolkit.loader import SyncResult, sync
+from toolkit.warehouse import Warehouse
+
+ORG = Org()
+EVENTS = len(ORG.events[ORG.target])
+
+
+def policy(deadline: float = 10.0) -> RetryPolicy:
+    return RetryPolicy(attempts=2, initial=0.01, maximum=0.02, floor=0.01, deadline=deadline)
+
+
+def run(server: HostileServer, path, *, deadline: float = 10.0, workers: int | None = None, **client) -> SyncResult:
+    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+    with Client(server.base_url, TEST_KEY, retry=policy(deadline), **client) as c:
+        return sync(settings, client=c, quiet=True, workers=workers)
+
+
+def rows(path, sql: str, *args) -> list[tuple]:
+    with Warehouse(path, read_only=True) as wh:
+        return wh.con.execute(sql, list(args)).fetchall()
+
+
+def per_channel(path, table: str) -> dict[str, int]:
+    return dict(rows(path, f"SELECT channel_id, count(*) FROM {table} GROUP BY ALL"))
+
+
+def others_whole(path, table: str) -> None:
+    want = {"events": ORG.events, "operations": ORG.operations, "queries": ORG.queries}[table]
+    got = per_channel(path, table)
+    assert {c: n for c, n in got.items() if c != ORG.target} == {c: len(v) for c, v in want.items() if c != ORG.target}
+
+
+# ---- 1. a body that trickles ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_trickling_event_page_ends_at_the_deadline_and_the_rest_is_synced(workers, tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    defects = Defects(trickle_page=True, trickle_interval=0.05, trickle_seconds=120)
+    with HostileServer(TEST_KEY, defects) as server:
+        result = run(server, path, deadline=1.0, workers=workers)
+        assert server.trickles["started"] >= 1 and server.trickles["finished"] == 0
+    assert result.outcome == "partial", result.summary()
+    asked = f"/channels/{ORG.target}/events?limit=200&offset={BAD_EVENT_OFFSET}"
+    assert any(asked in p and "deadline of 1 s" in p for p in result.problems), result.problems
+    assert result.gaps == {ORG.target: [[BAD_EVENT_OFFSET, BAD_EVENT_OFFSET + 199]]}
+    stored = rows(path, 'SELECT count(*) FROM events WHERE channel_id = ? AND "offset" BETWEEN 200 AND 399', ORG.target)
+    assert stored == [(0,)] and per_channel(path, "events")[ORG.target] == EVENTS - 200
+    others_whole(path, "events")
+    others_whole(path, "operations")
+
+
+def test_a_trickling_operations_page_stops_that_stream_only(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    defects = Defects(trickle_page=True, bad_page_kind="operations", trickle_interval=0.05, trickle_seconds=120)
+    with HostileServer(TEST_KEY, defects) as server:
+        result = run(server, path, deadline=1.0, workers=4)
+    assert result.outcome == "partial", result.summary()
+    asked = f"/channels/{ORG.target}/operations?limit=100&offset={BAD_OPERATIONS_OFFSET}"
+    assert any(asked in p and "sent too slowly" in p for p in result.problems), result.problems
+    others_whole(path, "operations")
+    others_whole(path, "queries")
+
+
+def _start_sync(base_url: str, path, *extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    env |= {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": base_url, "CHAINOPS_WAREHOUSE": str(path)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "sync", "--quiet", *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("workers", ["1", "4"])
+def test_the_first_sigterm_stops_a_sync_waiting_for_a_trickling_body(workers, tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    defects = Defects(trickle_page=True, trickle_interval=0.5, trickle_seconds=600)
+    with HostileServer(TEST_KEY, defects) as server:
+        proc = _start_sync(server.base_url, path, "--workers", workers)
+        try:
+            server_saw = server.stopping.wait  # a wait that ends early only if the server stops
+            while not server.trickles["started"] and proc.poll() is None:
+                server_saw(0.05)
+            assert proc.poll() is None, proc.communicate()
+            proc.send_signal(signal.SIGTERM)  # once
+            _, err = proc.communicate(timeout=90)  # a hang guard, not a measure: the trickle lasts 600 s
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert server.trickles["finished"] == 0  # it stopped while the body was still coming
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    assert rows(path, "SELECT outcome FROM sync_runs") == [("interrupted",)]
+
+
+# ---- 5. an answer that expands without bound ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["events", "operations"])
+def test_a_gzip_bomb_fails_its_page_cleanly_and_the_rest_is_synced(kind, tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    with HostileServer(TEST_KEY, Defects(gzip_bomb_page=True, bad_page_kind=kind, bomb_bytes=2**30)) as server:
+        result = run(server, path, workers=1)
+    assert result.outcome == "partial", result.summary()
+    offset = BAD_EVENT_OFFSET if kind == "events" else BAD_OPERATIONS_OFFSET
+    asked = f"/channels/{ORG.target}/{kind}?limit={200 if kind == 'events' else 100}&offset={offset}"
+    assert any(asked in p and "67,108,864 bytes decoded" in p for p in result.problems), result.problems
+    others_whole(path, "events")
+    others_whole(path, "operations")
+
+
+def test_the_cap_is_the_clients_own_setting(tmp_path) -> None:
+    # the same server, no bomb: a cap below a real page refuses it; this shows the cap counts decoded bytes
+    path = tmp_path / "wh.duckdb"
+    with HostileServer(TEST_KEY, Defects(gzip_bomb_page=True, bomb_bytes=0)) as server:
+        result = run(server, path, workers=1, max_body_bytes=20_000)
+    assert result.outcome == "partial"
+    assert any("20,000 bytes decoded" in p for p in result.problems), result.problems
