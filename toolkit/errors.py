@@ -184,11 +184,12 @@ class ResponseFormatError(TransportError):
 
 class BadPageError(ResponseFormatError):
     """A page of a list that could not be read even after the retries (invalid UTF-8, absurd nesting, a body cut
-    short every time, not the documented envelope). ``page`` is an empty page naming the request and the problem,
-    which a loader records as a gap before going on with the other streams. Still ``transient``: the retries are
+    short every time, not the documented envelope), or one channel's list that the service refused (a status of
+    ``spec.CHANNEL_REFUSED_STATUSES``). ``page`` is an empty page naming the request and the problem, which a
+    loader records before going on with the other streams. Still ``transient``: the retries are
     spent, but the same page may be readable on a later run."""
 
-    def __init__(self, error: TransportError, page: Any) -> None:
+    def __init__(self, error: TransportError | ApiError, page: Any) -> None:
         self.page = page
         self.method, self.path, self.attempts, self.reason = error.method, error.path, error.attempts, page.problem
         self.request_id = error.request_id

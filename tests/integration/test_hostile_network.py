@@ -138,3 +138,27 @@ def test_the_cap_is_the_clients_own_setting(tmp_path) -> None:
         result = run(server, path, workers=1, max_body_bytes=20_000)
     assert result.outcome == "partial"
     assert any("20,000 bytes decoded" in p for p in result.problems), result.problems
+
+
+# ---- 2. one channel refused --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [403, 404, 409, 410, 451])
+@pytest.mark.parametrize("kinds", [("watchers",), ("operations", "queries"), ("events",)])
+def test_one_refused_channel_is_a_problem_and_every_other_channel_is_synced(status, kinds, tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    defects = Defects(channel_refused=frozenset(kinds), channel_refused_status=status)
+    with HostileServer(TEST_KEY, defects) as server:
+        first = run(server, path, workers=1)
+        second = run(server, path, workers=4)  # every run, in either mode
+    for result in (first, second):
+        assert result.outcome == "partial", result.summary()
+        for kind in kinds:
+            named = [p for p in result.problems if f"/channels/{ORG.target}/{kind}" in p and f"answered {status}" in p]
+            assert named, result.problems
+    for table in ("events", "operations", "queries"):
+        others_whole(path, table)
+    if "events" not in kinds:
+        assert per_channel(path, "events")[ORG.target] == EVENTS
+    if "operations" not in kinds:
+        assert per_channel(path, "operations")[ORG.target] == len(ORG.operations[ORG.target])

@@ -617,6 +617,18 @@ def _bad_page(empty: Page) -> Iterator[None]:
         tries = f" (after {exc.attempts} attempts)" if exc.attempts > 1 else ""
         page = replace(empty, problem=f"the page cannot be read: {exc.reason}{tries}", unreadable=True)
         raise BadPageError(exc, page) from None
+    except ApiError as exc:
+        if exc.status not in spec.CHANNEL_REFUSED_STATUSES or not _channel_scoped(empty.path):
+            raise
+        # the channel was listed, then refused (deleted since, forbidden...): that channel's stream stops, not the run
+        said = str(exc).removeprefix(f"{exc.method} {exc.path} ")
+        page = replace(empty, problem=f"the channel's {empty.path.rsplit('/', 1)[-1]} were refused: {said}")
+        raise BadPageError(exc, page) from None
+
+
+def _channel_scoped(path: str) -> bool:
+    """Whether ``path`` is one channel's resource list (``channels/{id}/...``), not the channel list itself."""
+    return path.lstrip("/").startswith("channels/") and path.strip("/").count("/") >= 2
 
 
 def _text(content: bytes, charset: str | None) -> str:
