@@ -5,6 +5,7 @@ organisation; no assert is about time."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import sys
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, Defects, HostileServer, Org
+from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, BAD_RECORD_INDEX, Defects, HostileServer, Org
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings
@@ -162,3 +163,49 @@ def test_one_refused_channel_is_a_problem_and_every_other_channel_is_synced(stat
         assert per_channel(path, "events")[ORG.target] == EVENTS
     if "operations" not in kinds:
         assert per_channel(path, "operations")[ORG.target] == len(ORG.operations[ORG.target])
+
+
+# ---- 3. a record fetched by id that comes back wrong --------------------------------------------------------------
+
+BAD = ORG.operations[ORG.target][BAD_RECORD_INDEX]["operation_id"]
+OTHER = ORG.operations[ORG.channel_list[1]["channel_id"]][0]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[]", b"42", b'"hello"', b"true", b"", b"null", b"{}", json.dumps(OTHER).encode()],
+    ids=["list", "number", "string", "true", "empty", "null", "no-id", "another-record"],
+)
+def test_a_record_fetched_by_id_that_comes_back_wrong_stays_queued_and_is_named(body, tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    # the operations pass stops at a bad page, so the target's operation #BAD_RECORD_INDEX is fetched by id
+    defects = Defects(truncated_page=True, bad_page_kind="operations", record_body=body)
+    with HostileServer(TEST_KEY, defects) as server:
+        first = run(server, path)
+        asked_once = server.asked[("operations", ORG.target, "")]
+        second = run(server, path)
+        asked_twice = server.asked[("operations", ORG.target, "")]
+    for result in (first, second):
+        assert result.outcome == "partial", result.summary()
+        assert any(f"GET /channels/{ORG.target}/operations/{BAD}" in p for p in result.problems), result.problems
+        assert not any(BAD in r for r in result.rejected), result.rejected  # not taken for a 404
+    assert rows(path, "SELECT id FROM sync_refetch") == [(BAD,)]  # still queued
+    assert asked_twice > asked_once  # and asked again by the next run
+    assert rows(path, "SELECT count(*) FROM operations WHERE operation_id = ?", BAD) == [(0,)]
+    # another record in the answer is not stored as the one asked for, nor moved to the asking channel
+    other_channel = ORG.channel_list[1]["channel_id"]
+    assert rows(path, "SELECT channel_id FROM operations WHERE operation_id = ?", OTHER["operation_id"]) == [
+        (other_channel,)
+    ]
+    want = {c: len(o) for c, o in ORG.operations.items()}
+    assert per_channel(path, "operations") == {**want, ORG.target: want[ORG.target] - 1}
+
+
+def test_only_a_404_drops_a_queued_record(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    org = Org()
+    gone = org.operations[org.target].pop(BAD_RECORD_INDEX)  # listed by no page, named by its events: 404 by id
+    with HostileServer(TEST_KEY, Defects(), org) as server:
+        result = run(server, path)
+    assert any(gone["operation_id"] in r and "404" in r for r in result.rejected), result.rejected
+    assert rows(path, "SELECT id FROM sync_refetch") == []

@@ -465,7 +465,9 @@ class Client:
 
     def get_watcher(self, channel_id: str, watcher_id: str) -> Watcher:
         """``GET /channels/{id}/watchers/{watcher_id}``: the full watcher."""
-        return self.request("GET", f"channels/{channel_id}/watchers/{watcher_id}")
+        return self.request(
+            "GET", f"channels/{channel_id}/watchers/{watcher_id}", parse=_record_parse("watcher_id", watcher_id)
+        )
 
     def create_watcher(self, channel_id: str, body: Mapping[str, Any]) -> Watcher:
         """``POST /channels/{id}/watchers`` from a service or an ABI: a watcher in ``pending``."""
@@ -503,8 +505,12 @@ class Client:
             yield from cast(list[Operation], page.records)
 
     def get_operation(self, channel_id: str, operation_id: str) -> Operation:
-        """``GET /channels/{id}/operations/{operation_id}``."""
-        return self.request("GET", f"channels/{channel_id}/operations/{operation_id}")
+        """``GET /channels/{id}/operations/{operation_id}``. An answer that is not that record (not an object, or
+        another ``operation_id``) is a malformed answer (:class:`~toolkit.errors.ResponseFormatError`), retried;
+        the same holds for :meth:`get_query` and :meth:`get_watcher`."""
+        return self.request(
+            "GET", f"channels/{channel_id}/operations/{operation_id}", parse=_record_parse("operation_id", operation_id)
+        )
 
     def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
         """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``).
@@ -546,7 +552,9 @@ class Client:
 
     def get_query(self, channel_id: str, query_id: str) -> Query:
         """``GET /channels/{id}/queries/{query_id}``."""
-        return self.request("GET", f"channels/{channel_id}/queries/{query_id}")
+        return self.request(
+            "GET", f"channels/{channel_id}/queries/{query_id}", parse=_record_parse("query_id", query_id)
+        )
 
     def create_query(self, channel_id: str, body: Mapping[str, Any]) -> QueryAccepted:
         """``POST /channels/{id}/queries`` (202): ``{query_id, status}``; same ``idempotency_key`` = same query."""
@@ -588,6 +596,26 @@ def _checked_parse(parse: Callable[[bytes], Any], check: Callable[[Any], object]
         return body
 
     return parse_and_check
+
+
+def _record_parse(field: str, wanted: str) -> Callable[[bytes], Any]:
+    """The JSON parse of one record fetched by id, checked to be that record: an object whose ``field`` is
+    ``wanted`` (an empty body, ``null``, ``[]``, ``42`` or another record is a malformed answer, never stored)."""
+
+    def check(body: Any) -> None:
+        if not isinstance(body, dict):
+            shown = "an empty body" if body is None else f"a JSON {type(body).__name__} ({_short(body)})"
+            raise ResponseFormatError(f"the answer is {shown}, not the record asked for")
+        if body.get(field) != wanted:
+            raise ResponseFormatError(f"the answer is another record ({field} {_short(body.get(field))})")
+
+    return _checked_parse(_parse_json, check)
+
+
+def _short(value: Any) -> str:
+    """A value from the service as a message shows it: its repr, at most 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _list_parse(path: str, *, keys: tuple[str, ...] = ("data",)) -> Callable[[bytes], Any]:
