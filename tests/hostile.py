@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 T0 = 1_795_000_000
 ETHEREUM = "5009297550715157269"
@@ -94,6 +94,8 @@ class Org:
     channels: int = 3
     operations_per_channel: int = 120
     queries_per_channel: int = 30
+    #: Ids for the first channels in place of generated ones (hostile ids: ``../../networks``, ``x?y=1``, ...).
+    channel_ids: tuple[str, ...] = ()
     networks: list[dict[str, Any]] = field(default_factory=list)
     channel_list: list[dict[str, Any]] = field(default_factory=list)
     wallets: list[dict[str, Any]] = field(default_factory=list)
@@ -132,7 +134,7 @@ class Org:
             }
         ]
         for c in range(self.channels):
-            cid = _id("channel", c)
+            cid = self.channel_ids[c] if c < len(self.channel_ids) else _id("channel", c)
             self.channel_list.append(
                 {"channel_id": cid, "name": f"hostile-{c}", "status": "active", "created_at": T0 + c}
             )
@@ -224,6 +226,7 @@ class HostileServer(_LoopbackServer):
         self.counts: Counter[str] = Counter()
         self.asked: Counter[tuple[str, str, str]] = Counter()  # (kind, channel, offset) of each list request
         self.trickles: Counter[str] = Counter()
+        self.paths: list[str] = []  # every path asked for, as sent (percent-encoded)
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._serve(_handler(self))
@@ -260,7 +263,9 @@ class HostileServer(_LoopbackServer):
 
     def answer(self, path: str, query: dict[str, list[str]], auth: str) -> tuple[int, str, bytes]:
         """``(status, content type, body)`` for a GET."""
-        parts = [p for p in path.split("/") if p][1:]  # without "v1"
+        with self._lock:
+            self.paths.append(path)
+        parts = [unquote(p) for p in path.split("/") if p][1:]  # without "v1"; each segment decoded
         kind = parts[-1] if len(parts) in (1, 3) else parts[-2]
         params = {k: v[-1] for k, v in query.items()}
         with self._lock:

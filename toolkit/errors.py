@@ -19,6 +19,7 @@ built complete by its constructor: attributes and message agree from the start.
     │   ├── ConflictError               409 CONFLICT (code names the guard)
     │   ├── RateLimitError              429 (transient: retried)
     │   └── ServerError                 5xx / INTERNAL_ERROR (transient: retried)
+    ├── InvalidIdError                  an id from the service that cannot be sent as one path segment
     ├── TransportError                  no usable answer: connection refused or dropped, timeout, truncated body
     │   └── ResponseFormatError         a 2xx body that is not the documented JSON envelope
     │       └── BadPageError            a list page unreadable after the retries (carries the request as a page)
@@ -145,6 +146,16 @@ class ServerError(ApiError):
 
     transient = True
     hint = "The service failed on its side; run again later (the sync resumes where it stopped)."
+
+
+class InvalidIdError(ChainopsError):
+    """An id (from the service) that cannot be placed in a request's path as one segment: empty, ``.``, ``..``, or
+    not encodable. Nothing is sent for it; ``value`` is the id as it came."""
+
+    def __init__(self, value: str, why: str) -> None:
+        self.value = value
+        shown = repr(value) if len(value) <= 80 else repr(value[:79]) + "…"
+        super().__init__(f"The id {shown} cannot be sent as one path segment ({why}); nothing was asked for it.")
 
 
 class TransportError(ChainopsError):

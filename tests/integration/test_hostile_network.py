@@ -209,3 +209,28 @@ def test_only_a_404_drops_a_queued_record(tmp_path) -> None:
         result = run(server, path)
     assert any(gone["operation_id"] in r and "404" in r for r in result.rejected), result.rejected
     assert rows(path, "SELECT id FROM sync_refetch") == []
+
+
+# ---- 6. ids that are not path segments ----------------------------------------------------------------------------
+
+HOSTILE_IDS = ("../../networks", "x?y=1", "x#frag", "a/b%2Fc")
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_ids_are_sent_as_one_path_segment_and_an_id_that_cannot_be_one_is_a_problem(workers, tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    org = Org(channels=6, channel_ids=(*HOSTILE_IDS, ".."))
+    with HostileServer(TEST_KEY, org=org) as server:
+        result = run(server, path, workers=workers)
+        sent = list(server.paths)
+    assert result.outcome == "partial", result.summary()
+    assert any("'..'" in p and "path segment" in p for p in result.problems), result.problems
+    # every request stayed under /v1, inside its own channel's path
+    assert all(p.startswith("/v1/") for p in sent), [p for p in sent if not p.startswith("/v1/")]
+    assert [p for p in sent if p.startswith("/v1/networks")] == ["/v1/networks"]
+    assert not any(p.startswith("/v1/channels/../") or p.startswith("/v1/channels/%2E%2E/") for p in sent)
+    # each hostile but encodable id is its own channel, synced whole; '..' nothing but its channel row
+    for table, want in (("events", org.events), ("operations", org.operations), ("queries", org.queries)):
+        got = per_channel(path, table)
+        assert {c: got.get(c, 0) for c in want} == {**{c: len(v) for c, v in want.items()}, "..": 0}, table
+    assert ("..",) in rows(path, "SELECT channel_id FROM channels")

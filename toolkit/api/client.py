@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -28,6 +29,7 @@ from ..config import Secret, Settings, check_api_key, check_base_url, redact
 from ..errors import (
     ApiError,
     BadPageError,
+    InvalidIdError,
     RateLimitError,
     ResponseFormatError,
     TransportError,
@@ -292,7 +294,7 @@ class Client:
 
         Offsets that go backwards end the walk with a :attr:`~Page.problem` on the last page; a page that cannot be
         read raises :class:`BadPageError`."""
-        path = f"channels/{channel_id}/events" + ("/search" if search else "")
+        path = f"channels/{segment(channel_id)}/events" + ("/search" if search else "")
         return self.paginate(EventCursorPaginator(path, filters, limit=limit, start=start))
 
     def event_wire_pages(
@@ -314,7 +316,7 @@ class Client:
         offsets are a contiguous sequence, so the page after ``offset`` starts at ``offset + limit``), up to the
         offset ``until`` when it is known (the channel's newest; or a function telling it, asked once a page comes back
         full); the pages and their order are the same."""
-        pager = WireEventPaginator(f"channels/{channel_id}/events", {}, limit=limit, start=start)
+        pager = WireEventPaginator(f"channels/{segment(channel_id)}/events", {}, limit=limit, start=start)
         return self.paginate(pager, pool=pool, until=until)
 
     @contextlib.contextmanager
@@ -386,7 +388,7 @@ class Client:
 
     def get_wallet(self, wallet_id: str) -> Wallet:
         """``GET /wallets/{id}``."""
-        return self.request("GET", f"wallets/{wallet_id}")
+        return self.request("GET", f"wallets/{segment(wallet_id)}")
 
     def create_wallet(self, body: Mapping[str, Any]) -> Wallet:
         """``POST /wallets``: a new wallet in ``pending``."""
@@ -394,7 +396,7 @@ class Client:
 
     def update_wallet(self, wallet_id: str, body: Mapping[str, Any]) -> Wallet:
         """``PATCH /wallets/{id}``: rename, describe, or archive (``{"status": "archived"}``)."""
-        return self.request("PATCH", f"wallets/{wallet_id}", json_body=dict(body))
+        return self.request("PATCH", f"wallets/{segment(wallet_id)}", json_body=dict(body))
 
     def rename_wallet(self, wallet_id: str, name: str) -> Wallet:
         """Rename a wallet (names are unique within the organisation)."""
@@ -421,7 +423,7 @@ class Client:
 
     def get_channel(self, channel_id: str) -> Channel:
         """``GET /channels/{id}``."""
-        return self.request("GET", f"channels/{channel_id}")
+        return self.request("GET", f"channels/{segment(channel_id)}")
 
     def create_channel(self, name: str, description: str | None = None) -> Channel:
         """``POST /channels``."""
@@ -430,7 +432,7 @@ class Client:
 
     def update_channel(self, channel_id: str, body: Mapping[str, Any]) -> Channel:
         """``PATCH /channels/{id}``: rename, describe or archive."""
-        return self.request("PATCH", f"channels/{channel_id}", json_body=dict(body))
+        return self.request("PATCH", f"channels/{segment(channel_id)}", json_body=dict(body))
 
     def rename_channel(self, channel_id: str, name: str) -> Channel:
         """Rename a channel."""
@@ -452,7 +454,7 @@ class Client:
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/watchers`` (summaries; archived too unless ``status`` says otherwise)."""
         return self.offset_pages(
-            f"channels/{channel_id}/watchers",
+            f"channels/{segment(channel_id)}/watchers",
             {"status": status, **filters},
             limit=spec.PAGE_LIMITS["watchers"].maximum,
             pool=pool,
@@ -465,17 +467,17 @@ class Client:
 
     def get_watcher(self, channel_id: str, watcher_id: str) -> Watcher:
         """``GET /channels/{id}/watchers/{watcher_id}``: the full watcher."""
-        return self.request(
-            "GET", f"channels/{channel_id}/watchers/{watcher_id}", parse=_record_parse("watcher_id", watcher_id)
-        )
+        path = f"channels/{segment(channel_id)}/watchers/{segment(watcher_id)}"
+        return self.request("GET", path, parse=_record_parse("watcher_id", watcher_id))
 
     def create_watcher(self, channel_id: str, body: Mapping[str, Any]) -> Watcher:
         """``POST /channels/{id}/watchers`` from a service or an ABI: a watcher in ``pending``."""
-        return self.request("POST", f"channels/{channel_id}/watchers", json_body=dict(body))
+        return self.request("POST", f"channels/{segment(channel_id)}/watchers", json_body=dict(body))
 
     def update_watcher(self, channel_id: str, watcher_id: str, body: Mapping[str, Any]) -> Watcher:
         """``PATCH`` a watcher: rename (200) or archive (202, ``archiving``)."""
-        return self.request("PATCH", f"channels/{channel_id}/watchers/{watcher_id}", json_body=dict(body))
+        path = f"channels/{segment(channel_id)}/watchers/{segment(watcher_id)}"
+        return self.request("PATCH", path, json_body=dict(body))
 
     def rename_watcher(self, channel_id: str, watcher_id: str, name: str) -> Watcher:
         """Rename a watcher (names are unique within the channel)."""
@@ -492,7 +494,7 @@ class Client:
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/operations`` (filters: status, chain_selector, address, wallet_id, ...)."""
         return self.offset_pages(
-            f"channels/{channel_id}/operations",
+            f"channels/{segment(channel_id)}/operations",
             filters,
             limit=spec.PAGE_LIMITS["operations"].maximum,
             start=start,
@@ -508,9 +510,8 @@ class Client:
         """``GET /channels/{id}/operations/{operation_id}``. An answer that is not that record (not an object, or
         another ``operation_id``) is a malformed answer (:class:`~toolkit.errors.ResponseFormatError`), retried;
         the same holds for :meth:`get_query` and :meth:`get_watcher`."""
-        return self.request(
-            "GET", f"channels/{channel_id}/operations/{operation_id}", parse=_record_parse("operation_id", operation_id)
-        )
+        path = f"channels/{segment(channel_id)}/operations/{segment(operation_id)}"
+        return self.request("GET", path, parse=_record_parse("operation_id", operation_id))
 
     def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
         """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``).
@@ -518,18 +519,20 @@ class Client:
         The service answers an ``OperationResponse`` (:class:`~toolkit.api.resources.OperationResponse`) holding only
         that id; fetch the record with :meth:`get_operation`.
         """
-        answer = self.request("POST", f"channels/{channel_id}/operations", json_body=dict(body))
+        answer = self.request("POST", f"channels/{segment(channel_id)}/operations", json_body=dict(body))
         return str(answer["operation_id"])
 
     def finalize_operation(self, channel_id: str, operation_id: str, *, signature: str, digest: str) -> Operation:
         """Finalize a draft: ``PATCH`` with ``status=accepted``, ``signature`` and ``digest``."""
         body = {"status": "accepted", "signature": signature, "digest": digest}
-        return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
+        path = f"channels/{segment(channel_id)}/operations/{segment(operation_id)}"
+        return self.request("PATCH", path, json_body=body)
 
     def cancel_operation(self, channel_id: str, operation_id: str) -> Operation:
         """Cancel a draft: ``PATCH`` with ``status=cancelled``."""
         body = {"status": "cancelled"}
-        return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
+        path = f"channels/{segment(channel_id)}/operations/{segment(operation_id)}"
+        return self.request("PATCH", path, json_body=body)
 
     # ---- queries --------------------------------------------------------------------------------------------
 
@@ -538,7 +541,7 @@ class Client:
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/queries`` (filters: status, query_kind, chain_selector)."""
         return self.offset_pages(
-            f"channels/{channel_id}/queries",
+            f"channels/{segment(channel_id)}/queries",
             filters,
             limit=spec.PAGE_LIMITS["queries"].maximum,
             start=start,
@@ -552,19 +555,18 @@ class Client:
 
     def get_query(self, channel_id: str, query_id: str) -> Query:
         """``GET /channels/{id}/queries/{query_id}``."""
-        return self.request(
-            "GET", f"channels/{channel_id}/queries/{query_id}", parse=_record_parse("query_id", query_id)
-        )
+        path = f"channels/{segment(channel_id)}/queries/{segment(query_id)}"
+        return self.request("GET", path, parse=_record_parse("query_id", query_id))
 
     def create_query(self, channel_id: str, body: Mapping[str, Any]) -> QueryAccepted:
         """``POST /channels/{id}/queries`` (202): ``{query_id, status}``; same ``idempotency_key`` = same query."""
-        return self.request("POST", f"channels/{channel_id}/queries", json_body=dict(body))
+        return self.request("POST", f"channels/{segment(channel_id)}/queries", json_body=dict(body))
 
     # ---- events ---------------------------------------------------------------------------------------------
 
     def poll_events(self, channel_id: str, *, offset: int | None = None, limit: int = 200) -> EventPage:
         """``GET /channels/{id}/events``: newest first without ``offset``; from message ``offset`` forward with it."""
-        path = f"channels/{channel_id}/events"
+        path = f"channels/{segment(channel_id)}/events"
         params = {"limit": limit, "offset": offset}
         body = self.request("GET", path, params=params, parse=_list_parse(path, keys=EVENT_KEYS))
         page = unwrap_list(body, path, params, keys=EVENT_KEYS)
@@ -572,14 +574,37 @@ class Client:
 
     def search_events(self, channel_id: str, **filters: Any) -> EventPage:
         """One page of ``GET /channels/{id}/events/search`` (filters: type, created.gte, status, ...)."""
-        path = f"channels/{channel_id}/events/search"
+        path = f"channels/{segment(channel_id)}/events/search"
         body = self.request("GET", path, params=filters, parse=_list_parse(path, keys=EVENT_KEYS))
         page = unwrap_list(body, path, filters, keys=EVENT_KEYS)
         return EventPage(page.records, page.has_more, path, page.params)
 
     def get_event(self, channel_id: str, event_id: str) -> Event:
         """``GET /channels/{id}/events/search/{event_id}``."""
-        return self.request("GET", f"channels/{channel_id}/events/search/{event_id}")
+        return self.request("GET", f"channels/{segment(channel_id)}/events/search/{segment(event_id)}")
+
+
+def segment(value: str) -> str:
+    """``value`` (an id) escaped as one path segment: ``/``, ``?``, ``#``, ``%`` and every other reserved character
+    percent-encoded, so an id can never reach another path (``../../networks``) or become a query or fragment.
+    Raises :class:`~toolkit.errors.InvalidIdError` for an id that cannot be a segment at all: empty, ``.``, ``..``,
+    or not encodable as UTF-8 (a lone surrogate)."""
+    text = str(value)
+    if text in ("", ".", ".."):
+        raise InvalidIdError(text, "a path segment cannot be empty, '.' or '..'")
+    try:
+        return quote(text, safe="")
+    except UnicodeEncodeError:
+        raise InvalidIdError(text, "it is not valid Unicode (a lone surrogate)") from None
+
+
+def is_segment(value: str) -> bool:
+    """Whether ``value`` can be sent as one path segment (see :func:`segment`)."""
+    try:
+        segment(value)
+    except InvalidIdError:
+        return False
+    return True
 
 
 def _parse_json(content: bytes) -> Any:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .. import spec
 from ..api import Client, Page
 from ..api.concurrency import RequestPool
-from ..errors import ApiError, NotFoundError, ResponseFormatError
+from ..errors import ApiError, InvalidIdError, NotFoundError, ResponseFormatError
 from ..warehouse import RejectedRecord, Warehouse, to_batch, transaction_records
 from .progress import Progress
 from .result import SyncResult
@@ -91,6 +91,9 @@ class FetchContext:
                 return None
             except ResponseFormatError as exc:
                 self.problem(f"{exc} (asked again next run)")
+                return UNREADABLE
+            except InvalidIdError as exc:  # nothing sent: it would leave its own path
+                self.problem(f"{exc} (GET of {key[1]!r} in channel {key[0]!r}; kept queued)")
                 return UNREADABLE
             except ApiError as exc:  # refused (403, 410, ...): not gone, so asked again; other channels go on
                 if exc.status not in spec.CHANNEL_REFUSED_STATUSES:
