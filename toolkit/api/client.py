@@ -114,6 +114,7 @@ class Client:
             trust_env=False,
         )
         self._lock = threading.Lock()
+        self._refusals_as_pages = 0
         self._paused_until = 0.0
         self.requests = 0
         self.retries = 0
@@ -140,6 +141,20 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextlib.contextmanager
+    def channel_refusals_as_bad_pages(self) -> Iterator[None]:
+        """While the block runs, a page of one channel's list (``channels/{id}/...``) that the service refuses with
+        a status of ``spec.CHANNEL_REFUSED_STATUSES`` (the channel deleted after it was listed, forbidden, gone)
+        raises :class:`BadPageError` naming the request, as an unreadable page does, instead of its
+        :class:`ApiError`: a sync then stops that channel's stream only. Outside it, the ApiError is raised."""
+        with self._lock:
+            self._refusals_as_pages += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._refusals_as_pages -= 1
 
     # ---- the one request seam -------------------------------------------------------------------------------
 
@@ -262,7 +277,7 @@ class Client:
         with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=parse) as send:
             while not paginator.done:
                 request = paginator.next_request()
-                with _bad_page(paginator.unreadable(request)):
+                with _bad_page(paginator.unreadable(request), refusals=self._refusals_as_pages > 0):
                     read = paginator.read(send(request), request)
                 yield paginator.turn(read, request)
 
@@ -659,9 +674,10 @@ _ID_FIELDS = {
 
 
 @contextlib.contextmanager
-def _bad_page(empty: Page) -> Iterator[None]:
+def _bad_page(empty: Page, *, refusals: bool = False) -> Iterator[None]:
     """Turn a page that cannot be read (after the retries) into a :class:`BadPageError` carrying ``empty``, the
-    page's request, marked unreadable with the reason."""
+    page's request, marked unreadable with the reason; with ``refusals``, a channel's list refused with a status of
+    ``spec.CHANNEL_REFUSED_STATUSES`` too (see :meth:`Client.channel_refusals_as_bad_pages`)."""
     try:
         yield
     except BadPageError:
@@ -671,7 +687,7 @@ def _bad_page(empty: Page) -> Iterator[None]:
         page = replace(empty, problem=f"the page cannot be read: {exc.reason}{tries}", unreadable=True)
         raise BadPageError(exc, page) from None
     except ApiError as exc:
-        if exc.status not in spec.CHANNEL_REFUSED_STATUSES or not _channel_scoped(empty.path):
+        if not refusals or exc.status not in spec.CHANNEL_REFUSED_STATUSES or not _channel_scoped(empty.path):
             raise
         # the channel was listed, then refused (deleted since, forbidden...): that channel's stream stops, not the run
         said = str(exc).removeprefix(f"{exc.method} {exc.path} ")

@@ -230,6 +230,7 @@ def sync(
     try:
         with (
             sync_lock(path),
+            client.channel_refusals_as_bad_pages(),  # one channel refused stops that channel, not the run
             _arrow_pool(SYNC_ARROW_POOL()),
             _gc_frozen(),
             UnitOfWork(open_warehouse, on_commit=committed) as uow,
