@@ -78,6 +78,8 @@ class Defects:
     #: The bad page sent gzip-encoded, a small body that expands to ``bomb_bytes`` of JSON whitespace and more.
     gzip_bomb_page: bool = False
     bomb_bytes: int = 2**30
+    #: The target's event offsets step by this much (0, 2, 4, ... for 2): holes that no re-read fills.
+    offset_step: int = 1
     #: The target channel's sub-paths of these kinds (watchers, operations, queries, events) answer this status with
     #: an ApplicationError (a channel deleted after the channel list was read, or refused to this key).
     channel_refused: frozenset[str] = frozenset()
@@ -317,9 +319,12 @@ class HostileServer(_LoopbackServer):
 
     def _altered(self, kind: str, cid: str, items: list[Any]) -> list[Any]:
         d = self.defects
-        if cid != self.org.target or not (d.huge_chain_selector_number or d.fractional_numbers):
+        if cid != self.org.target or not (d.huge_chain_selector_number or d.fractional_numbers or d.offset_step > 1):
             return items
         items = [json.loads(json.dumps(x)) for x in items]
+        if kind == "events" and d.offset_step > 1:
+            for i, event in enumerate(items):
+                event["headers"]["offset"] = i * d.offset_step
         if kind == "operations" and d.huge_chain_selector_number:
             items[0]["chain_selector"] = 2**64
         if kind == "operations" and d.fractional_numbers:
@@ -353,8 +358,10 @@ class HostileServer(_LoopbackServer):
         if "offset" not in params:  # newest first
             return 200, "application/json", _dumps({"events": events[::-1][:limit], "has_more": len(events) > limit})
         offset = int(params["offset"])
-        page = events[offset : offset + limit]
-        has_more = offset + limit < len(events)
+        step = self.defects.offset_step if cid == self.org.target else 1
+        first = -(-offset // step)  # the first event at or after the offset asked for
+        page = events[first : first + limit]
+        has_more = first + limit < len(events)
         d = self.defects
         if "events" in d.has_more_forever:
             has_more = True

@@ -234,3 +234,42 @@ def test_ids_are_sent_as_one_path_segment_and_an_id_that_cannot_be_one_is_a_prob
         got = per_channel(path, table)
         assert {c: got.get(c, 0) for c in want} == {**{c: len(v) for c, v in want.items()}, "..": 0}, table
     assert ("..",) in rows(path, "SELECT channel_id FROM channels")
+
+
+# ---- 7. holes that never fill -------------------------------------------------------------------------------------
+
+
+def event_requests(server: HostileServer) -> dict[str, int]:
+    """Event requests per channel so far (poll pages, newest-first polls and the gap pass's pages)."""
+    out: dict[str, int] = {}
+    for (kind, cid, _), n in server.asked.items():
+        if kind == "events":
+            out[cid] = out.get(cid, 0) + n
+    return out
+
+
+def test_holes_confirmed_empty_cost_a_page_not_a_request_each_and_are_not_read_again(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    holes = EVENTS - 1  # offsets 1, 3, ..., 2 * EVENTS - 3
+    other = ORG.channel_list[1]["channel_id"]
+    with HostileServer(TEST_KEY, Defects(offset_step=2)) as server:
+        first = run(server, path)
+        after_first = event_requests(server)
+        second = run(server, path)
+        after_second = event_requests(server)
+        settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+        with Client(server.base_url, TEST_KEY, retry=policy()) as c:
+            full = sync(settings, client=c, quiet=True, full=True)
+    # the first run reads the holes a page at a time (not one request each) and reports them
+    assert first.outcome == "partial" and len(first.gaps[ORG.target]) == holes
+    pages = -(-EVENTS // 200)
+    assert after_first[ORG.target] <= after_first[other] + pages + 1, (after_first, pages)
+    saved = rows(path, "SELECT cursor FROM sync_state WHERE stream = ?", f"holes_confirmed_empty:{ORG.target}")
+    assert [h[:2] for h in json.loads(saved[0][0])["holes"]] == [[2 * i + 1, 2 * i + 1] for i in range(holes)]
+    # the next run asks no more for the channel with holes than for one without, and is no longer partial
+    second_asked = {c: after_second[c] - after_first[c] for c in after_second}
+    assert second_asked[ORG.target] == second_asked[other], second_asked
+    assert second.outcome == "ok" and second.gaps == {}, second.summary()
+    # --full reads them again
+    assert len(full.gaps[ORG.target]) == holes
+    assert per_channel(path, "events")[ORG.target] == EVENTS
