@@ -98,6 +98,8 @@ class Org:
     queries_per_channel: int = 30
     #: Ids for the first channels in place of generated ones (hostile ids: ``../../networks``, ``x?y=1``, ...).
     channel_ids: tuple[str, ...] = ()
+    #: The second channel's first ``shared_ids`` operations and queries carry the first channel's ids.
+    shared_ids: int = 0
     networks: list[dict[str, Any]] = field(default_factory=list)
     channel_list: list[dict[str, Any]] = field(default_factory=list)
     wallets: list[dict[str, Any]] = field(default_factory=list)
@@ -144,7 +146,7 @@ class Org:
             for i in range(self.operations_per_channel):
                 created = T0 + 100 + i * 10
                 op = {
-                    "operation_id": _id("op", c, i),
+                    "operation_id": _id("op", 0 if c == 1 and i < self.shared_ids else c, i),
                     "status": OPERATION_STEPS[-1],
                     "chain_selector": ETHEREUM,
                     "address": wallet_address,
@@ -176,7 +178,7 @@ class Org:
             self.events[cid] = events
             self.queries[cid] = [
                 {
-                    "query_id": _id("query", c, q),
+                    "query_id": _id("query", 0 if c == 1 and q < self.shared_ids else c, q),
                     "channel_id": cid,
                     "status": "completed",
                     "query_kind": "evm_call",

@@ -273,3 +273,27 @@ def test_holes_confirmed_empty_cost_a_page_not_a_request_each_and_are_not_read_a
     # --full reads them again
     assert len(full.gaps[ORG.target]) == holes
     assert per_channel(path, "events")[ORG.target] == EVENTS
+
+
+# ---- 8. one id in two channels ------------------------------------------------------------------------------------
+
+
+def test_ids_repeated_in_two_channels_are_reported_with_what_is_kept(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    org = Org(shared_ids=5)
+    first, second = (c["channel_id"] for c in org.channel_list[:2])
+    with HostileServer(TEST_KEY, org=org) as server:
+        result = run(server, path)
+    assert result.outcome == "partial", result.summary()
+    for table in ("operations", "queries"):
+        said = [p for p in result.problems if p.startswith(f"5 {table} id(s) came in two channels")]
+        assert len(said) == 1, result.problems
+        # the message says which channel's row is kept; the warehouse holds exactly that
+        kept = said[0].rsplit("kept as channel ", 1)[1].rstrip(")")
+        other = first if kept == second else second
+        assert {kept, other} == {first, second}
+        key = "operation_id" if table == "operations" else "query_id"
+        shared = [r[key] for r in (org.operations if table == "operations" else org.queries)[second][:5]]
+        assert rows(path, f"SELECT DISTINCT channel_id FROM {table} WHERE list_contains(?, {key})", shared) == [(kept,)]
+        total = sum(len(v) for v in (org.operations if table == "operations" else org.queries).values())
+        assert rows(path, f"SELECT count(*) FROM {table}") == [(total - 5,)]

@@ -67,6 +67,10 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
     raise WarehouseError(f"cannot read a {type(result).__name__} as an Arrow table (not a query result)")
 
 
+#: Tables whose rows belong to one channel and are keyed by an id the service may (wrongly) repeat in two channels.
+_ONE_CHANNEL_TABLES = ("operations", "queries")
+
+
 class Warehouse(SyncQueries):
     """A DuckDB warehouse file with the toolkit's tables and views.
 
@@ -105,6 +109,9 @@ class Warehouse(SyncQueries):
             self._lock.close()
             raise
         self._column_cache: dict[str, list[str]] = {}
+        #: Per table, ``(id, stored channel, new channel)`` of rows an upsert replaced with a row of another channel
+        #: (one id listed in two channels), for the sync to report (:meth:`take_channel_clashes`).
+        self.channel_clashes: dict[str, list[tuple[str, str, str]]] = {}
         self._write_seq: int | None = None  # the number of the open transaction's writes (see write_seq)
         if not read_only:
             try:
@@ -349,10 +356,27 @@ class Warehouse(SyncQueries):
                 channels = pc.unique(batch.column("channel_id"))
                 if len(channels) == 1 and channels[0].is_valid:
                     where, params = f"channel_id = ? AND {where}", [channels[0].as_py()]
+            if table in _ONE_CHANNEL_TABLES and "channel_id" in batch.schema.names:
+                self._note_channel_clashes(table, key, view)
             deleted = self.con.execute(f'DELETE FROM "{tspec.name}" WHERE {where}', params).fetchall()
             existing = min(int(deleted[0][0]) if deleted else 0, batch.num_rows)
             self._insert_from(table, view)
         return batch.num_rows - int(existing), int(existing)
+
+    def _note_channel_clashes(self, table: str, key: str, view: str) -> None:
+        """Note the stored rows of ``table`` that the rows in ``view`` are about to replace although they belong to
+        another channel: one id in two channels, of which the warehouse keeps one row (the one written last)."""
+        rows = self.con.execute(
+            f'SELECT t.{key}::VARCHAR, t.channel_id, v.channel_id FROM "{TABLES[table].name}" t '
+            f"JOIN {view} v ON t.{key} = v.{key} WHERE t.channel_id IS DISTINCT FROM v.channel_id"
+        ).fetchall()
+        if rows:
+            self.channel_clashes.setdefault(table, []).extend((str(i), str(a), str(b)) for i, a, b in rows)
+
+    def take_channel_clashes(self) -> dict[str, list[tuple[str, str, str]]]:
+        """The clashes noted since the last call (see :attr:`channel_clashes`), forgotten here."""
+        clashes, self.channel_clashes = self.channel_clashes, {}
+        return clashes
 
     def insert(self, table: str, batch: pa.RecordBatch | pa.Table) -> int:
         """Append ``batch``'s rows to ``table`` without looking for stored rows with the same keys (call inside

@@ -65,10 +65,12 @@ def fetch_channel(ctx: FetchContext, channel_id: str) -> Iterator[Write]:
                 ctx.note_page(page)
                 break
             served_twice |= _served_twice(ctx, page, channel_id)
+            batch = event_batch(ctx, page, channel_id)
             offsets = _offsets(page)
-            if offsets:
+            # a page that served something it could not store (an item that is not an event) confirms nothing
+            if offsets and not page.rejected and batch.num_rows == len(offsets):
                 answered.append((int(page.params.get("offset") or lo), max(offsets)))
-            yield Write("events", event_batch(ctx, page, channel_id))
+            yield Write("events", batch)
             if page.next_offset is None or page.next_offset > hi:
                 break
     left = ctx.read(lambda wh: wh.event_holes(channel_id, served_twice)) if to_read else []
