@@ -295,7 +295,8 @@ class HostileServer(_LoopbackServer):
         if cid == org.target and parts[2] in d.channel_refused:
             status = d.channel_refused_status
             kind_of = {403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT", 410: "GONE", 451: "UNAVAILABLE"}
-            body = {"type": kind_of.get(status, "ERROR"), "message": f"channel {cid} is not available"}
+            message = f"channel {cid} is not available (kanał niedostępny)"  # not ASCII, as a real service may say
+            body = {"type": kind_of.get(status, "ERROR"), "message": message}
             return status, "application/json", _dumps(body)
         if parts[2] == "watchers" and len(parts) == 3:
             return self._list("watchers", cid, [], params, limit=20)

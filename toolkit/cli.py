@@ -20,7 +20,7 @@ import pandas as pd
 from . import spec
 from .atomic import atomic_file, output_error
 from .config import Settings, data_dir, redact
-from .display import clean_for_terminal, frame_for_csv, frame_for_display, frame_for_terminal
+from .display import clean_for_terminal, encodable_streams, frame_for_csv, frame_for_display, frame_for_terminal
 from .errors import ChainopsError, UsageError
 from .logs import show_on_stderr
 from .signals import (
@@ -754,6 +754,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
     import duckdb
 
+    encodable_streams()  # a non-UTF-8 terminal gets escapes, not a UnicodeEncodeError after the work is done
     parser = build_parser()
     args = parser.parse_args(argv)
     show_on_stderr(args.verbose + getattr(args, "sync_verbose", 0))

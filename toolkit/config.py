@@ -124,8 +124,21 @@ def is_loopback_host(host: str | None) -> bool:
 
 
 def check_base_url(base_url: str) -> str:
-    """Validate a base URL: https anywhere, or plain http only to a loopback address. Returns it without a slash."""
-    parts = urlsplit(base_url)
+    """Validate a base URL: https anywhere, or plain http only to a loopback address; no query string, fragment,
+    whitespace or control character inside. Surrounding whitespace (a Windows ``.env`` line's ``\r``) is stripped.
+    Returns it without a trailing slash."""
+    text = base_url.strip()
+    if any(ch.isspace() or ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in text):
+        raise ConfigError(
+            f"CREC_BASE_URL holds whitespace or a control character, got {text!r}; set it to the URL alone, "
+            "for example https://api.example.com/v1."
+        )
+    parts = urlsplit(text)
+    if parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise ConfigError(
+            f"CREC_BASE_URL must not hold a query string or fragment, got {text!r}: every request would go "
+            "elsewhere; set it to the URL ending in /v1, for example https://api.example.com/v1."
+        )
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(
             f"CREC_BASE_URL must be an http(s) URL ending in /v1, got {base_url!r}; "
@@ -144,7 +157,7 @@ def check_base_url(base_url: str) -> str:
             f"CREC_BASE_URL must end in the API version /v1, got {base_url!r}: every path of the service is under "
             f"it (did you mean {suggestion!r}?)."
         )
-    return base_url.rstrip("/")
+    return text.rstrip("/")
 
 
 @dataclass(frozen=True)
