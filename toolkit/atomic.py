@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import ChainopsError
+from .signals import held
 
 
 def output_error(path: str | os.PathLike[str], exc: OSError, what: str = "the output") -> ChainopsError:
@@ -97,8 +98,10 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield an empty staging directory to fill; when the block ends its entries take their places in ``path``.
 
     A ``path`` that did not exist appears whole (the staging directory is renamed to it). In an existing ``path``
-    each entry replaces the one of the same name (a directory by two renames) and other files are left alone. If
-    the block raises, the staging directory is removed and ``path`` is left as it was.
+    each entry replaces the one of the same name (a directory by two renames) and other files are left alone; the
+    swap runs with Ctrl-C and SIGTERM held (:func:`~toolkit.signals.held`), so a signal leaves the whole old set or
+    the whole new one, and an error part-way puts the old entries back. If the block raises, the staging directory
+    is removed and ``path`` is left as it was.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -110,10 +113,24 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         if not exists:
             staging.rename(target)
             return
-        for entry in sorted(staging.iterdir()):
-            _move_into_place(entry, target / entry.name)
+        # Ctrl-C or SIGTERM during the swap is delivered once it is done: the directory holds the old set or the
+        # new one, never a mix. The entries replaced go into the staging directory, removed with it below.
+        with held():
+            trash = staging / ".replaced"
+            trash.mkdir()
+            moved: list[tuple[Path, Path | None]] = []
+            try:
+                for entry in sorted(p for p in staging.iterdir() if p != trash):
+                    moved.append(_move_into_place(entry, target / entry.name, trash))
+            except BaseException:  # an error part-way (a disk error): the replaced entries go back
+                for final, replaced in reversed(moved):
+                    _remove(final)
+                    if replaced is not None:
+                        replaced.rename(final)
+                raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with held():
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _through_proc(path: Path, *, hops: int = 40) -> bool:
@@ -136,18 +153,29 @@ def _through_proc(path: Path, *, hops: int = 40) -> bool:
     return False
 
 
-def _move_into_place(entry: Path, final: Path) -> None:
-    if not entry.is_dir() or not final.exists():
-        os.replace(entry, final)
-        return
-    old = _temp_name(final, "old")
-    final.rename(old)
+def _move_into_place(entry: Path, final: Path, trash: Path) -> tuple[Path, Path | None]:
+    """Put ``entry`` in ``final``'s place, the entry it replaces (if any) moved into ``trash``; returns ``(final,
+    where the replaced entry went)``."""
+    replaced: Path | None = None
+    if final.exists() or final.is_symlink():
+        replaced = trash / final.name
+        final.rename(replaced)
     try:
         entry.rename(final)
     except BaseException:
-        old.rename(final)
+        if replaced is not None:
+            replaced.rename(final)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    return final, replaced
+
+
+def _remove(path: Path) -> None:
+    """Remove a file or a directory tree (what a failed swap had put in place)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 __all__ = ["atomic_dir", "atomic_file", "output_error"]
