@@ -159,6 +159,10 @@ class Warehouse(SyncQueries):
                     hint = "check the path and that it is a DuckDB file"
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         con.execute("SET TimeZone = 'UTC'")
+        if self.read_only:
+            # a reader runs the file's views, and a file from elsewhere may define them: no view reads a local file
+            # (read_text, read_csv), writes one, attaches a database or loads an extension
+            con.execute("SET enable_external_access = false")
         if not self.read_only:
             con.execute("SET enable_progress_bar = false")  # a writer (a sync) shows its own progress, or none
         if self.memory_limit:
