@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -71,6 +72,31 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
 _ONE_CHANNEL_TABLES = ("operations", "queries")
 
 
+def refuse_special_file(path: Path) -> None:
+    """Raise :class:`WarehouseError` when ``path`` names something that is not a regular file (a FIFO, whose
+    opening would wait for a writer forever; a device; a directory; a socket). A missing path is fine (a new
+    warehouse), and a path that cannot be looked at is left for the open to report."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket or other special file"
+    )
+    raise WarehouseError(
+        f"{path} is {kind}, not a warehouse file; nothing was read or written. Point --warehouse / "
+        "CHAINOPS_WAREHOUSE at a DuckDB file (or a new path)."
+    )
+
+
 class Warehouse(SyncQueries):
     """A DuckDB warehouse file with the toolkit's tables and views.
 
@@ -88,6 +114,7 @@ class Warehouse(SyncQueries):
         self.path = Path(path)
         self.read_only = read_only
         self.memory_limit = memory_limit
+        refuse_special_file(self.path)
         if read_only and not self.path.exists():
             raise WarehouseError(
                 f"No warehouse at {self.path}. Run `chainops sync` (or `chainops demo`) first, "
@@ -501,7 +528,10 @@ _HELD_GUARD = threading.Lock()
 
 
 def _lock_key(path: str | os.PathLike[str]) -> str:
-    return str(Path(path).resolve())
+    try:
+        return str(Path(path).resolve())
+    except (RuntimeError, OSError):  # a loop of symbolic links: the open that follows reports it
+        return os.path.abspath(path)
 
 
 def holds_sync_lock(path: str | os.PathLike[str]) -> bool:
