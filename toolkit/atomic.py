@@ -10,6 +10,7 @@ errors.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -75,7 +76,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 def _written_through(target: Path) -> bool:
     """Whether ``target`` is written in place (a character device, a FIFO, or a link through ``/proc``) rather than
-    replaced; raises :class:`ChainopsError` for what is neither that nor a regular file (or nothing yet)."""
+    replaced; raises :class:`OSError` for what is neither that nor a regular file (or nothing yet)."""
     try:
         mode = target.stat().st_mode  # follows links: what is written to in the end
     except FileNotFoundError:
@@ -87,10 +88,9 @@ def _written_through(target: Path) -> bool:
     if stat.S_ISREG(mode):
         return _through_proc(target)
     kind = "a directory" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode) else "a special file"
-    raise ChainopsError(
-        f"Cannot write the output to {target}: it is {kind}, and only a regular file, a character device or a FIFO "
-        "is written to. Choose a file path for --out."
-    )
+    # an OSError, so each command says what it was writing (the report, the output) as for any file failure
+    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+    raise OSError(code, f"it is {kind}; only a regular file, a character device or a FIFO is written to", str(target))
 
 
 @contextlib.contextmanager

@@ -297,3 +297,17 @@ def test_ids_repeated_in_two_channels_are_reported_with_what_is_kept(tmp_path) -
         assert rows(path, f"SELECT DISTINCT channel_id FROM {table} WHERE list_contains(?, {key})", shared) == [(kept,)]
         total = sum(len(v) for v in (org.operations if table == "operations" else org.queries).values())
         assert rows(path, f"SELECT count(*) FROM {table}") == [(total - 5,)]
+
+
+# ---- 12. a lone surrogate in one channel's name -------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_in_a_channel_name_spoils_nothing_else(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    org = Org()
+    org.channel_list[0]["name"] = "broken \ud800 name"  # sent escaped, as "\ud800": valid JSON, not Unicode
+    with HostileServer(TEST_KEY, org=org) as server:
+        result = run(server, path)
+    assert result.outcome == "ok", result.summary()
+    assert rows(path, "SELECT name FROM channels WHERE channel_id = ?", org.target) == [("broken \ufffd name",)]
+    assert per_channel(path, "events") == {c: len(e) for c, e in org.events.items()}
