@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 
+import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
@@ -311,3 +312,24 @@ def test_a_lone_surrogate_in_a_channel_name_spoils_nothing_else(tmp_path) -> Non
     assert result.outcome == "ok", result.summary()
     assert rows(path, "SELECT name FROM channels WHERE channel_id = ?", org.target) == [("broken \ufffd name",)]
     assert per_channel(path, "events") == {c: len(e) for c, e in org.events.items()}
+
+
+def test_a_300_character_network_name_is_exported_under_a_short_partition(tmp_path) -> None:
+    from toolkit.export import export_parquet
+
+    path = tmp_path / "wh.duckdb"
+    org = Org()
+    long_name = "Ethereum Mainnet " + "ł" * 300  # 617 bytes of UTF-8, far past a file name's 255
+    org.networks[0]["name"] = long_name
+    with HostileServer(TEST_KEY, org=org) as server:
+        assert run(server, path).outcome == "ok"
+    out = tmp_path / "export"
+    written = export_parquet(path, out)
+    assert written["events"] >= 1
+    parts = [p.name for p in (out / "events").iterdir()]
+    assert all(len(name.encode()) <= 255 for name in parts) and len(parts) == 1, parts
+    con = duckdb.connect()
+    exported = con.execute(f"SELECT count(*) FROM read_parquet('{out}/events/**/*.parquet')").fetchone()[0]
+    assert exported == sum(len(e) for e in org.events.values())
+    names = con.execute(f"SELECT name FROM read_parquet('{out}/networks/**/*.parquet')").fetchall()
+    assert (long_name,) in names  # the whole name is kept where it is a value, not a directory
