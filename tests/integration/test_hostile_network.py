@@ -333,3 +333,23 @@ def test_a_300_character_network_name_is_exported_under_a_short_partition(tmp_pa
     assert exported == sum(len(e) for e in org.events.values())
     names = con.execute(f"SELECT name FROM read_parquet('{out}/networks/**/*.parquet')").fetchall()
     assert (long_name,) in names  # the whole name is kept where it is a value, not a directory
+
+
+def test_numbers_sent_as_strings_are_stored_as_numbers_with_a_note(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    org = Org()
+    op = org.operations[org.target][0]
+    op["created_at"], op["deadline"] = str(op["created_at"]), "0"
+    org.events[org.target][3]["headers"]["offset"] = "3"
+    with HostileServer(TEST_KEY, org=org) as server:
+        result = run(server, path)
+    assert result.outcome == "partial", result.summary()
+    notes = [p for p in result.problems if "held values of another type than documented" in p]
+    assert any(p.startswith("1 operations record(s)") and "created_at, deadline" in p for p in notes), notes
+    assert any(p.startswith("1 events record(s)") for p in notes), notes
+    sql = "SELECT epoch(created_at)::BIGINT, deadline, extra FROM operations WHERE operation_id = ?"
+    (created, deadline, extra) = rows(path, sql, op["operation_id"])[0]
+    assert (created, deadline) == (int(op["created_at"]), 0)
+    kept = json.loads(extra)["_invalid"]  # the values as sent
+    assert kept["created_at"] == op["created_at"] and kept["deadline"] == "0"
+    assert rows(path, 'SELECT count(*) FROM events WHERE channel_id = ? AND "offset" = 3', org.target) == [(1,)]
