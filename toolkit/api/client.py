@@ -226,6 +226,8 @@ class Client:
             if _cut_short(exc):  # the answer began and stopped part-way: a bad page, not a service that is down
                 raise ResponseFormatError(self.redact(f"the answer was cut short ({exc})"), **where) from None
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
+        except httpx.DecodingError as exc:  # a gzip or deflate body that cannot be undone: a malformed answer
+            raise ResponseFormatError(self.redact(f"the answer cannot be decoded ({exc})"), **where) from None
         except httpx.HTTPError as exc:
             # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None

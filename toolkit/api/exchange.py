@@ -18,7 +18,8 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -27,6 +28,8 @@ from ..signals import check_stop
 
 #: Seconds the calling thread waits before it looks at the deadline and for a stop request again.
 POLL_SECONDS = 0.1
+#: The most bytes one step of gzip or deflate decoding makes.
+DECODE_STEP = 2**20
 
 
 class TooLarge(Exception):
@@ -87,18 +90,43 @@ class Exchange:
 
     def _read(self, response: httpx.Response) -> bytes:
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self._max_bytes and "Content-Encoding" not in response.headers:
+        encoding = response.headers.get("Content-Encoding", "").strip().lower()
+        if declared.isdigit() and int(declared) > self._max_bytes and encoding in ("", "identity"):
             raise TooLarge(int(declared), self._max_bytes)
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_bytes():
+        body = bytearray()
+        for chunk in self._decoded(response, encoding):
             if self.cancelled.is_set():
                 raise DeadlinePassed()
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise TooLarge(size, self._max_bytes)
-            chunks.append(chunk)
-        return b"".join(chunks)
+            if len(body) + len(chunk) > self._max_bytes:
+                raise TooLarge(len(body) + len(chunk), self._max_bytes)
+            body += chunk
+        return bytes(body)
+
+    @staticmethod
+    def _decoded(response: httpx.Response, encoding: str) -> Iterator[bytes]:
+        """The body decoded, in pieces of at most :data:`DECODE_STEP` bytes for gzip and deflate (a 64 KB chunk of a
+        gzip bomb expands to 64 MB at once otherwise); other encodings as httpx decodes them."""
+        if encoding not in ("gzip", "x-gzip", "deflate"):
+            yield from response.iter_bytes()
+            return
+        # gzip, or deflate as zlib (or gzip) framing; raw deflate is tried when that framing is not there
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding != "deflate" else 32 + zlib.MAX_WBITS)
+        first = True
+        for raw in response.iter_raw():
+            data = raw
+            while data:
+                try:
+                    out = decoder.decompress(data, DECODE_STEP)
+                except zlib.error as exc:
+                    if not (first and encoding == "deflate"):
+                        raise httpx.DecodingError(f"the {encoding} body cannot be decoded ({exc})") from None
+                    decoder, first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                    continue
+                first = False
+                yield out
+                data = decoder.unconsumed_tail
+        if not decoder.eof and encoding != "deflate":
+            raise httpx.DecodingError(f"the {encoding} body ends part-way")
 
     def cancel(self) -> None:
         """Tell the exchange to stop; shut its socket down if its answer has begun and is still being read (a read
