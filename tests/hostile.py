@@ -9,14 +9,18 @@ loops.
 
 from __future__ import annotations
 
+import functools
 import json
+import struct
 import threading
+import time
 import uuid
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 T0 = 1_795_000_000
 ETHEREUM = "5009297550715157269"
@@ -66,6 +70,22 @@ class Defects:
     echo_key_401: bool = False
     #: Every request answers 500 with an HTML page quoting the Authorization header.
     echo_key_500_html: bool = False
+    #: The bad page (see ``bad_page_kind``) announced whole and then sent one byte every ``trickle_interval`` seconds
+    #: for ``trickle_seconds``, then the rest at once (so a client with no whole-request deadline gets it, late).
+    trickle_page: bool = False
+    trickle_interval: float = 0.2
+    trickle_seconds: float = 20.0
+    #: The bad page sent gzip-encoded, a small body that expands to ``bomb_bytes`` of JSON whitespace and more.
+    gzip_bomb_page: bool = False
+    bomb_bytes: int = 2**30
+    #: The target's event offsets step by this much (0, 2, 4, ... for 2): holes that no re-read fills.
+    offset_step: int = 1
+    #: The target channel's sub-paths of these kinds (watchers, operations, queries, events) answer this status with
+    #: an ApplicationError (a channel deleted after the channel list was read, or refused to this key).
+    channel_refused: frozenset[str] = frozenset()
+    channel_refused_status: int = 404
+    #: GET of the target's operation #BAD_RECORD_INDEX answers 200 with this body (``b"[]"``, ``b"42"``, ...), always.
+    record_body: bytes | None = None
 
 
 @dataclass
@@ -76,6 +96,10 @@ class Org:
     channels: int = 3
     operations_per_channel: int = 120
     queries_per_channel: int = 30
+    #: Ids for the first channels in place of generated ones (hostile ids: ``../../networks``, ``x?y=1``, ...).
+    channel_ids: tuple[str, ...] = ()
+    #: The second channel's first ``shared_ids`` operations and queries carry the first channel's ids.
+    shared_ids: int = 0
     networks: list[dict[str, Any]] = field(default_factory=list)
     channel_list: list[dict[str, Any]] = field(default_factory=list)
     wallets: list[dict[str, Any]] = field(default_factory=list)
@@ -114,7 +138,7 @@ class Org:
             }
         ]
         for c in range(self.channels):
-            cid = _id("channel", c)
+            cid = self.channel_ids[c] if c < len(self.channel_ids) else _id("channel", c)
             self.channel_list.append(
                 {"channel_id": cid, "name": f"hostile-{c}", "status": "active", "created_at": T0 + c}
             )
@@ -122,7 +146,7 @@ class Org:
             for i in range(self.operations_per_channel):
                 created = T0 + 100 + i * 10
                 op = {
-                    "operation_id": _id("op", c, i),
+                    "operation_id": _id("op", 0 if c == 1 and i < self.shared_ids else c, i),
                     "status": OPERATION_STEPS[-1],
                     "chain_selector": ETHEREUM,
                     "address": wallet_address,
@@ -154,7 +178,7 @@ class Org:
             self.events[cid] = events
             self.queries[cid] = [
                 {
-                    "query_id": _id("query", c, q),
+                    "query_id": _id("query", 0 if c == 1 and q < self.shared_ids else c, q),
                     "channel_id": cid,
                     "status": "completed",
                     "query_kind": "evm_call",
@@ -205,14 +229,47 @@ class HostileServer(_LoopbackServer):
         self.org = org or Org()
         self.counts: Counter[str] = Counter()
         self.asked: Counter[tuple[str, str, str]] = Counter()  # (kind, channel, offset) of each list request
+        self.trickles: Counter[str] = Counter()
+        self.paths: list[str] = []  # every path asked for, as sent (percent-encoded)
+        self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._serve(_handler(self))
 
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        super().__exit__(*exc)
+
     # ---- answering --------------------------------------------------------------------------------------------
+
+    def trickle(self, out: Any, body: bytes) -> None:
+        """Send ``body`` a byte every ``trickle_interval`` s for ``trickle_seconds``, then the rest; record in
+        :attr:`trickles` when one starts (``started``) and whether it ended whole (``finished``)."""
+        d = self.defects
+        with self._lock:
+            self.trickles["started"] += 1
+        ends = time.monotonic() + d.trickle_seconds
+        sent = 0
+        try:
+            while sent < len(body) and time.monotonic() < ends and not self.stopping.is_set():
+                out.write(body[sent : sent + 1])
+                out.flush()
+                sent += 1
+                self.stopping.wait(d.trickle_interval)
+            if self.stopping.is_set():
+                return
+            out.write(body[sent:])
+            out.flush()
+            with self._lock:
+                self.trickles["finished"] += 1
+        except OSError:  # the client gave up (closed its connection)
+            with self._lock:
+                self.trickles["abandoned"] += 1
 
     def answer(self, path: str, query: dict[str, list[str]], auth: str) -> tuple[int, str, bytes]:
         """``(status, content type, body)`` for a GET."""
-        parts = [p for p in path.split("/") if p][1:]  # without "v1"
+        with self._lock:
+            self.paths.append(path)
+        parts = [unquote(p) for p in path.split("/") if p][1:]  # without "v1"; each segment decoded
         kind = parts[-1] if len(parts) in (1, 3) else parts[-2]
         params = {k: v[-1] for k, v in query.items()}
         with self._lock:
@@ -235,6 +292,12 @@ class HostileServer(_LoopbackServer):
         if len(parts) < 3 or parts[0] != "channels" or parts[1] not in org.operations:
             return 404, "application/json", _dumps({"type": "NOT_FOUND", "message": "no such path"})
         cid = parts[1]
+        if cid == org.target and parts[2] in d.channel_refused:
+            status = d.channel_refused_status
+            kind_of = {403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT", 410: "GONE", 451: "UNAVAILABLE"}
+            message = f"channel {cid} is not available (kanał niedostępny)"  # not ASCII, as a real service may say
+            body = {"type": kind_of.get(status, "ERROR"), "message": message}
+            return status, "application/json", _dumps(body)
         if parts[2] == "watchers" and len(parts) == 3:
             return self._list("watchers", cid, [], params, limit=20)
         if parts[2] in ("operations", "queries"):
@@ -244,6 +307,8 @@ class HostileServer(_LoopbackServer):
                 found = [x for x in items if isinstance(x, dict) and parts[3] in x.values()]
                 if found and d.bad_record and cid == org.target and found[0] is items[BAD_RECORD_INDEX]:
                     return 200, "application/json", b'{"operation_id": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+                if found and d.record_body is not None and cid == org.target and found[0] is items[BAD_RECORD_INDEX]:
+                    return 200, "application/json", d.record_body
                 if found:
                     return 200, "application/json", _dumps(found[0])
                 return 404, "application/json", _dumps({"type": "NOT_FOUND", "message": "no such record"})
@@ -257,9 +322,12 @@ class HostileServer(_LoopbackServer):
 
     def _altered(self, kind: str, cid: str, items: list[Any]) -> list[Any]:
         d = self.defects
-        if cid != self.org.target or not (d.huge_chain_selector_number or d.fractional_numbers):
+        if cid != self.org.target or not (d.huge_chain_selector_number or d.fractional_numbers or d.offset_step > 1):
             return items
         items = [json.loads(json.dumps(x)) for x in items]
+        if kind == "events" and d.offset_step > 1:
+            for i, event in enumerate(items):
+                event["headers"]["offset"] = i * d.offset_step
         if kind == "operations" and d.huge_chain_selector_number:
             items[0]["chain_selector"] = 2**64
         if kind == "operations" and d.fractional_numbers:
@@ -293,8 +361,10 @@ class HostileServer(_LoopbackServer):
         if "offset" not in params:  # newest first
             return 200, "application/json", _dumps({"events": events[::-1][:limit], "has_more": len(events) > limit})
         offset = int(params["offset"])
-        page = events[offset : offset + limit]
-        has_more = offset + limit < len(events)
+        step = self.defects.offset_step if cid == self.org.target else 1
+        first = -(-offset // step)  # the first event at or after the offset asked for
+        page = events[first : first + limit]
+        has_more = first + limit < len(events)
         d = self.defects
         if "events" in d.has_more_forever:
             has_more = True
@@ -323,11 +393,43 @@ class HostileServer(_LoopbackServer):
             body = body[: len(body) // 2]
         if bad and d.cut_connection_page:
             body = CutBody(body)
+        if bad and d.trickle_page:
+            body = TrickleBody(body)
+        if bad and d.gzip_bomb_page:
+            body = GzipBody(_gzip_bomb(body, d.bomb_bytes))
         return 200, "application/json", body
 
 
 class CutBody(bytes):
     """A body whose full length is announced but of which only half is sent before the connection is closed."""
+
+
+class TrickleBody(bytes):
+    """A body whose full length is announced and which is sent a byte at a time (see ``Defects.trickle_page``)."""
+
+
+class GzipBody(bytes):
+    """A body sent with ``Content-Encoding: gzip``."""
+
+
+@functools.lru_cache(maxsize=4)
+def _gzip_bomb(body: bytes, size: int) -> bytes:
+    """``body`` after ``size`` bytes of spaces (valid JSON whitespace), gzipped: about 1 KB per MB. Built from one
+    compressed megabyte repeated (each ends in a full flush, so every copy is the same bytes), in well under a second
+    for a gigabyte."""
+    block = b" " * 2**20
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)  # raw deflate: the gzip frame is written here
+    one = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    copies = size // len(block)
+    crc = 0
+    for _ in range(copies):
+        crc = zlib.crc32(block, crc)
+    tail = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    last = tail.compress(body) + tail.flush()
+    crc = zlib.crc32(body, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    trailer = struct.pack("<II", crc, (copies * len(block) + len(body)) % 2**32)
+    return header + one * copies + last + trailer
 
 
 def _dumps(value: Any) -> bytes:
@@ -346,7 +448,12 @@ def _handler(server: HostileServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            if isinstance(body, GzipBody):
+                self.send_header("Content-Encoding", "gzip")
             self.end_headers()
+            if isinstance(body, TrickleBody):
+                server.trickle(self.wfile, body)
+                return
             if isinstance(body, CutBody):
                 self.wfile.write(body[: len(body) // 2])
                 self.wfile.flush()

@@ -34,6 +34,7 @@ from .signals import (
     sigterm_interrupts,
     sigterm_received,
 )
+from .streams import encodable_streams
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -1021,6 +1022,7 @@ def _duckdb_errors() -> tuple[type[BaseException], ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors are cleaned text on standard error, never a traceback: 1 for a
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
+    encodable_streams()  # a non-UTF-8 terminal gets escapes, not a UnicodeEncodeError after the work is done
     parser = build_parser()
     args = parser.parse_args(argv)
     show_on_stderr(args.verbose + getattr(args, "sync_verbose", 0))

@@ -8,13 +8,15 @@ nowhere else. ``data/`` is the repository's data folder when run inside a clone 
 
 from __future__ import annotations
 
+import base64
+import functools
 import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from .errors import ConfigError
 
@@ -107,10 +109,33 @@ REDACT_MIN_LENGTH = 8
 
 
 def redact(text: str, key: Secret | None) -> str:
-    """``text`` with every occurrence of the key replaced by ``***`` (a service or proxy may echo it back); a key
-    shorter than :data:`REDACT_MIN_LENGTH` is left as it is."""
+    """``text`` with every occurrence of the key replaced by ``***`` (a service or proxy may echo it back): as it
+    is, in another case (a proxy that upper-cases headers), percent-encoded, and base64-encoded (an echoed
+    ``Authorization`` header, or the key alone, in either base64 alphabet, wherever it sits in the encoded text);
+    a key shorter than :data:`REDACT_MIN_LENGTH` is left as it is."""
     secret = key.reveal() if key is not None else ""
-    return text.replace(secret, "***") if len(secret) >= REDACT_MIN_LENGTH and secret in text else text
+    if len(secret) < REDACT_MIN_LENGTH:
+        return text
+    return _key_forms(secret).sub("***", text)
+
+
+@functools.lru_cache(maxsize=4)
+def _key_forms(secret: str) -> re.Pattern[str]:
+    """One pattern for every form of ``secret`` that :func:`redact` replaces."""
+    plain = [re.escape(secret), re.escape(quote(secret, safe=""))]
+    encoded: set[str] = set()
+    raw = secret.encode("utf-8")
+    for pad in range(3):  # the key at each of the three alignments of base64's 3-byte groups
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * pad + raw).decode("ascii")
+            start = 4 if pad else 0  # the first group mixes in what came before the key
+            end = (pad + len(raw)) // 3 * 4  # the last part-group mixes in what comes after it
+            core = text[start:end]
+            if len(core) >= REDACT_MIN_LENGTH:
+                encoded.add(re.escape(core))
+    return re.compile(
+        "|".join([f"(?i:{'|'.join(plain)})", *sorted(encoded, key=len, reverse=True)]),
+    )
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -126,8 +151,21 @@ def is_loopback_host(host: str | None) -> bool:
 
 
 def check_base_url(base_url: str) -> str:
-    """Validate a base URL: https anywhere, or plain http only to a loopback address. Returns it without a slash."""
-    parts = urlsplit(base_url)
+    """Validate a base URL: https anywhere, or plain http only to a loopback address; no query string, fragment,
+    whitespace or control character inside. Surrounding whitespace (a Windows ``.env`` line's ``\r``) is stripped.
+    Returns it without a trailing slash."""
+    text = base_url.strip()
+    if any(ch.isspace() or ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in text):
+        raise ConfigError(
+            f"CREC_BASE_URL holds whitespace or a control character, got {text!r}; set it to the URL alone, "
+            "for example https://api.example.com/v1."
+        )
+    parts = urlsplit(text)
+    if parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise ConfigError(
+            f"CREC_BASE_URL must not hold a query string or fragment, got {text!r}: every request would go "
+            "elsewhere; set it to the URL ending in /v1, for example https://api.example.com/v1."
+        )
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ConfigError(
             f"CREC_BASE_URL must be an http(s) URL ending in /v1, got {base_url!r}; "
@@ -146,7 +184,7 @@ def check_base_url(base_url: str) -> str:
             f"CREC_BASE_URL must end in the API version /v1, got {base_url!r}: every path of the service is under "
             f"it (did you mean {suggestion!r}?)."
         )
-    return base_url.rstrip("/")
+    return text.rstrip("/")
 
 
 @dataclass(frozen=True)

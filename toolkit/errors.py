@@ -19,6 +19,7 @@ built complete by its constructor: attributes and message agree from the start.
     │   ├── ConflictError               409 CONFLICT (code names the guard)
     │   ├── RateLimitError              429 (transient: retried)
     │   └── ServerError                 5xx / INTERNAL_ERROR (transient: retried)
+    ├── InvalidIdError                  an id from the service that cannot be sent as one path segment
     ├── TransportError                  no usable answer: connection refused or dropped, timeout, truncated body
     │   └── ResponseFormatError         a 2xx body that is not the documented JSON envelope
     │       └── BadPageError            a list page unreadable after the retries (carries the request as a page)
@@ -156,6 +157,16 @@ class ServerError(ApiError):
     hint = "The service failed on its side; run again later (the sync resumes where it stopped)."
 
 
+class InvalidIdError(ChainopsError):
+    """An id (from the service) that cannot be placed in a request's path as one segment: empty, ``.``, ``..``, or
+    not encodable. Nothing is sent for it; ``value`` is the id as it came."""
+
+    def __init__(self, value: str, why: str) -> None:
+        self.value = value
+        shown = repr(value) if len(value) <= 80 else repr(value[:79]) + "…"
+        super().__init__(f"The id {shown} cannot be sent as one path segment ({why}); nothing was asked for it.")
+
+
 class TransportError(ChainopsError):
     """No usable answer arrived: the connection failed, was dropped, timed out, or the body was cut short."""
 
@@ -193,11 +204,12 @@ class ResponseFormatError(TransportError):
 
 class BadPageError(ResponseFormatError):
     """A page of a list that could not be read even after the retries (invalid UTF-8, absurd nesting, a body cut
-    short every time, not the documented envelope). ``page`` is an empty page naming the request and the problem,
-    which a loader records as a gap before going on with the other streams. Still ``transient``: the retries are
+    short every time, not the documented envelope), or one channel's list that the service refused (a status of
+    ``spec.CHANNEL_REFUSED_STATUSES``). ``page`` is an empty page naming the request and the problem, which a
+    loader records before going on with the other streams. Still ``transient``: the retries are
     spent, but the same page may be readable on a later run."""
 
-    def __init__(self, error: TransportError, page: Any) -> None:
+    def __init__(self, error: TransportError | ApiError, page: Any) -> None:
         self.page = page
         self.method, self.path, self.attempts, self.reason = error.method, error.path, error.attempts, page.problem
         self.request_id = error.request_id

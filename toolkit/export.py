@@ -115,6 +115,21 @@ def portable_column(name: str, duckdb_type: str) -> str:
     return f"{expr} AS {_quote(name)}"
 
 
+#: A network name longer than this, in UTF-8 bytes, is shortened in its partition (the directory ``network=...``,
+#: which URL-encoding may make three times longer, must stay under the 255 bytes a file name may hold).
+PARTITION_NAME_BYTES = 60
+
+
+def partition_name(expr: str) -> str:
+    """SQL for the partition value of a network name ``expr``: the name itself, or, past
+    :data:`PARTITION_NAME_BYTES`, its first 16 characters, ``~`` and 12 hex digits of its MD5 (distinct names stay
+    distinct; the whole name is in ``networks``)."""
+    return (
+        f"CASE WHEN strlen({expr}) > {PARTITION_NAME_BYTES} "
+        f"THEN left({expr}, 16) || '~' || left(md5({expr}), 12) ELSE {expr} END"
+    )
+
+
 def export_sql(wh: Warehouse, spec: ExportSpec) -> tuple[str, list[str]]:
     """The SELECT that exports one table (portable types, plus its partition columns) and the partition columns.
 
@@ -125,7 +140,7 @@ def export_sql(wh: Warehouse, spec: ExportSpec) -> tuple[str, list[str]]:
     extra = []
     if spec.network is not None:
         partitions.append("network")
-        extra.append(f"CAST({spec.network} AS VARCHAR) AS network")
+        extra.append(f"{partition_name(f'CAST({spec.network} AS VARCHAR)')} AS network")
     if spec.time is not None:
         partitions.append("day")
         extra.append(f"strftime(timezone('UTC', CAST({spec.time} AS TIMESTAMPTZ)), '%Y-%m-%d') AS day")

@@ -110,6 +110,27 @@ def sigterm_interrupts(*, deferred: bool = False) -> Iterator[None]:
         _STATE.stop.clear()
 
 
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """A short critical section that Ctrl-C and SIGTERM do not cut in two (swapping an export's tables into place,
+    say, which must leave the old set or the new one, never a mix): a signal arriving while the block runs is
+    delivered when it ends, to whatever handler was in force before. Outside the main thread this does nothing
+    more than run the block (Python runs signal handlers in the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    caught = (signal.SIGTERM, signal.SIGINT)
+    previous = {signum: signal.signal(signum, lambda signum, frame: pending.append(signum)) for signum in caught}
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before if before is not None else signal.SIG_DFL)  # None: set outside Python
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)  # now, to the handler of before: it raises or asks for a stop, as it would
+
+
 #: The exit code of a command ended by SIGTERM (128 + 15, as shells report it).
 EXIT_TERMINATED = 128 + signal.SIGTERM
 #: The exit code of a command ended by Ctrl-C (128 + SIGINT).
@@ -120,6 +141,7 @@ __all__ = [
     "EXIT_TERMINATED",
     "Terminated",
     "check_stop",
+    "held",
     "is_interruption",
     "pause",
     "sigterm_interrupts",

@@ -261,6 +261,11 @@ PAGE_LIMITS: dict[str, PageLimits] = {
     "events_search": PageLimits(default=50, maximum=200),
 }
 
+#: HTTP statuses with which a service refuses one channel's resources while it lists the channel (deleted after the
+#: channel list was read, forbidden to this key, in conflict, gone, unavailable for legal reasons): a sync records
+#: that channel's problem with its request and goes on with the other channels.
+CHANNEL_REFUSED_STATUSES = frozenset({403, 404, 409, 410, 451})
+
 MAX_TRANSACTIONS_PER_OPERATION = 16
 #: Seconds before a draft's deadline within which the service refuses to finalize it.
 FINALIZE_DEADLINE_BUFFER_SECONDS = 60

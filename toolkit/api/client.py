@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -28,6 +29,7 @@ from ..config import Secret, Settings, check_api_key, check_base_url, redact
 from ..errors import (
     ApiError,
     BadPageError,
+    InvalidIdError,
     RateLimitError,
     ResponseFormatError,
     TransportError,
@@ -37,6 +39,7 @@ from ..signals import check_stop, pause
 from . import exactjson
 from .auth import ApiKeyAuth
 from .concurrency import ReadAhead, RequestPool
+from .exchange import DeadlinePassed, TooLarge, exchange
 from .pages import (
     EVENT_KEYS,
     EventCursorPaginator,
@@ -73,6 +76,10 @@ ALL_WALLET_STATUSES = spec.WALLET_STATUSES
 #: Every watcher (the default of :meth:`Client.watcher_pages`). Not sent as a filter: 0.8 allows no ``archive_failed``
 #: in it, so every watcher is two walks, the default listing (all but archived) and then ``status=archived``.
 ALL_WATCHER_STATUSES = spec.WATCHER_STATUSES
+#: The most a single answer's body may hold once decoded (gzip undone): 64 MiB, over 30 times a full page of 200
+#: events that each carry 16 transactions and their proofs. A larger answer fails as a malformed one, so what a
+#: service (or a gzip bomb) sends can never take the process's memory.
+MAX_BODY_BYTES = 64 * 2**20
 
 
 class Client:
@@ -92,8 +99,10 @@ class Client:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         max_connections: int = 16,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.base_url = check_base_url(base_url)
+        self.max_body_bytes = max_body_bytes
         key = check_api_key(api_key)
         self._key = key
         self.retry = retry or RetryPolicy()
@@ -107,6 +116,7 @@ class Client:
             trust_env=False,
         )
         self._lock = threading.Lock()
+        self._refusals_as_pages = 0
         self._paused_until = 0.0
         self.requests = 0
         self.retries = 0
@@ -134,6 +144,20 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextlib.contextmanager
+    def channel_refusals_as_bad_pages(self) -> Iterator[None]:
+        """While the block runs, a page of one channel's list (``channels/{id}/...``) that the service refuses with
+        a status of ``spec.CHANNEL_REFUSED_STATUSES`` (the channel deleted after it was listed, forbidden, gone)
+        raises :class:`BadPageError` naming the request, as an unreadable page does, instead of its
+        :class:`ApiError`: a sync then stops that channel's stream only. Outside it, the ApiError is raised."""
+        with self._lock:
+            self._refusals_as_pages += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._refusals_as_pages -= 1
+
     # ---- the one request seam -------------------------------------------------------------------------------
 
     def request(
@@ -151,6 +175,7 @@ class Client:
         retried like one.
         """
         path = path.lstrip("/")
+        deadline = time.monotonic() + self.retry.deadline  # the whole request, every attempt and wait included
         attempt = 0
         for attempt_ctl in retrying(self.retry, sleep=pause):  # a wait a stop request cuts short
             with attempt_ctl:
@@ -159,7 +184,7 @@ class Client:
                     with self._lock:
                         self.retries += 1
                     log.info("retrying %s /%s (attempt %d)", method, self.redact(path), attempt)
-                return self._send_once(method, path, params, json_body, parse or _parse_json, attempt)
+                return self._send_once(method, path, params, json_body, parse or _parse_json, attempt, deadline)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send_once(
@@ -170,28 +195,47 @@ class Client:
         json_body: Any,
         parse: Callable[[bytes], Any],
         attempt: int,
+        deadline: float,
     ) -> Any:
-        """One attempt; an error it raises is complete (it names the attempt, so the last one raised says how many
-        were made)."""
+        """One attempt, ending by ``deadline`` (a :func:`time.monotonic` time) however slowly the answer comes; an
+        error it raises is complete (it names the attempt, so the last one raised says how many were made)."""
         check_stop()  # a safe point: no lock of ours or httpx's is held between two requests
         self._wait_if_paused()
         with self._lock:
             self.requests += 1
         where = {"method": method, "path": "/" + path, "attempts": attempt}
         try:
-            response = self._http.request(method, path, params=_clean_params(params), json=json_body)
+            response, content = exchange(
+                self._http,
+                method,
+                path,
+                params=_clean_params(params),
+                json_body=json_body,
+                deadline=deadline,
+                max_bytes=self.max_body_bytes,
+            )
+        except DeadlinePassed as exc:
+            limit = f"the request's deadline of {self.retry.deadline:g} s"
+            if exc.begun:  # the answer came, too slowly to be read: a bad page, like a body cut short
+                reason = f"the answer was not whole within {limit} (sent too slowly)"
+                raise ResponseFormatError(reason, **where) from None
+            raise TransportError(f"no answer began within {limit}", **where) from None
+        except TooLarge as exc:
+            raise ResponseFormatError(str(exc), **where) from None
         except httpx.TimeoutException as exc:
             raise TransportError(f"timed out ({type(exc).__name__})", **where) from None
         except httpx.RemoteProtocolError as exc:
             if _cut_short(exc):  # the answer began and stopped part-way: a bad page, not a service that is down
                 raise ResponseFormatError(self.redact(f"the answer was cut short ({exc})"), **where) from None
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
+        except httpx.DecodingError as exc:  # a gzip or deflate body that cannot be undone: a malformed answer
+            raise ResponseFormatError(self.redact(f"the answer cannot be decoded ({exc})"), **where) from None
         except httpx.HTTPError as exc:
             # httpx names the URL at most, but h11 quotes a header value it refuses (the key): redact
             raise TransportError(self.redact(f"{type(exc).__name__}: {exc}"), **where) from None
         if response.is_success:
             try:
-                return parse(response.content)
+                return parse(content)
             except ResponseFormatError as exc:  # parsed, but not the documented envelope (a paginator's check)
                 request_id = request_id_of(response, None, self.redact)
                 raise ResponseFormatError(self.redact(exc.reason), request_id=request_id, **where) from None
@@ -199,7 +243,7 @@ class Client:
                 reason = "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
                 request_id = request_id_of(response, None, self.redact)
                 raise ResponseFormatError(self.redact(f"the answer {reason}"), request_id=request_id, **where) from None
-        error = _error_from_response(response, method, "/" + path, self.redact, attempts=attempt)
+        error = _error_from_response(response, method, "/" + path, self.redact, attempts=attempt, content=content)
         if isinstance(error, RateLimitError):
             self._pause(error.retry_after if error.retry_after is not None else self.retry.initial)
         raise error
@@ -237,7 +281,7 @@ class Client:
         with self._sender(path, paginator.next_request(), paginator.limit, pool, until, parse=parse) as send:
             while not paginator.done:
                 request = paginator.next_request()
-                with _bad_page(paginator.unreadable(request)):
+                with _bad_page(paginator.unreadable(request), refusals=self._refusals_as_pages > 0):
                     read = paginator.read(send(request), request)
                 yield paginator.turn(read, request)
 
@@ -269,7 +313,7 @@ class Client:
 
         Offsets that go backwards end the walk with a :attr:`~Page.problem` on the last page; a page that cannot be
         read raises :class:`BadPageError`."""
-        path = f"channels/{channel_id}/events" + ("/search" if search else "")
+        path = f"channels/{segment(channel_id)}/events" + ("/search" if search else "")
         return self.paginate(EventCursorPaginator(path, filters, limit=limit, start=start))
 
     def event_wire_pages(
@@ -291,7 +335,7 @@ class Client:
         offsets are a contiguous sequence, so the page after ``offset`` starts at ``offset + limit``), up to the
         offset ``until`` when it is known (the channel's newest; or a function telling it, asked once a page comes back
         full); the pages and their order are the same."""
-        pager = WireEventPaginator(f"channels/{channel_id}/events", {}, limit=limit, start=start)
+        pager = WireEventPaginator(f"channels/{segment(channel_id)}/events", {}, limit=limit, start=start)
         return self.paginate(pager, pool=pool, until=until)
 
     @contextlib.contextmanager
@@ -363,7 +407,7 @@ class Client:
 
     def get_wallet(self, wallet_id: str) -> Wallet:
         """``GET /wallets/{id}``."""
-        return self.request("GET", f"wallets/{wallet_id}")
+        return self.request("GET", f"wallets/{segment(wallet_id)}")
 
     def create_wallet(self, body: Mapping[str, Any]) -> Wallet:
         """``POST /wallets``: a new wallet in ``pending``."""
@@ -371,7 +415,7 @@ class Client:
 
     def update_wallet(self, wallet_id: str, body: Mapping[str, Any]) -> Wallet:
         """``PATCH /wallets/{id}``: rename, describe, or archive (``{"status": "archived"}``)."""
-        return self.request("PATCH", f"wallets/{wallet_id}", json_body=dict(body))
+        return self.request("PATCH", f"wallets/{segment(wallet_id)}", json_body=dict(body))
 
     def rename_wallet(self, wallet_id: str, name: str) -> Wallet:
         """Rename a wallet (names are unique within the organisation)."""
@@ -398,7 +442,7 @@ class Client:
 
     def get_channel(self, channel_id: str) -> Channel:
         """``GET /channels/{id}``."""
-        return self.request("GET", f"channels/{channel_id}")
+        return self.request("GET", f"channels/{segment(channel_id)}")
 
     def create_channel(self, name: str, description: str | None = None) -> Channel:
         """``POST /channels``."""
@@ -407,7 +451,7 @@ class Client:
 
     def update_channel(self, channel_id: str, body: Mapping[str, Any]) -> Channel:
         """``PATCH /channels/{id}``: rename, describe or archive."""
-        return self.request("PATCH", f"channels/{channel_id}", json_body=dict(body))
+        return self.request("PATCH", f"channels/{segment(channel_id)}", json_body=dict(body))
 
     def rename_channel(self, channel_id: str, name: str) -> Channel:
         """Rename a channel."""
@@ -433,7 +477,7 @@ class Client:
         the listing without a status filter (the service hides only archived watchers from it), then
         ``status=archived``; a watcher archived between the two walks is given once. A ``status`` other than every
         status is sent as it is, and ``None`` sends none (archived watchers hidden)."""
-        path, limit = f"channels/{channel_id}/watchers", spec.PAGE_LIMITS["watchers"].maximum
+        path, limit = f"channels/{segment(channel_id)}/watchers", spec.PAGE_LIMITS["watchers"].maximum
         if status is None or set(status) != set(ALL_WATCHER_STATUSES):
             return self.offset_pages(path, {"status": status, **filters}, limit=limit, pool=pool)
         archived = [spec.WatcherStatus.ARCHIVED.value]
@@ -450,15 +494,17 @@ class Client:
 
     def get_watcher(self, channel_id: str, watcher_id: str) -> Watcher:
         """``GET /channels/{id}/watchers/{watcher_id}``: the full watcher."""
-        return self.request("GET", f"channels/{channel_id}/watchers/{watcher_id}")
+        path = f"channels/{segment(channel_id)}/watchers/{segment(watcher_id)}"
+        return self.request("GET", path, parse=_record_parse("watcher_id", watcher_id))
 
     def create_watcher(self, channel_id: str, body: Mapping[str, Any]) -> Watcher:
         """``POST /channels/{id}/watchers`` from a service or an ABI: a watcher in ``pending``."""
-        return self.request("POST", f"channels/{channel_id}/watchers", json_body=dict(body))
+        return self.request("POST", f"channels/{segment(channel_id)}/watchers", json_body=dict(body))
 
     def update_watcher(self, channel_id: str, watcher_id: str, body: Mapping[str, Any]) -> Watcher:
         """``PATCH`` a watcher: rename (200) or archive (202, ``archiving``)."""
-        return self.request("PATCH", f"channels/{channel_id}/watchers/{watcher_id}", json_body=dict(body))
+        path = f"channels/{segment(channel_id)}/watchers/{segment(watcher_id)}"
+        return self.request("PATCH", path, json_body=dict(body))
 
     def rename_watcher(self, channel_id: str, watcher_id: str, name: str) -> Watcher:
         """Rename a watcher (names are unique within the channel)."""
@@ -475,7 +521,7 @@ class Client:
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/operations`` (filters: status, chain_selector, address, wallet_id, ...)."""
         return self.offset_pages(
-            f"channels/{channel_id}/operations",
+            f"channels/{segment(channel_id)}/operations",
             filters,
             limit=spec.PAGE_LIMITS["operations"].maximum,
             start=start,
@@ -488,8 +534,11 @@ class Client:
             yield from cast(list[Operation], page.records)
 
     def get_operation(self, channel_id: str, operation_id: str) -> Operation:
-        """``GET /channels/{id}/operations/{operation_id}``."""
-        return self.request("GET", f"channels/{channel_id}/operations/{operation_id}")
+        """``GET /channels/{id}/operations/{operation_id}``. An answer that is not that record (not an object, or
+        another ``operation_id``) is a malformed answer (:class:`~toolkit.errors.ResponseFormatError`), retried;
+        the same holds for :meth:`get_query` and :meth:`get_watcher`."""
+        path = f"channels/{segment(channel_id)}/operations/{segment(operation_id)}"
+        return self.request("GET", path, parse=_record_parse("operation_id", operation_id))
 
     def create_operation(self, channel_id: str, body: Mapping[str, Any]) -> str:
         """``POST /channels/{id}/operations``; returns the new ``operation_id`` (a draft without ``signature``).
@@ -497,18 +546,20 @@ class Client:
         The service answers an ``OperationResponse`` (:class:`~toolkit.api.resources.OperationResponse`) holding only
         that id; fetch the record with :meth:`get_operation`.
         """
-        answer = self.request("POST", f"channels/{channel_id}/operations", json_body=dict(body))
+        answer = self.request("POST", f"channels/{segment(channel_id)}/operations", json_body=dict(body))
         return str(answer["operation_id"])
 
     def finalize_operation(self, channel_id: str, operation_id: str, *, signature: str, digest: str) -> Operation:
         """Finalize a draft: ``PATCH`` with ``status=accepted``, ``signature`` and ``digest``."""
         body = {"status": "accepted", "signature": signature, "digest": digest}
-        return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
+        path = f"channels/{segment(channel_id)}/operations/{segment(operation_id)}"
+        return self.request("PATCH", path, json_body=body)
 
     def cancel_operation(self, channel_id: str, operation_id: str) -> Operation:
         """Cancel a draft: ``PATCH`` with ``status=cancelled``."""
         body = {"status": "cancelled"}
-        return self.request("PATCH", f"channels/{channel_id}/operations/{operation_id}", json_body=body)
+        path = f"channels/{segment(channel_id)}/operations/{segment(operation_id)}"
+        return self.request("PATCH", path, json_body=body)
 
     # ---- queries --------------------------------------------------------------------------------------------
 
@@ -517,7 +568,7 @@ class Client:
     ) -> Iterator[Page]:
         """Pages of ``GET /channels/{id}/queries`` (filters: status, query_kind, chain_selector)."""
         return self.offset_pages(
-            f"channels/{channel_id}/queries",
+            f"channels/{segment(channel_id)}/queries",
             filters,
             limit=spec.PAGE_LIMITS["queries"].maximum,
             start=start,
@@ -531,17 +582,18 @@ class Client:
 
     def get_query(self, channel_id: str, query_id: str) -> Query:
         """``GET /channels/{id}/queries/{query_id}``."""
-        return self.request("GET", f"channels/{channel_id}/queries/{query_id}")
+        path = f"channels/{segment(channel_id)}/queries/{segment(query_id)}"
+        return self.request("GET", path, parse=_record_parse("query_id", query_id))
 
     def create_query(self, channel_id: str, body: Mapping[str, Any]) -> QueryAccepted:
         """``POST /channels/{id}/queries`` (202): ``{query_id, status}``; same ``idempotency_key`` = same query."""
-        return self.request("POST", f"channels/{channel_id}/queries", json_body=dict(body))
+        return self.request("POST", f"channels/{segment(channel_id)}/queries", json_body=dict(body))
 
     # ---- events ---------------------------------------------------------------------------------------------
 
     def poll_events(self, channel_id: str, *, offset: int | None = None, limit: int = 200) -> EventPage:
         """``GET /channels/{id}/events``: newest first without ``offset``; from message ``offset`` forward with it."""
-        path = f"channels/{channel_id}/events"
+        path = f"channels/{segment(channel_id)}/events"
         params = {"limit": limit, "offset": offset}
         body = self.request("GET", path, params=params, parse=_list_parse(path, keys=EVENT_KEYS))
         page = unwrap_list(body, path, params, keys=EVENT_KEYS)
@@ -549,14 +601,37 @@ class Client:
 
     def search_events(self, channel_id: str, **filters: Any) -> EventPage:
         """One page of ``GET /channels/{id}/events/search`` (filters: type, created.gte, status, ...)."""
-        path = f"channels/{channel_id}/events/search"
+        path = f"channels/{segment(channel_id)}/events/search"
         body = self.request("GET", path, params=filters, parse=_list_parse(path, keys=EVENT_KEYS))
         page = unwrap_list(body, path, filters, keys=EVENT_KEYS)
         return EventPage(page.records, page.has_more, path, page.params)
 
     def get_event(self, channel_id: str, event_id: str) -> Event:
         """``GET /channels/{id}/events/search/{event_id}``."""
-        return self.request("GET", f"channels/{channel_id}/events/search/{event_id}")
+        return self.request("GET", f"channels/{segment(channel_id)}/events/search/{segment(event_id)}")
+
+
+def segment(value: str) -> str:
+    """``value`` (an id) escaped as one path segment: ``/``, ``?``, ``#``, ``%`` and every other reserved character
+    percent-encoded, so an id can never reach another path (``../../networks``) or become a query or fragment.
+    Raises :class:`~toolkit.errors.InvalidIdError` for an id that cannot be a segment at all: empty, ``.``, ``..``,
+    or not encodable as UTF-8 (a lone surrogate)."""
+    text = str(value)
+    if text in ("", ".", ".."):
+        raise InvalidIdError(text, "a path segment cannot be empty, '.' or '..'")
+    try:
+        return quote(text, safe="")
+    except UnicodeEncodeError:
+        raise InvalidIdError(text, "it is not valid Unicode (a lone surrogate)") from None
+
+
+def is_segment(value: str) -> bool:
+    """Whether ``value`` can be sent as one path segment (see :func:`segment`)."""
+    try:
+        segment(value)
+    except InvalidIdError:
+        return False
+    return True
 
 
 def _parse_json(content: bytes) -> Any:
@@ -573,6 +648,26 @@ def _checked_parse(parse: Callable[[bytes], Any], check: Callable[[Any], object]
         return body
 
     return parse_and_check
+
+
+def _record_parse(field: str, wanted: str) -> Callable[[bytes], Any]:
+    """The JSON parse of one record fetched by id, checked to be that record: an object whose ``field`` is
+    ``wanted`` (an empty body, ``null``, ``[]``, ``42`` or another record is a malformed answer, never stored)."""
+
+    def check(body: Any) -> None:
+        if not isinstance(body, dict):
+            shown = "an empty body" if body is None else f"a JSON {type(body).__name__} ({_short(body)})"
+            raise ResponseFormatError(f"the answer is {shown}, not the record asked for")
+        if body.get(field) != wanted:
+            raise ResponseFormatError(f"the answer is another record ({field} {_short(body.get(field))})")
+
+    return _checked_parse(_parse_json, check)
+
+
+def _short(value: Any) -> str:
+    """A value from the service as a message shows it: its repr, at most 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _list_parse(path: str, *, keys: tuple[str, ...] = ("data",)) -> Callable[[bytes], Any]:
@@ -602,9 +697,10 @@ def _once_by_id(key: str, *walks: Callable[[], Iterator[Page]]) -> Iterator[Page
 
 
 @contextlib.contextmanager
-def _bad_page(empty: Page) -> Iterator[None]:
+def _bad_page(empty: Page, *, refusals: bool = False) -> Iterator[None]:
     """Turn a page that cannot be read (after the retries) into a :class:`BadPageError` carrying ``empty``, the
-    page's request, marked unreadable with the reason."""
+    page's request, marked unreadable with the reason; with ``refusals``, a channel's list refused with a status of
+    ``spec.CHANNEL_REFUSED_STATUSES`` too (see :meth:`Client.channel_refusals_as_bad_pages`)."""
     try:
         yield
     except BadPageError:
@@ -613,6 +709,26 @@ def _bad_page(empty: Page) -> Iterator[None]:
         tries = f" (after {exc.attempts} attempts)" if exc.attempts > 1 else ""
         page = replace(empty, problem=f"the page cannot be read: {exc.reason}{tries}", unreadable=True)
         raise BadPageError(exc, page) from None
+    except ApiError as exc:
+        if not refusals or exc.status not in spec.CHANNEL_REFUSED_STATUSES or not _channel_scoped(empty.path):
+            raise
+        # the channel was listed, then refused (deleted since, forbidden...): that channel's stream stops, not the run
+        said = str(exc).removeprefix(f"{exc.method} {exc.path} ")
+        page = replace(empty, problem=f"the channel's {empty.path.rsplit('/', 1)[-1]} were refused: {said}")
+        raise BadPageError(exc, page) from None
+
+
+def _channel_scoped(path: str) -> bool:
+    """Whether ``path`` is one channel's resource list (``channels/{id}/...``), not the channel list itself."""
+    return path.lstrip("/").startswith("channels/") and path.strip("/").count("/") >= 2
+
+
+def _text(content: bytes, charset: str | None) -> str:
+    """A body as text in its declared charset (UTF-8 when none, or one Python does not know), never failing."""
+    try:
+        return content.decode(charset or "utf-8", "replace")
+    except LookupError:
+        return content.decode("utf-8", "replace")
 
 
 def _cut_short(exc: httpx.RemoteProtocolError) -> bool:
@@ -658,22 +774,25 @@ def _error_from_response(
     redact: Callable[[str], str] = lambda text: text,
     *,
     attempts: int = 1,
+    content: bytes | None = None,
 ) -> ApiError:
     """Map a non-2xx answer to its typed error, complete: the ``ApplicationError`` body when there is one, the
     request id, ``Retry-After``, and which attempt this was.
 
     ``redact`` removes the key from the service's message or body before it is kept (some proxies echo it)."""
     error_type = code = message = None
+    content = response.content if content is None else content
     try:
-        body = orjson.loads(response.content) if response.content else None
+        body = orjson.loads(content) if content else None
     except (orjson.JSONDecodeError, RecursionError):
         body = None
     if isinstance(body, dict):
         error_type = redact(body["type"]) if isinstance(body.get("type"), str) else None
         code = redact(body["code"]) if isinstance(body.get("code"), str) else None
         message = redact(body["message"]) if isinstance(body.get("message"), str) else None
-    elif response.content:
-        message = redact(response.text)[:200]  # redacted before it is cut: a cut could split the key
+    elif content:
+        # redacted before it is cut: a cut could split the key
+        message = redact(_text(content, response.charset_encoding))[:200]
     cls = api_error_class(response.status_code, error_type)
     return cls(
         status=response.status_code,

@@ -34,11 +34,29 @@ def loads(content: bytes) -> Any:
     ``RecursionError`` for absurd nesting) when the body is not valid JSON."""
     if not content:
         return None
-    value = orjson.loads(content)
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        # an escaped lone surrogate ("\ud800") is valid JSON but no Unicode: the standard library reads it and each
+        # becomes U+FFFD, so one broken name does not make a whole page (the channel list, say) unreadable
+        return _without_surrogates(json.loads(content, parse_constant=_refuse_constant))
     if not may_hold_long_integer(content) or _LONG_INTEGER.search(content) is None:
         return value
     # orjson accepted it, so it is valid UTF-8 JSON; NaN and Infinity, which the standard library accepts, are not
     return json.loads(content, parse_constant=_refuse_constant)
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD; pairs are joined."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def may_hold_long_integer(content: bytes) -> bool:

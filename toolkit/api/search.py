@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import spec
-from .client import Client
+from .client import Client, segment
 from .pages import WireEventPage, WireEventPaginator
 
 #: The largest page event search serves.
@@ -36,6 +36,6 @@ def search_wire_pages(
     A walk that stops early says why in the last page's :attr:`~.pages.Page.problem` (offsets going backwards, more
     claimed with nothing on the page); a page that cannot be read raises :class:`~toolkit.errors.BadPageError`.
     """
-    path = f"channels/{channel_id}/events/search"
+    path = f"channels/{segment(channel_id)}/events/search"
     params = {k: v for k, v in filters.items() if v is not None}
     return client.paginate(WireEventPaginator(path, params, limit=limit, start=start))

@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import spec
 from ..api import Client, Page
 from ..api.concurrency import RequestPool
-from ..errors import NotFoundError, ResponseFormatError
+from ..errors import ApiError, InvalidIdError, NotFoundError, ResponseFormatError
 from ..warehouse import RejectedRecord, Warehouse, to_batch, transaction_records
 from .progress import Progress
 from .result import SyncResult
@@ -79,8 +80,9 @@ class FetchContext:
         self, keys: Sequence[tuple[str, str]], get: Callable[[str, str], dict[str, Any]]
     ) -> list[dict[str, Any] | _Unreadable | None]:
         """GET each ``(channel_id, id)`` concurrently; a 404 gives ``None`` (the record vanished), an answer that
-        cannot be read even after the retries gives :data:`UNREADABLE` and a problem naming the request (the run is
-        ``partial``; the caller asks again next run)."""
+        cannot be read even after the retries, or that refuses the channel (``spec.CHANNEL_REFUSED_STATUSES`` but
+        404), gives :data:`UNREADABLE` and a problem naming the request (the run is ``partial``; the caller asks
+        again next run)."""
 
         def one(key: tuple[str, str]) -> dict[str, Any] | _Unreadable | None:
             try:
@@ -88,6 +90,14 @@ class FetchContext:
             except NotFoundError:
                 return None
             except ResponseFormatError as exc:
+                self.problem(f"{exc} (asked again next run)")
+                return UNREADABLE
+            except InvalidIdError as exc:  # nothing sent: it would leave its own path
+                self.problem(f"{exc} (GET of {key[1]!r} in channel {key[0]!r}; kept queued)")
+                return UNREADABLE
+            except ApiError as exc:  # refused (403, 410, ...): not gone, so asked again; other channels go on
+                if exc.status not in spec.CHANNEL_REFUSED_STATUSES:
+                    raise
                 self.problem(f"{exc} (asked again next run)")
                 return UNREADABLE
 

@@ -256,6 +256,7 @@ def sync(
     try:
         with (
             sync_lock(path),
+            client.channel_refusals_as_bad_pages(),  # one channel refused stops that channel, not the run
             _arrow_pool(SYNC_ARROW_POOL()),
             _gc_frozen(),
             UnitOfWork(open_warehouse, on_commit=committed) as uow,
@@ -278,6 +279,8 @@ def sync(
                     uow.commit()
                     progress.close()
                     run, progress = attempt(uow, full=False)
+                for text in clash_problems(uow.call(Warehouse.take_channel_clashes)):
+                    run.ctx.problem(text)
                 started = time.perf_counter()
                 uow.call(lambda wh: _build_models(wh, result))
                 result.phases["models"] = round(time.perf_counter() - started, 3)
@@ -315,6 +318,20 @@ def sync(
         if own_client:
             client.close()
     return result
+
+
+def clash_problems(clashes: dict[str, list[tuple[str, str, str]]]) -> list[str]:
+    """A problem per table whose ids came in two channels (see :meth:`Warehouse.take_channel_clashes`): what is kept
+    and what is not."""
+    out = []
+    for table, rows in sorted(clashes.items()):
+        ids = sorted({i for i, _, _ in rows})
+        first, old, new = next(r for r in rows if r[0] == ids[0])
+        out.append(
+            f"{len(ids)} {table} id(s) came in two channels; the warehouse keeps one row per id, the one read last, "
+            f"and the other channel's row is not kept (first: {first} of channel {old}, kept as channel {new})"
+        )
+    return out
 
 
 def _finish(result: SyncResult, client: Client, requests0: int, retries0: int) -> None:

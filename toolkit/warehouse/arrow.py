@@ -371,7 +371,7 @@ def _coerce(kind: str, value: Any) -> tuple[Any, bool]:
             changed = not value.is_integer()  # fractional: rounded down, never silently
             value = math.floor(value)
         if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-            value = int(value)
+            value, changed = int(value), True  # a number sent as text: stored as the number, never silently
         if not isinstance(value, int):
             return _INVALID, True
         if kind == "ts" and not 0 <= value <= _MAX_TS:

@@ -29,9 +29,33 @@ _DENIED_TEXT = (
 )
 
 
+#: Failures that are not the disk's: too many open files, a loop of symbolic links, a name too long.
+_LIMITS = {
+    errno.EMFILE: "this process has too many files open: raise its limit (ulimit -n) or close other work",
+    errno.ENFILE: "the system has too many files open: close other work",
+    errno.ELOOP: "the path is a loop of symbolic links: point --warehouse / CHAINOPS_WAREHOUSE at the file itself",
+    errno.ENAMETOOLONG: "the path or a name in it is too long: choose a shorter --warehouse path",
+}
+_LIMITS_TEXT = {
+    "too many open files": errno.EMFILE,
+    "too many levels of symbolic links": errno.ELOOP,
+    "file name too long": errno.ENAMETOOLONG,
+}
+
+
+def _limit(exc: BaseException) -> int | None:
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code in _LIMITS:
+        return code
+    text = str(exc).lower()
+    return next((c for t, c in _LIMITS_TEXT.items() if t in text), None)
+
+
 def _kind(exc: BaseException) -> str:
     text = str(exc).lower()
     code = exc.errno if isinstance(exc, OSError) else None
+    if _limit(exc) is not None:
+        return "limit"
     if code in _FULL or any(t in text for t in _FULL_TEXT):
         return "full"
     if code in _DENIED or any(t in text for t in _DENIED_TEXT):
@@ -47,6 +71,11 @@ def write_failure(path: str | os.PathLike[str], exc: BaseException) -> Warehouse
     """
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip()
     kind = _kind(exc)
+    if kind == "limit":
+        what = _LIMITS[_limit(exc) or errno.EMFILE]
+        return WarehouseError(
+            f"Cannot use the warehouse {path}: {detail}; {what}. Nothing committed is lost: run the command again."
+        )
     if kind == "denied":
         return WarehouseError(
             f"Cannot write the warehouse {path}: {detail}. Check that its directory exists and is writable, or "

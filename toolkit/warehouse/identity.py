@@ -141,10 +141,10 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
 
 def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a warehouse ``chainops demo`` made, which the next demo may delete and make again: it
-    carries :data:`DEMO_MARK`, or (made before the mark existed) it is a chainops warehouse synced exactly once, from
-    a service on this machine (the sandbox, on a loopback address): the demo made its warehouse anew and synced it
-    once. Anything else (another file, a DuckDB file of another program, a warehouse synced from a real service or
-    synced more than once, say through an SSH tunnel on localhost) is not. Opens the file read-only."""
+    carries :data:`DEMO_MARK` (the demo marks its warehouse before anything else) and holds at most the one sync
+    run the demo makes. Anything else is not: another file, another program's DuckDB file, a warehouse without the
+    mark however it was synced (from a loopback address too: an SSH tunnel or a port-forward looks like that), a
+    demo's warehouse that was synced again since. Opens the file read-only."""
     target = Path(path)
     if not target.is_file():
         return False
@@ -153,19 +153,12 @@ def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
     except duckdb.Error:
         return False
     try:
-        kind = classify(con, target)
-        if (
-            kind == "marked"
-            and con.execute(
-                f"SELECT count(*) FROM {MARKER_TABLE} WHERE key = ? AND value = ?", list(DEMO_MARK)
-            ).fetchall()[0][0]
-        ):
-            return True
-        if kind not in ("marked", "legacy"):
+        if classify(con, target) != "marked":
             return False
-        urls = [r[0] for r in con.execute("SELECT base_url FROM sync_runs").fetchall()]
-        loopback = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
-        return len(urls) == 1 and isinstance(urls[0], str) and urls[0].startswith(loopback)
+        marked = con.execute(
+            f"SELECT count(*) FROM {MARKER_TABLE} WHERE key = ? AND value = ?", list(DEMO_MARK)
+        ).fetchall()[0][0]
+        return bool(marked) and con.execute("SELECT count(*) FROM sync_runs").fetchall()[0][0] <= 1
     except (duckdb.Error, WarehouseError):
         return False
     finally:

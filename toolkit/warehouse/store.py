@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -75,6 +76,35 @@ def to_arrow_table(result: duckdb.DuckDBPyRelation | duckdb.DuckDBPyConnection) 
     raise WarehouseError(f"cannot read a {type(result).__name__} as an Arrow table (not a query result)")
 
 
+#: Tables whose rows belong to one channel and are keyed by an id the service may (wrongly) repeat in two channels.
+_ONE_CHANNEL_TABLES = ("operations", "queries")
+
+
+def refuse_special_file(path: Path) -> None:
+    """Raise :class:`WarehouseError` when ``path`` names something that is not a regular file (a FIFO, whose
+    opening would wait for a writer forever; a device; a directory; a socket). A missing path is fine (a new
+    warehouse), and a path that cannot be looked at is left for the open to report."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket or other special file"
+    )
+    raise WarehouseError(
+        f"{path} is {kind}, not a warehouse file; nothing was read or written. Point --warehouse / "
+        "CHAINOPS_WAREHOUSE at a DuckDB file (or a new path)."
+    )
+
+
 class Warehouse(SyncQueries):
     """A DuckDB warehouse file with the toolkit's tables and views.
 
@@ -92,6 +122,7 @@ class Warehouse(SyncQueries):
         self.path = Path(path)
         self.read_only = read_only
         self.memory_limit = memory_limit
+        refuse_special_file(self.path)
         if read_only and not self.path.exists():
             raise WarehouseError(missing_warehouse_message(self.path))
         self._lock = contextlib.ExitStack()
@@ -110,6 +141,9 @@ class Warehouse(SyncQueries):
             self._lock.close()
             raise
         self._column_cache: dict[str, list[str]] = {}
+        #: Per table, ``(id, stored channel, new channel)`` of rows an upsert replaced with a row of another channel
+        #: (one id listed in two channels), for the sync to report (:meth:`take_channel_clashes`).
+        self.channel_clashes: dict[str, list[tuple[str, str, str]]] = {}
         self._write_seq: int | None = None  # the number of the open transaction's writes (see write_seq)
         if not read_only:
             try:
@@ -157,6 +191,10 @@ class Warehouse(SyncQueries):
                     hint = "check the path and that it is a DuckDB file"
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         con.execute("SET TimeZone = 'UTC'")
+        if self.read_only:
+            # a reader runs the file's views, and a file from elsewhere may define them: no view reads a local file
+            # (read_text, read_csv), writes one, attaches a database or loads an extension
+            con.execute("SET enable_external_access = false")
         if not self.read_only:
             con.execute("SET enable_progress_bar = false")  # a writer (a sync) shows its own progress, or none
         if self.memory_limit:
@@ -358,10 +396,27 @@ class Warehouse(SyncQueries):
                 channels = pc.unique(batch.column("channel_id"))
                 if len(channels) == 1 and channels[0].is_valid:
                     where, params = f"channel_id = ? AND {where}", [channels[0].as_py()]
+            if table in _ONE_CHANNEL_TABLES and "channel_id" in batch.schema.names:
+                self._note_channel_clashes(table, key, view)
             deleted = self.con.execute(f'DELETE FROM "{tspec.name}" WHERE {where}', params).fetchall()
             existing = min(int(deleted[0][0]) if deleted else 0, batch.num_rows)
             self._insert_from(table, view)
         return batch.num_rows - int(existing), int(existing)
+
+    def _note_channel_clashes(self, table: str, key: str, view: str) -> None:
+        """Note the stored rows of ``table`` that the rows in ``view`` are about to replace although they belong to
+        another channel: one id in two channels, of which the warehouse keeps one row (the one written last)."""
+        rows = self.con.execute(
+            f'SELECT t.{key}::VARCHAR, t.channel_id, v.channel_id FROM "{TABLES[table].name}" t '
+            f"JOIN {view} v ON t.{key} = v.{key} WHERE t.channel_id IS DISTINCT FROM v.channel_id"
+        ).fetchall()
+        if rows:
+            self.channel_clashes.setdefault(table, []).extend((str(i), str(a), str(b)) for i, a, b in rows)
+
+    def take_channel_clashes(self) -> dict[str, list[tuple[str, str, str]]]:
+        """The clashes noted since the last call (see :attr:`channel_clashes`), forgotten here."""
+        clashes, self.channel_clashes = self.channel_clashes, {}
+        return clashes
 
     def insert(self, table: str, batch: pa.RecordBatch | pa.Table) -> int:
         """Append ``batch``'s rows to ``table`` without looking for stored rows with the same keys (call inside
@@ -482,7 +537,10 @@ _HELD_GUARD = threading.Lock()
 
 
 def _lock_key(path: str | os.PathLike[str]) -> str:
-    return str(Path(path).resolve())
+    try:
+        return str(Path(path).resolve())
+    except (RuntimeError, OSError):  # a loop of symbolic links: the open that follows reports it
+        return os.path.abspath(path)
 
 
 def holds_sync_lock(path: str | os.PathLike[str]) -> bool:

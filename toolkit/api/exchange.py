@@ -1,0 +1,178 @@
+"""One HTTP exchange under a whole-request deadline and a cap on the decoded body, stoppable at once.
+
+httpx's timeouts bound each socket read, not the exchange: a body trickling one byte every two seconds never trips a
+30 s read timeout and can hold a request for hours. And a thread blocked in a socket read does not see a deferred
+stop (SIGTERM, Ctrl-C; see :mod:`toolkit.signals`) until the read returns. So each exchange runs on a daemon thread
+of its own, reading the body chunk by chunk and counting its decoded bytes, while the calling thread waits in short
+steps and looks at the deadline and for a stop request between them. When either comes first the caller gives up at
+once: the exchange is told to stop, its socket is shut down when the answer has begun (which ends a blocked read
+there and then), and the thread, a daemon, never holds up the caller or the end of the process.
+
+A body whose decoded size passes the cap (a gzip bomb, an endless chunked body) is refused as a malformed answer
+when it passes it, so memory stays bounded by the cap whatever the service sends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from ..signals import check_stop
+
+#: Seconds the calling thread waits before it looks at the deadline and for a stop request again.
+POLL_SECONDS = 0.1
+#: The most bytes one step of gzip or deflate decoding makes.
+DECODE_STEP = 2**20
+
+
+class TooLarge(Exception):
+    """The answer's decoded body is larger than the cap."""
+
+    def __init__(self, size: int, cap: int) -> None:
+        self.size = size
+        self.cap = cap
+        super().__init__(f"the answer is larger than {cap:,} bytes decoded (at least {size:,}), the most a page may be")
+
+
+class DeadlinePassed(Exception):
+    """The exchange did not end before its deadline; ``begun`` says whether the answer had begun (its status and
+    headers had arrived, the body was coming too slowly)."""
+
+    def __init__(self, begun: bool = False) -> None:
+        self.begun = begun
+        super().__init__("the answer " + ("came too slowly" if begun else "did not begin") + " before the deadline")
+
+
+class Exchange:
+    """One request and its whole answer, run on a daemon thread (see the module docstring)."""
+
+    def __init__(self, http: httpx.Client, request: httpx.Request, *, max_bytes: int) -> None:
+        self._http = http
+        self._request = request
+        self._max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._stream: Any = None  # the answer's network stream, once its headers have arrived
+        self._released = False
+        self.cancelled = threading.Event()
+        self.done = threading.Event()
+        self.begun = False
+        self.response: httpx.Response | None = None
+        self.content = b""
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        """(On the exchange's thread.) Send the request and read the whole answer, or record why not."""
+        try:
+            response = self._http.send(self._request, stream=True)
+            try:
+                with self._lock:
+                    self.begun = True
+                    self._stream = response.extensions.get("network_stream")
+                    if self.cancelled.is_set():
+                        return
+                self.content = self._read(response)
+                self.response = response
+            finally:
+                with self._lock:
+                    self._released = True
+                response.close()
+        except BaseException as exc:  # handed to the caller (or dropped, when it has given up)
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def _read(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("Content-Length", "")
+        encoding = response.headers.get("Content-Encoding", "").strip().lower()
+        if declared.isdigit() and int(declared) > self._max_bytes and encoding in ("", "identity"):
+            raise TooLarge(int(declared), self._max_bytes)
+        body = bytearray()
+        for chunk in self._decoded(response, encoding):
+            if self.cancelled.is_set():
+                raise DeadlinePassed()
+            if len(body) + len(chunk) > self._max_bytes:
+                raise TooLarge(len(body) + len(chunk), self._max_bytes)
+            body += chunk
+        return bytes(body)
+
+    @staticmethod
+    def _decoded(response: httpx.Response, encoding: str) -> Iterator[bytes]:
+        """The body decoded, in pieces of at most :data:`DECODE_STEP` bytes for gzip and deflate (a 64 KB chunk of a
+        gzip bomb expands to 64 MB at once otherwise); other encodings as httpx decodes them."""
+        if encoding not in ("gzip", "x-gzip", "deflate"):
+            yield from response.iter_bytes()
+            return
+        # gzip, or deflate as zlib (or gzip) framing; raw deflate is tried when that framing is not there
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding != "deflate" else 32 + zlib.MAX_WBITS)
+        first = True
+        for raw in response.iter_raw():
+            data = raw
+            while data:
+                try:
+                    out = decoder.decompress(data, DECODE_STEP)
+                except zlib.error as exc:
+                    if not (first and encoding == "deflate"):
+                        raise httpx.DecodingError(f"the {encoding} body cannot be decoded ({exc})") from None
+                    decoder, first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                    continue
+                first = False
+                yield out
+                data = decoder.unconsumed_tail
+        if not decoder.eof and encoding != "deflate":
+            raise httpx.DecodingError(f"the {encoding} body ends part-way")
+
+    def cancel(self) -> None:
+        """Tell the exchange to stop; shut its socket down if its answer has begun and is still being read (a read
+        blocked on it then returns at once)."""
+        self.cancelled.set()
+        with self._lock:
+            if self._stream is None or self._released:
+                return
+            sock = self._stream.get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+def exchange(
+    http: httpx.Client,
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, Any] | None,
+    json_body: Any,
+    deadline: float,
+    max_bytes: int,
+) -> tuple[httpx.Response, bytes]:
+    """Send one request and read its whole answer before ``deadline`` (a :func:`time.monotonic` time); return the
+    response (headers, status; its stream closed) and its decoded body.
+
+    Raises :class:`DeadlinePassed` when the deadline comes first, :class:`TooLarge` when the decoded body passes
+    ``max_bytes``, whatever httpx raised for the exchange, and the deferred stop (:func:`~toolkit.signals.check_stop`)
+    as soon as one is asked for. In every case but success the exchange is abandoned, its connection closed."""
+    request = http.build_request(method, path, params=params, json=json_body)
+    job = Exchange(http, request, max_bytes=max_bytes)
+    thread = threading.Thread(target=job.run, name="chainops-request", daemon=True)
+    thread.start()
+    try:
+        while not job.done.wait(max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):
+            check_stop()
+            if time.monotonic() >= deadline:
+                raise DeadlinePassed(job.begun)
+    except BaseException:
+        job.cancel()
+        raise
+    if job.error is not None:
+        raise job.error
+    assert job.response is not None
+    return job.response, job.content
+
+
+__all__ = ["DeadlinePassed", "Exchange", "TooLarge", "exchange"]
