@@ -20,7 +20,7 @@ import pandas as pd
 from . import spec
 from .atomic import atomic_file, output_error
 from .config import Settings, data_dir, redact
-from .display import clean_for_terminal, frame_for_csv, frame_for_display, frame_for_terminal
+from .display import clean_for_terminal, frame_for_csv
 from .errors import ChainopsError, UsageError
 from .logs import show_on_stderr
 from .signals import (
@@ -73,17 +73,76 @@ def output_format(fmt: str | None, out: str | None) -> str:
     return fmt
 
 
-def _table_text(df: pd.DataFrame, *, metric: bool) -> str:
-    """A text table for people: numbers as :func:`toolkit.display.frame_for_display` shows them, strings cleaned
-    (a table without rows is its header line)."""
-    if df.empty:
-        shown = frame_for_terminal(frame_for_display(df, metric=metric))
-        return "  ".join(str(c) for c in shown.columns) + "\n"
-    return frame_for_terminal(frame_for_display(df, metric=metric)).to_string(index=False, na_rep="-") + "\n"
+def _table_text(
+    df: pd.DataFrame,
+    *,
+    metric: str | bool,
+    columns: Sequence[str] | None = None,
+    wide: bool = False,
+    notes: Sequence[str] = (),
+) -> str:
+    """A text table for people that fits the terminal (:mod:`toolkit.present`: one way to show each value, text
+    left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column)."""
+    from .present import present, to_terminal
+
+    shown = present(df, metric=metric, columns=columns)
+    shown.notes.extend(notes)
+    return to_terminal(shown, wide=wide)
 
 
-def _print_table(df: pd.DataFrame, *, metric: bool = True) -> None:
-    sys.stdout.write(_table_text(df, metric=metric))
+def _print_table(df: pd.DataFrame, *, metric: str | bool = True) -> None:
+    sys.stdout.write(_table_text(df, metric=metric, columns=_default_columns(df, metric)))
+
+
+def _default_columns(df: pd.DataFrame, metric: str | bool, by: Sequence[str] = ()) -> list[str] | None:
+    """The columns a terminal shows first: the grouping columns (a channel's name beside its id), then the
+    metric's declared defaults (:mod:`toolkit.registry`); None (all) for a result the registry does not know."""
+    from .registry import BY_NAME
+
+    if not isinstance(metric, str) or metric not in BY_NAME:
+        return None
+    lead = [*by, *(["channel"] if "channel_id" in by else [])]
+    wanted = [c for c in dict.fromkeys([*lead, *BY_NAME[metric].default]) if c in df.columns]
+    return wanted or None
+
+
+def _hidden_rows(df: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` without the rows that cannot carry a value by definition (final statuses in status-latency), and
+    the note that says so."""
+    from .registry import BY_NAME
+
+    m = BY_NAME.get(metric)
+    if m is None or not m.hidden or not len(df):
+        return df, []
+    keep = pd.Series(True, index=df.index)
+    for column, values in m.hidden.items():
+        if column in df.columns:
+            keep &= ~df[column].astype(object).isin(list(values))
+    dropped = int((~keep).sum())
+    if not dropped:
+        return df, []
+    return df[keep], [f"{dropped} row(s) for {m.hidden_why} not shown (--wide shows them)"]
+
+
+def _period_line(df: pd.DataFrame, metric: str) -> str:
+    """What a metric's table is about: its period (and how the period selects rows) and the time it is as of."""
+    from .present import format_time
+    from .registry import BY_NAME
+
+    since, until, as_of = (
+        pd.Timestamp(t) if t else None for t in (df.attrs.get(k) for k in ("since", "until", "as_of"))
+    )
+    if since is None and until is None:
+        period = "everything the warehouse holds"
+    else:
+        start = format_time(since, seconds=False) if since is not None else "the start"
+        end = format_time(until, seconds=False) if until is not None else "now"
+        period = f"{start} to {end} UTC"
+    how = BY_NAME[metric].period if metric in BY_NAME else ""
+    line = f"{metric}: {period}" + (f" ({how})" if how else "")
+    if as_of is not None:
+        line += f"; as of {format_time(as_of, seconds=False)} UTC, the newest event"
+    return clean_for_terminal(line)
 
 
 def _json_value(value: object) -> object:
@@ -104,16 +163,27 @@ def _json_text(df: pd.DataFrame) -> str:
     return orjson.dumps(records, default=_json_value, option=option).decode() + "\n"
 
 
-def _write_frame(df: pd.DataFrame, fmt: str, out: str | None, *, metric: bool = True) -> None:
+def _write_frame(
+    df: pd.DataFrame,
+    fmt: str,
+    out: str | None,
+    *,
+    metric: str | bool = True,
+    columns: Sequence[str] | None = None,
+    wide: bool = False,
+    notes: Sequence[str] = (),
+) -> None:
     """Print or write a result (``fmt`` from :func:`output_format`). The table (text or HTML) is for people:
     percentages, durations in a unit per column, significant digits (``metric`` says whether the columns follow the
     metrics' naming conventions; a SQL result gets significant digits only), control characters shown, long values
     shortened. CSV has formulas neutralised (and control characters shown when printed); CSV, JSON and Parquet keep
     every number at full precision. ``--out`` files appear whole or not at all."""
     if fmt == "table":
-        text = _table_text(df, metric=metric)
+        text = _table_text(df, metric=metric, columns=columns, wide=wide or bool(out), notes=notes)
     elif fmt == "html":
-        text = frame_for_display(df, metric=metric).to_html(index=False, na_rep="-", border=0)
+        from .present import TABLE_CSS, present, to_html
+
+        text = f"<style>{TABLE_CSS}</style>" + to_html(present(df, metric=metric, columns=columns), empty="No rows.")
     elif fmt == "csv":
         # printed: control characters shown visibly too (a file keeps them; only formulas are defused there)
         text = frame_for_csv(df, terminal=not out).to_csv(index=False)
@@ -152,7 +222,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         result = sync(settings, quiet=args.quiet)
     print(result.summary())
     print("\nTime in each status, per network:")
-    _print_table(metrics.status_latency(str(warehouse)))
+    latency, hidden = _hidden_rows(metrics.status_latency(str(warehouse)), "status-latency")
+    columns = _default_columns(latency, "status-latency")
+    sys.stdout.write(_table_text(latency, metric="status-latency", columns=columns, notes=hidden))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
     print(f"\nReport: {out}")
     return 0
@@ -289,8 +361,42 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
         _say_why_empty(args)
-    _write_frame(df, fmt, args.out)
+    if fmt == "table" and not args.out:
+        _print_metric_table(df, args)
+        return 0
+    columns = _chosen_columns(df, args.columns)
+    _write_frame(df, fmt, args.out, metric=args.name, columns=columns if fmt in ("table", "html") else None)
+    if columns is not None and fmt not in ("table", "html"):
+        print("chainops metrics: --columns picks what a table shows; files keep every column", file=sys.stderr)
     return 0
+
+
+def _chosen_columns(df: pd.DataFrame, text: str | None) -> list[str] | None:
+    """The columns of ``--columns a,b,c`` (a usage error naming the metric's columns for one it does not have)."""
+    if not text:
+        return None
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in df.columns]
+    if unknown:
+        raise UsageError(
+            f"--columns: no column {', '.join(map(repr, unknown))}; the columns are {', '.join(df.columns)}"
+        )
+    return chosen
+
+
+def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
+    """A metric on the terminal: its period and as-of line, then the table that fits (the default columns and
+    rows, ``--columns``, or everything with ``--wide``)."""
+    notes: list[str] = []
+    columns = _chosen_columns(df, args.columns)
+    if not args.wide and columns is None:
+        by = [c.strip() for c in (args.by or "").split(",") if c.strip()]
+        columns = _default_columns(df, args.name, by)
+        df, notes = _hidden_rows(df, args.name)
+    from .present import wrap
+
+    print(wrap(_period_line(df, args.name)))
+    sys.stdout.write(_table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
 
 
 def _metric_arguments(args: argparse.Namespace, func: object) -> dict[str, object]:
@@ -407,8 +513,32 @@ def cmd_sql(args: argparse.Namespace) -> int:
                 ) from None
             raise ChainopsError(f"The query failed: {message}") from None
         df = _with_comments(wh, args.query, df)
-    _write_frame(df, fmt, args.out, metric=False)
+    limit = _sql_row_limit(args, fmt)
+    notes = []
+    if limit is not None and len(df) > limit:
+        notes.append(
+            f"{len(df):,} rows ({limit:,} shown); --max-rows N shows more, --out FILE or a pipe gets every row"
+        )
+        df = df.head(limit)
+    _write_frame(df, fmt, args.out, metric=False, notes=notes)
     return 0
+
+
+#: Rows of a SQL result shown on a terminal whose height is unknown (DuckDB's CLI shows 40).
+SQL_SCREEN_ROWS = 40
+
+
+def _sql_row_limit(args: argparse.Namespace, fmt: str) -> int | None:
+    """How many rows ``chainops sql`` prints: ``--max-rows`` when given; a screenful when the table goes to a
+    terminal; every row to a file or a pipe."""
+    if args.max_rows is not None:
+        return args.max_rows
+    if fmt != "table" or args.out or not sys.stdout.isatty():
+        return None
+    import shutil
+
+    lines = shutil.get_terminal_size(fallback=(80, SQL_SCREEN_ROWS + 8)).lines
+    return max(lines - 8, 10)
 
 
 _DESCRIBE = re.compile(r"\s*(?:describe|desc)\s+(?:main\.)?\"?(\w+)\"?\s*;?\s*", re.IGNORECASE)
@@ -519,6 +649,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
 
+    def table_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--columns",
+            metavar="A,B,C",
+            help="the columns a table shows, comma-separated (default: the metric's main columns; files keep all)",
+        )
+        p.add_argument("--wide", action="store_true", help="show every column and row, however wide the table")
+
     p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
     p.add_argument(
         "--warehouse",
@@ -572,7 +710,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_sync)
 
-    from .metrics import METRICS
+    from .registry import METRIC_NAMES as METRICS
 
     p = sub.add_parser("metrics", help="print or write one metric table")
     p.add_argument("name", choices=sorted(METRICS), metavar="NAME", help=f"which metric: {', '.join(sorted(METRICS))}")
@@ -606,6 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
     )
     output_options(p)
+    table_options(p)
     spark_options(p)
     p.set_defaults(func=cmd_metrics)
 
@@ -644,6 +783,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", help='SQL text, e.g. "select * from operation_lifecycle limit 5"')
     warehouse_opt(p)
     output_options(p)
+    p.add_argument(
+        "--max-rows",
+        type=_at_least_one,
+        metavar="N",
+        help="rows a table shows (default: a screenful on a terminal, every row to a file or a pipe)",
+    )
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser(

@@ -32,6 +32,7 @@ import pandas as pd
 from . import metrics
 from .atomic import atomic_dir, atomic_file
 from .display import frame_for_csv, frame_for_terminal, shorten
+from .metrics.common import with_channel_names
 from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
 from .times import now_utc, parse_period
@@ -428,9 +429,8 @@ def _worst_network(rates: pd.DataFrame) -> pd.Series | None:
 
 
 def _with_channel_names(wh: Warehouse, df: pd.DataFrame) -> pd.DataFrame:
-    names = wh.query("SELECT channel_id, name AS channel FROM channels")
-    df = df.merge(names, on="channel_id", how="left")
-    df["channel"] = df["channel"].where(df["channel"].notna(), df["channel_id"])
+    """The per-channel table with the channel's name first (the metrics put it beside the id)."""
+    df = with_channel_names(wh, df)
     return df[["channel", *[c for c in df.columns if c != "channel"]]]
 
 
