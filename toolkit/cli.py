@@ -531,9 +531,11 @@ SQL_SCREEN_ROWS = 40
 def _sql_row_limit(args: argparse.Namespace, fmt: str) -> int | None:
     """How many rows ``chainops sql`` prints: ``--max-rows`` when given; a screenful when the table goes to a
     terminal; every row to a file or a pipe."""
+    if fmt != "table" or args.out:
+        return None
     if args.max_rows is not None:
         return args.max_rows
-    if fmt != "table" or args.out or not sys.stdout.isatty():
+    if not sys.stdout.isatty():
         return None
     import shutil
 
@@ -787,7 +789,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-rows",
         type=_at_least_one,
         metavar="N",
-        help="rows a table shows (default: a screenful on a terminal, every row to a file or a pipe)",
+        help="rows a printed table shows (default: a screenful on a terminal, every row to a pipe; files get all)",
     )
     p.set_defaults(func=cmd_sql)
 

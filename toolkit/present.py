@@ -259,7 +259,7 @@ def _kind_by_values(values: Sequence[Any], dtype: Any, name_kind: str | None) ->
     return "id" if name_kind == "id" else "text"
 
 
-@dataclass
+@dataclass(eq=False)
 class Column:
     """One shown column: its source name, its header, its kind, and the text of each cell (``full`` holds the
     whole value where the cell shortened it, for a tooltip)."""
@@ -396,19 +396,33 @@ def _natural(col: Column) -> int:
     return max([len(col.header), 1, *(len(c) for c in col.cells)])
 
 
-def _fitting(columns: list[Column], width: int) -> list[Column]:
-    """The columns, in order, that fit ``width`` (the first always): a text column counts at most 24 characters,
-    since it may be elided; each column takes two more for the gap."""
-    kept: list[Column] = []
+def _need(col: Column) -> int:
+    cells = max([1, *(len(c) for c in col.cells)])
+    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, min(len(col.header), 20))
+
+
+def _widths(columns: list[Column], width: int) -> dict[Column, int]:
+    """The columns that fit ``width``, each with the most characters it may take: a text column at least
+    :data:`_TEXT_WIDTH` (elided past it) and more from what is left over, in order; the others their need."""
+    kept: dict[Column, int] = {}
     used = 0
     for col in columns:
-        cells = max([1, *(len(c) for c in col.cells)])
-        need = max(min(cells, 24) if not col.right else cells, min(len(col.header), 20))
+        need = _need(col)
         if kept and used + need + _GAP > width:
             continue
-        kept.append(col)
+        kept[col] = need
         used += need + _GAP
+    slack = max(width - used, 0)
+    for col in kept:
+        if not col.right and slack:
+            extra = min(_natural(col) - kept[col], slack) if _natural(col) > kept[col] else 0
+            kept[col] += extra
+            slack -= extra
     return kept
+
+
+#: Characters a text column is sure to get before it is elided.
+_TEXT_WIDTH = 24
 
 
 #: Characters between two columns (a space of padding each side of rich's column divider, less the edges).
@@ -428,7 +442,8 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     from rich.text import Text
 
     width = terminal_width() if width is None else max(width, 20)
-    columns = shown.columns if wide else _fitting(shown.columns, width)
+    widths = {c: _natural(c) for c in shown.columns} if wide else _widths(shown.columns, width)
+    columns = list(widths)
     left_out = [c.header for c in shown.columns if c not in columns]
     if wide:
         width = max(width, sum(_natural(c) + 2 for c in columns) + 2)
@@ -439,6 +454,7 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
             justify="right" if col.right else "left",
             overflow="ellipsis",
             no_wrap=True,
+            max_width=widths[col],
         )
     for i in range(shown.rows):
         table.add_row(*(c.cells[i] for c in columns))
