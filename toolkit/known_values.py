@@ -81,9 +81,16 @@ def known_networks(wh: QueryEngine) -> tuple[list[str], dict[str, str]]:
 
 
 def known_channels(wh: QueryEngine) -> tuple[list[str], dict[str, str]]:
-    """Channel ids (the filter matches ids), with each channel's name as its label."""
+    """Channel ids (the filter matches ids), with each channel's name as its label; then the ids seen on operations,
+    queries and events that the channels table does not hold (still valid filters)."""
     rows = _rows(wh, "SELECT channel_id, name FROM channels ORDER BY name, channel_id")
-    return [str(i) for i, _ in rows], {str(i): str(n) for i, n in rows if n is not None}
+    ids = [str(i) for i, _ in rows]
+    seen = _column(
+        wh,
+        "SELECT DISTINCT channel_id FROM (SELECT channel_id FROM operations UNION ALL SELECT channel_id FROM queries "
+        "UNION ALL SELECT channel_id FROM events) ORDER BY 1",
+    )
+    return [*ids, *(i for i in seen if i not in set(ids))], {str(i): str(n) for i, n in rows if n is not None}
 
 
 #: Which statuses a metric's ``status`` filter is about (operations unless named here).
