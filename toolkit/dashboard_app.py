@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from . import metrics, plots, spec
-from .report import TABLE_CSS, display_frame, html_table, interval_safe
+from .registry import metric
+from .report import TABLE_CSS, html_table, interval_safe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -35,34 +36,14 @@ VIEWS: dict[str, str] = {
     "finality": "Finality stages",
     "stuck": "Stuck operations",
 }
-_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "latency": ("network", "status", "entered", "n", "censored", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
-    "failure": (
-        "network",
-        "operations",
-        "terminal",
-        "failed",
-        "expired",
-        "cancelled",
-        "failure_rate",
-        "failure_rate_low",
-        "failure_rate_high",
-    ),
-    "finality": (
-        "network",
-        "operations",
-        "reached_latest",
-        "reached_safe",
-        "reached_finalized",
-        "latest_share",
-        "safe_share",
-        "finalized_share",
-        "latest_only",
-        "to_latest_p50_s",
-        "to_finalized_p50_s",
-    ),
-    "stuck": ("operation_id", "channel_id", "network", "status", "entered_at", "age_min", "threshold_min"),
+#: The metric behind each view (:mod:`toolkit.registry`): its default columns are the view's table.
+VIEW_METRICS: dict[str, str] = {
+    "latency": "status-latency",
+    "failure": "failure-rates",
+    "finality": "finality-breakdown",
+    "stuck": "stuck-operations",
 }
+_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {view: metric(name).default for view, name in VIEW_METRICS.items()}
 #: Table rows shown before the rest is folded away (none is left out).
 _MAX_ROWS = 30
 
@@ -254,7 +235,7 @@ class Dashboard:
         }
         for key in VIEWS:
             self.images[key].value = _png(figures[key])
-            shown = html_table(display_frame(key, tables[key]), _TABLE_COLUMNS[key], max_rows=_MAX_ROWS)
+            shown = html_table(tables[key], _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
             self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
         self.figures, self.tables = figures, tables
         self.redraws += 1
@@ -277,13 +258,7 @@ class Dashboard:
             lines += [
                 "",
                 f"{title}:",
-                repr(
-                    table(
-                        display_frame(key, self.tables.get(key, pd.DataFrame())),
-                        _TABLE_COLUMNS[key],
-                        max_rows=_MAX_ROWS,
-                    )
-                ),
+                repr(table(self.tables.get(key, pd.DataFrame()), _TABLE_COLUMNS[key], max_rows=_MAX_ROWS)),
             ]
         return "\n".join(lines)
 
