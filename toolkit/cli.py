@@ -574,6 +574,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Serve the dashboard page on 127.0.0.1 until interrupted, printing its URL."""
+    import time
+
+    from .dashboard_page import serving
+
+    settings = Settings.load(warehouse=args.warehouse)
+    if not Path(settings.warehouse).exists():
+        raise ChainopsError(
+            f"no warehouse at {settings.warehouse}; run `chainops sync` (or `chainops demo`) first, or give --warehouse"
+        )
+    with serving(settings.warehouse, args.port) as url:
+        print(f"dashboard on {url} (Ctrl-C stops it)", flush=True)
+        while True:
+            time.sleep(3600)
+
+
 def _check_rate_limit(rate: float | None, retry_after: float | None) -> None:
     """Refuse rate-limit flags the sandbox cannot honour (a usage error, before anything is served)."""
     if rate is not None and not rate > 0:
@@ -799,6 +816,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced table by table)")
     warehouse_opt(p)
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("dashboard", help="serve the dashboard page on 127.0.0.1 and print its URL")
+    warehouse_opt(p)
+    p.add_argument("--port", type=int, default=8050, help="port on 127.0.0.1 (default 8050; 0 picks a free one)")
+    p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("sandbox", help="serve the local emulator of the service on loopback")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")

@@ -73,6 +73,47 @@ def _step(span: pd.Timedelta) -> pd.Timedelta:
     return pd.Timedelta(days=1)
 
 
+def compute_views(
+    warehouse: metrics.WarehouseLike,
+    filters: dict[str, Any],
+    statuses: Sequence[str] | None,
+    bucket: str,
+    *,
+    draw: bool = True,
+) -> tuple[dict[str, pd.DataFrame], dict[str, Figure]]:
+    """The four views' tables and figures (``draw=False``: tables only) for ``filters`` (channel, network, since,
+    until) and ``statuses``: what the widget dashboard and the dashboard page (:mod:`toolkit.dashboard_page`)
+    show. Raises what the metrics raise (an unknown filter value, a bad period)."""
+    f = filters
+    with metrics._open(warehouse) as wh:
+        latest = metrics.latest_event_time(wh)
+        until = f.get("until")
+        now = min(until, latest) if latest is not None and until is not None else (latest or until)
+        tables = {
+            "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
+            "failure": metrics.failure_rates(wh, by=["network"], **f),
+            "finality": metrics.finality_breakdown(wh, by=["network"], **f),
+            "stuck": metrics.stuck_operations(wh, channel=f["channel"], network=f["network"], status=statuses, now=now),
+        }
+        if not draw:
+            return tables, {}
+        durations = metrics.status_durations(wh, status=statuses, **f)
+        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **f)
+    figures = {
+        "latency": plots.latency_by_status(durations),
+        "failure": plots.failure_rate_over_time(
+            interval_safe(over_time, "failure_rate"),
+            group="network",
+            bucket=bucket,
+            period=(f["since"], now) if f.get("since") is not None and now is not None else None,
+            title="Failure rate over time, per network",
+        ),
+        "finality": plots.finality_funnel(tables["finality"]),
+        "stuck": plots.stuck_ages(tables["stuck"]),
+    }
+    return tables, figures
+
+
 class Dashboard:
     """The widgets and what they show. Build it with :func:`dashboard`; display it as the cell's last value.
 
@@ -203,36 +244,12 @@ class Dashboard:
         f = self.filters
         statuses: Sequence[str] | None = self._chosen(self.status.value)
         try:
-            with metrics._open(self.warehouse) as wh:
-                latest = metrics.latest_event_time(wh)
-                now = min(f["until"], latest) if latest is not None else f["until"]
-                tables = {
-                    "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
-                    "failure": metrics.failure_rates(wh, by=["network"], **f),
-                    "finality": metrics.finality_breakdown(wh, by=["network"], **f),
-                    "stuck": metrics.stuck_operations(
-                        wh, channel=f["channel"], network=f["network"], status=statuses, now=now
-                    ),
-                }
-                durations = metrics.status_durations(wh, status=statuses, **f)
-                over_time = metrics.failure_rates(wh, by=["network"], bucket=self.bucket, **f)
+            tables, figures = compute_views(self.warehouse, f, statuses, self.bucket)
         except Exception as exc:  # shown in the dashboard, not raised into the widget callback
             self.error = f"{type(exc).__name__}: {exc}"
             self.summary.value = f'<b style="color:#a00">Could not redraw: {html.escape(self.error)}</b>'
             return
         self.error = None
-        figures = {
-            "latency": plots.latency_by_status(durations),
-            "failure": plots.failure_rate_over_time(
-                interval_safe(over_time, "failure_rate"),
-                group="network",
-                bucket=self.bucket,
-                period=(f["since"], now),
-                title="Failure rate over time, per network",
-            ),
-            "finality": plots.finality_funnel(tables["finality"]),
-            "stuck": plots.stuck_ages(tables["stuck"]),
-        }
         for key in VIEWS:
             self.images[key].value = _png(figures[key])
             shown = html_table(tables[key], _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
@@ -312,4 +329,4 @@ def _plain_summary(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
-__all__ = ["ALL", "VIEWS", "Dashboard", "dashboard"]
+__all__ = ["ALL", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]
