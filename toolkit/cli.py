@@ -107,21 +107,10 @@ def _default_columns(df: pd.DataFrame, metric: str | bool, by: Sequence[str] = (
 
 
 def _hidden_rows(df: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
-    """``df`` without the rows that cannot carry a value by definition (final statuses in status-latency), and
-    the note that says so."""
-    from .registry import BY_NAME
+    """``df`` without the rows that cannot carry a value by definition (:func:`toolkit.present.hide_rows`)."""
+    from .present import hide_rows
 
-    m = BY_NAME.get(metric)
-    if m is None or not m.hidden or not len(df):
-        return df, []
-    keep = pd.Series(True, index=df.index)
-    for column, values in m.hidden.items():
-        if column in df.columns:
-            keep &= ~df[column].astype(object).isin(list(values))
-    dropped = int((~keep).sum())
-    if not dropped:
-        return df, []
-    return df[keep], [f"{dropped} row(s) for {m.hidden_why} not shown (--wide shows them)"]
+    return hide_rows(df, metric)
 
 
 def _period_line(df: pd.DataFrame, metric: str) -> str:

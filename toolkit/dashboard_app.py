@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from . import metrics, plots, spec
+from .present import hide_rows
 from .registry import metric
 from .report import TABLE_CSS, html_table, interval_safe
 
@@ -80,16 +81,18 @@ def compute_views(
     bucket: str,
     *,
     draw: bool = True,
+    tables: dict[str, pd.DataFrame] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Figure]]:
     """The four views' tables and figures (``draw=False``: tables only) for ``filters`` (channel, network, since,
     until) and ``statuses``: what the widget dashboard and the dashboard page (:mod:`toolkit.dashboard_page`)
-    show. Raises what the metrics raise (an unknown filter value, a bad period)."""
+    show; ``tables`` computed before for the same filters are drawn without computing them again. Raises what the
+    metrics raise (an unknown filter value, a bad period)."""
     f = filters
     with metrics._open(warehouse) as wh:
         latest = metrics.latest_event_time(wh)
         until = f.get("until")
         now = min(until, latest) if latest is not None and until is not None else (latest or until)
-        tables = {
+        tables = tables or {
             "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
             "failure": metrics.failure_rates(wh, by=["network"], **f),
             "finality": metrics.finality_breakdown(wh, by=["network"], **f),
@@ -252,7 +255,8 @@ class Dashboard:
         self.error = None
         for key in VIEWS:
             self.images[key].value = _png(figures[key])
-            shown = html_table(tables[key], _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
+            rows, _ = hide_rows(tables[key], VIEW_METRICS[key])  # final statuses carry no time in them
+            shown = html_table(rows, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
             self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
         self.figures, self.tables = figures, tables
         self.redraws += 1

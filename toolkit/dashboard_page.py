@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from . import metrics, spec
 from .dashboard_app import _TABLE_COLUMNS, VIEW_METRICS, VIEWS, compute_views
 from .errors import ChainopsError
-from .present import TABLE_CSS, format_percent, plural
+from .present import TABLE_CSS, format_percent, hide_rows, plural
 from .report import html_table
 
 #: Rows of a view's table shown before the rest is folded away (none is left out).
@@ -92,6 +92,11 @@ def _select(name: str, label: str, options: list[tuple[str, str]], chosen: list[
 
 def render_page(warehouse: str, options: Options, query: dict[str, list[str]]) -> str:
     """The whole page for the filters in ``query`` (the tables computed here; figures linked as images)."""
+    return page_and_tables(warehouse, options, query)[0]
+
+
+def page_and_tables(warehouse: str, options: Options, query: dict[str, list[str]]) -> tuple[str, dict[str, Any] | None]:
+    """The page (see :func:`render_page`) and the views' tables it shows (None when the filters were refused)."""
     e = html.escape
     filters, statuses, bucket = _filters(query)
     form = [
@@ -114,7 +119,7 @@ def render_page(warehouse: str, options: Options, query: dict[str, list[str]]) -
         tables, _ = compute_views(warehouse, filters, statuses, bucket, draw=False)
     except (ValueError, ChainopsError) as exc:  # an unknown filter value, a bad period: said on the page
         parts.append(f'<p class="error" id="error">{e(str(exc))}</p>')
-        return _page("".join(parts))
+        return _page("".join(parts)), None
     parts.append(f'<p id="summary">{_summary(tables, filters)}</p>')
     parts.append("<nav>" + "".join(f'<a href="#{key}">{e(title)}</a>' for key, title in VIEWS.items()) + "</nav>")
     image_query = urlencode([(k, v) for k, values in query.items() for v in values], doseq=True)
@@ -125,9 +130,11 @@ def render_page(warehouse: str, options: Options, query: dict[str, list[str]]) -
             parts.append(f'<p class="empty">{e(EMPTY[key])}</p>')
         else:
             parts.append(f'<img alt="{e(title)}" width="1000" src="/figure/{key}.png?{e(image_query)}">')
-            parts.append(html_table(df, _TABLE_COLUMNS[key], max_rows=MAX_ROWS, metric=VIEW_METRICS[key]))
+            shown, hidden = hide_rows(df, VIEW_METRICS[key])
+            parts.append(html_table(shown, _TABLE_COLUMNS[key], max_rows=MAX_ROWS, metric=VIEW_METRICS[key]))
+            parts += [f'<p class="meta">{e(n.removesuffix(" (--wide shows them)"))}</p>' for n in hidden]
         parts.append("</section>")
-    return _page("".join(parts))
+    return _page("".join(parts)), tables
 
 
 def _summary(tables: dict[str, Any], filters: dict[str, Any]) -> str:
@@ -149,10 +156,12 @@ def _page(body: str) -> str:
     )
 
 
-def render_figures(warehouse: str, query: dict[str, list[str]]) -> dict[str, bytes]:
-    """Every view's figure as PNG bytes, for the filters in ``query``."""
+def render_figures(
+    warehouse: str, query: dict[str, list[str]], tables: dict[str, Any] | None = None
+) -> dict[str, bytes]:
+    """Every view's figure as PNG bytes, for the filters in ``query`` (``tables``: the views' tables for them)."""
     filters, statuses, bucket = _filters(query)
-    _, figures = compute_views(warehouse, filters, statuses, bucket)
+    _, figures = compute_views(warehouse, filters, statuses, bucket, tables=tables)
     out = {}
     for view, figure in figures.items():
         buffer = io.BytesIO()
@@ -163,14 +172,15 @@ def render_figures(warehouse: str, query: dict[str, list[str]]) -> dict[str, byt
 
 class _Cache:
     """The pages and figures of the last few filter sets (the warehouse is read-only while served: a page computed
-    once is the same the next time), computed under one lock (one DuckDB reader at a time)."""
+    once is the same the next time)."""
 
     SIZE = 4
 
     def __init__(self, warehouse: str, options: Options) -> None:
         self.warehouse, self.options = warehouse, options
-        self.lock = threading.Lock()
-        self.pages: dict[str, str] = {}
+        # pages and figures each computed once per filter set; a page never waits for figures being drawn
+        self.page_lock, self.figure_lock = threading.Lock(), threading.Lock()
+        self.pages: dict[str, tuple[str, dict[str, Any] | None]] = {}
         self.figures: dict[str, dict[str, bytes]] = {}
 
     @staticmethod
@@ -182,12 +192,14 @@ class _Cache:
         return store[key]
 
     def page(self, key: str, query: dict[str, list[str]]) -> str:
-        with self.lock:
-            return self._keep(self.pages, key, lambda: render_page(self.warehouse, self.options, query))
+        with self.page_lock:
+            return self._keep(self.pages, key, lambda: page_and_tables(self.warehouse, self.options, query))[0]
 
     def figure(self, view: str, key: str, query: dict[str, list[str]]) -> bytes:
-        with self.lock:
-            return self._keep(self.figures, key, lambda: render_figures(self.warehouse, query))[view]
+        with self.figure_lock:
+            page = self.pages.get(key)
+            tables = page[1] if page is not None else None
+            return self._keep(self.figures, key, lambda: render_figures(self.warehouse, query, tables))[view]
 
     def warm(self) -> None:
         """Compute the unfiltered page and its figures ahead of the first visit."""
@@ -230,7 +242,7 @@ def _handler(cache: _Cache) -> type[BaseHTTPRequestHandler]:
 
 def _quietly(func: Any) -> Any:
     def run() -> None:
-        with suppress(Exception):
+        with suppress(Exception):  # the visit that needs it computes it again, and shows what failed
             func()
 
     return run
@@ -254,4 +266,4 @@ def serving(warehouse: str | Path, port: int = 0) -> Iterator[str]:
         server.server_close()
 
 
-__all__ = ["EMPTY", "MAX_ROWS", "Options", "render_figures", "render_page", "serving"]
+__all__ = ["EMPTY", "MAX_ROWS", "Options", "page_and_tables", "render_figures", "render_page", "serving"]

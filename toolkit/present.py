@@ -379,6 +379,25 @@ def _whole_minute(value: Any) -> bool:
     return False
 
 
+def hide_rows(df: pd.DataFrame, metric: str | bool) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` without the rows that cannot carry a value by definition (the registry's ``hidden``: final statuses in
+    ``status-latency``), and the note that says how many were left out (none when nothing was). Data outputs keep
+    every row; only what people read by default leaves them out."""
+    from .registry import BY_NAME
+
+    m = BY_NAME.get(metric) if isinstance(metric, str) else None
+    if m is None or not m.hidden or not len(df):
+        return df, []
+    keep = [True] * len(df)
+    for column, values in m.hidden.items():
+        if column in df.columns:
+            keep = [k and str(v) not in values for k, v in zip(keep, df[column].tolist(), strict=True)]
+    dropped = keep.count(False)
+    if not dropped:
+        return df, []
+    return df[keep], [f"{dropped} row(s) for {m.hidden_why} not shown (--wide shows them)"]
+
+
 # ---- terminal ----------------------------------------------------------------------------------------------------
 
 
@@ -623,6 +642,7 @@ __all__ = [
     "format_number",
     "format_percent",
     "format_time",
+    "hide_rows",
     "is_duration_column",
     "is_proportion_column",
     "kind_by_name",

@@ -337,6 +337,38 @@ def required_types() -> dict[str, str]:
     return out
 
 
+def markdown() -> str:
+    """``docs/metric-columns.md``: every metric with its definition, period, filters, needed events, default and
+    all columns with their kinds (written by ``python -m toolkit.registry``; a test keeps the file equal)."""
+    lines = [
+        "# Metrics: names, filters, columns and units",
+        "",
+        "Generated from `toolkit/registry.py` by `python -m toolkit.registry`; do not edit by hand. What each number "
+        "means in full is in [metrics.md](metrics.md); how values are shown in [analyst-surface.md]"
+        "(analyst-surface.md).",
+        "",
+        "Kinds: `proportion` (a share in [0, 1], shown as a percentage with its `_low`/`_high` 95% interval), "
+        "`duration` (seconds, shown in one unit per column), `count`, `number`, `time` (UTC), `id`, `text`, `flag`.",
+    ]
+    for m in METRICS:
+        lines += [
+            "",
+            f"## `{m.name}` — {m.title}",
+            "",
+            m.definition,
+            "",
+            f"- Python: `tk.metrics.{m.function}(...)`; command line: `chainops metrics {m.name}`",
+            f"- Period: {m.period}",
+            f"- Filters: {', '.join(f'`{f}`' for f in m.filters)}",
+            f"- Needs events: {f'`{m.needs}`' if m.needs else 'none in particular'}",
+            f"- Shown first on a terminal: {', '.join(f'`{c}`' for c in m.default)}",
+        ]
+        if m.hidden:
+            lines.append(f"- Rows not shown by default (`--wide` shows them): {m.hidden_why}")
+        lines += ["", "| column | kind |", "|---|---|", *(f"| `{c.name}` | {c.kind} |" for c in m.columns)]
+    return "\n".join(lines) + "\n"
+
+
 __all__ = [
     "BY_NAME",
     "METRICS",
@@ -345,6 +377,15 @@ __all__ = [
     "Metric",
     "by_function",
     "declared_kinds",
+    "markdown",
     "metric",
     "required_types",
 ]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parent.parent / "docs" / "metric-columns.md"
+    target.write_text(markdown(), encoding="utf-8")
+    print(f"wrote {target}")

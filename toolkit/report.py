@@ -33,7 +33,7 @@ from .display import frame_for_csv, frame_for_terminal
 from .metrics.common import with_channel_names
 from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
-from .present import TABLE_CSS, Display, format_duration, format_percent, plural, present, shorten, to_html
+from .present import TABLE_CSS, Display, format_duration, format_percent, hide_rows, plural, present, shorten, to_html
 from .times import now_utc, parse_period
 from .warehouse import Warehouse
 
@@ -815,7 +815,12 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
         if key in _NOTES:
             parts.append(f'<p class="meta note">{e(_NOTES[key])}</p>')
         if key in _SHOWN:
-            parts.append(html_table(report.tables[key], _SHOWN[key], max_rows=_MAX_ROWS, metric=_metric_of(key)))
+            shown, hidden = hide_rows(report.tables[key], _metric_of(key))  # the CSV/Parquet tables keep them
+            parts.append(html_table(shown, _SHOWN[key], max_rows=_MAX_ROWS, metric=_metric_of(key)))
+            parts += [
+                f'<p class="meta">{e(n.replace(" (--wide shows them)", " (the CSV tables hold them)"))}</p>'
+                for n in hidden
+            ]
         for extra, sub in _EXTRA_TABLES.get(key, ()):
             if extra in report.tables:
                 parts.append(f'<h3 id="{extra}">{e(sub)}</h3>')
