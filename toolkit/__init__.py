@@ -15,6 +15,7 @@ from .config import Settings
 from .errors import ChainopsError
 from .loader import SyncResult, sync
 from .metrics import status_latency
+from .present import show
 from .warehouse import Warehouse
 
 __version__ = "0.1.0"
@@ -44,6 +45,7 @@ __all__ = [
     "dashboard",
     "errors",
     "metrics",
+    "show",
     "spec",
     "status_latency",
     "sync",

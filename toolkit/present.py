@@ -465,7 +465,7 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     columns = list(widths)
     left_out = [c.header for c in shown.columns if c not in columns]
     if wide:
-        width = max(width, sum(_natural(c) + 2 for c in columns) + 2)
+        width = max(width, sum(_natural(c) + _GAP for c in columns) + _GAP)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), header_style="bold")
     for col in columns:
         table.add_column(

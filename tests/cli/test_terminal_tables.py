@@ -240,3 +240,17 @@ def test_present_is_one_rule_for_every_surface() -> None:
     for cell in ("1.55% (0.4–5.5%)", "90"):
         assert cell in text and cell in page
     assert "p90 (min)" in text and "p90 (min)" in page
+
+
+def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypatch) -> None:
+    import toolkit as tk
+
+    df = metrics.failure_rates(synced)
+    row = df.dropna(subset=["failure_rate_low"]).iloc[0]
+    expected = (
+        f"{row['failure_rate'] * 100:.3g}% ({row['failure_rate_low'] * 100:.3g}–{row['failure_rate_high'] * 100:.3g}%)"
+    )
+    page = tk.show(df)._repr_html_()
+    assert f">{expected}</td>" in page and "failure_rate_low" not in page
+    _, out, _ = run(capsys, monkeypatch, 200, "metrics", "failure-rates", "--warehouse", synced)
+    assert expected in out
