@@ -45,7 +45,7 @@ def _group_colour(group: str | None, name: object, i: int) -> Any:
 
 
 #: A failure-rate band sets the figure's scale only when its bucket has at least this many finished operations.
-BAND_MIN_FINISHED = 10
+BAND_MIN_FINISHED = 100
 
 
 def _empty(fig: Figure, title: str, message: str) -> Figure:
@@ -205,7 +205,7 @@ def failure_rate_over_time(
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
     width = _bucket_width(data["bucket"], bucket)
     any_partial = False
-    top = 1.0  # the highest band or partial point drawn: the panels share it
+    top = 5.0  # percent: the scale the panels share, at least 0-5%
     for i, (name, part) in enumerate(parts):
         ax = axes[i]
         part = part.sort_values("bucket")
@@ -214,12 +214,13 @@ def failure_rate_over_time(
         )
         whole, cut = part[~partial], part[partial]
         any_partial = any_partial or len(cut) > 0
-        # the scale follows the rates, and the bands of buckets with enough finished operations: the 95% band of a
-        # bucket of one or two operations reaches 80% and would flatten every line of 0-10% onto the axis
+        # the scale follows the rates (with room above), and the bands only of buckets with many finished
+        # operations: the 95% band of a bucket of a few operations reaches 50-80% and would flatten every line of
+        # 0-10% onto the axis; such a band runs off the top instead
         settled = whole[whole["terminal"] >= BAND_MIN_FINISHED] if "terminal" in whole else whole
         top = max(
             top,
-            float(np.nanmax(_percent(part["failure_rate"]), initial=0.0)),
+            1.3 * float(np.nanmax(_percent(part["failure_rate"]), initial=0.0)),
             float(np.nanmax(_percent(settled["failure_rate_high"]), initial=0.0)),
         )
         colour = _group_colour(group, name, i)
@@ -270,11 +271,11 @@ def failure_rate_over_time(
         first, last = data["bucket"].min(), data["bucket"].max()
         axes[0].set_xlim(first - width / 2, last + width / 2)
     note = (
-        "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval (the axis follows the "
-        f"rates and the bands of buckets with {BAND_MIN_FINISHED}+ finished operations)"
+        "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval\n"
+        f"the axis follows the rates; a band sets it only for buckets with {BAND_MIN_FINISHED}+ finished operations"
     )
     if any_partial:
-        note += "; hollow: partial bucket (the period covers part of it), no band"
+        note += "; hollow: partial bucket, no band"
     fig.suptitle(title)
     fig.supxlabel(note, fontsize="small")
     return fig

@@ -556,7 +556,7 @@ def to_html(shown: Shown, *, max_rows: int | None = None, empty: str = "No rows 
 
 # ---- colours -----------------------------------------------------------------------------------------------------
 
-#: matplotlib's tab20 palette: pairs of a strong and a light shade of one hue.
+#: matplotlib's tab20 palette: pairs of a strong and a light shade of one hue (the strong ones are tab10's).
 _TAB20 = (
     "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd", "#c5b0d5",
     "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7", "#bcbd22", "#dbdb8d", "#17becf", "#9edae5",
@@ -564,20 +564,18 @@ _TAB20 = (
 
 
 def network_colour(name: object) -> str:
-    """The one colour of a network in every figure, the report and the dashboard, whatever the filter: a network of
-    the published list (:data:`toolkit.spec.KNOWN_NETWORKS`, by name or chain selector) has its own (a family's
-    mainnet the strong shade, its testnet the light one); any other a colour from its name, the same every time."""
+    """The one colour of a network in every figure, the report and the dashboard, whatever the filter: each network
+    of the published list (:data:`toolkit.spec.KNOWN_NETWORKS`, by name or chain selector) has its own strong
+    colour; any other a light one from its name, the same every time."""
     from zlib import crc32
 
     from .spec import KNOWN_NETWORKS
 
     text = str(name)
-    families = ("Ethereum", "Arbitrum", "Avalanche", "Polygon", "Base")
-    for network in KNOWN_NETWORKS:
+    for i, network in enumerate(KNOWN_NETWORKS[:10]):
         if text in (network.name, network.chain_selector):
-            family = next(i for i, f in enumerate(families) if network.name.startswith(f))
-            return _TAB20[2 * family + (network.type != "mainnet")]
-    return _TAB20[10 + crc32(text.encode("utf-8")) % 10]
+            return _TAB20[2 * i]
+    return _TAB20[1 + 2 * (crc32(text.encode("utf-8")) % 10)]
 
 
 # ---- notebooks ---------------------------------------------------------------------------------------------------

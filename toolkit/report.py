@@ -685,8 +685,9 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
                 title="Failure rate over time, per network",
             ),
             "Failure rate over time with its 95% interval, one panel per network; a partial bucket is hollow. The "
-            f"axis follows the rates and the bands of buckets with at least {plots.BAND_MIN_FINISHED} finished "
-            "operations; a wider band of a near-empty bucket runs off the top rather than flatten the lines",
+            "axis follows the rates (and the bands of buckets with at least "
+            f"{plots.BAND_MIN_FINISHED} finished operations): the wide band of a bucket of a few operations runs off "
+            "the top rather than flatten the lines",
         ),
         "failure_reasons": (plots.failure_reason_bars(t["failure_reasons"]), "Most frequent failure reasons"),
         "finality": (plots.finality_funnel(t["finality"]), "Share of relayed operations reaching each stage"),
