@@ -576,8 +576,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         )
     with serving(settings.warehouse, args.port) as url:
         print(f"dashboard on {url} (Ctrl-C stops it)", flush=True)
-        while True:
-            time.sleep(3600)
+        try:
+            while True:
+                time.sleep(3600)
+        except (KeyboardInterrupt, Terminated):  # stopping it is how it ends: nothing to keep or resume
+            print("dashboard stopped", flush=True)
+            return 0
 
 
 def _check_rate_limit(rate: float | None, retry_after: float | None) -> None:
