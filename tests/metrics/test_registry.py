@@ -50,3 +50,16 @@ def test_the_coverage_check_reads_the_needed_events_from_the_registry() -> None:
 
 def test_the_docs_are_generated_from_the_registry() -> None:
     assert DOCS.read_text(encoding="utf-8") == markdown(), "run: python -m toolkit.registry"
+
+
+def test_signatures_are_the_real_ones() -> None:
+    """help() shows what each metric's own def declares: its filters, `where` and the engine keywords, no more."""
+    import inspect
+
+    for m in METRICS:
+        for name in (m.function, *m.companions):
+            func = getattr(metrics, name)
+            params = inspect.signature(func).parameters
+            assert inspect.signature(func) == inspect.signature(func.__wrapped__), name
+            assert {*m.filters, "where", "engine", "parquet", "spark"} <= set(params), name
+            assert not ({"channel", "network", "status", "since", "until"} - set(m.filters)) & set(params), name

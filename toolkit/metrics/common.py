@@ -111,6 +111,13 @@ class Filters:
         return q.period("e.ts", self.since, self.until)
 
 
+#: No filter at all: the default ``where`` of every metric.
+NO_FILTERS = Filters()
+#: The types of the engine keywords every metric takes (see :func:`engine_for`).
+Engine = str | None
+ParquetPath = str | os.PathLike[str] | None
+
+
 def _tuple(value: Values) -> tuple[str, ...] | None:
     values = _values(value)
     return None if values is None else tuple(values)
@@ -120,14 +127,29 @@ F = TypeVar("F", bound=Callable[..., pd.DataFrame])
 
 
 def takes_filters(*names: str) -> Callable[[F], F]:
-    """Decorate a metric that takes the filters ``names``: the keywords become one :class:`Filters` passed as
-    ``where`` (merged over a ``where`` the caller gave). A filter the metric does not take is a ``TypeError``.
-    The accepted names are kept on the function as ``filter_names`` (the command line reads them)."""
+    """Decorate a metric: its filter keywords (those the metric registry, :mod:`toolkit.registry`, declares for
+    it, or ``names``) become one :class:`Filters` passed as ``where`` (merged over a ``where`` the caller gave). A
+    filter the metric does not take is a ``TypeError``. The function's own signature lists every keyword it takes
+    (the filters and ``engine``/``parquet``/``spark`` too: checked here), so ``help()`` shows the real one. The
+    accepted names are kept on the function as ``filter_names`` (the command line reads them)."""
     bad = set(names) - set(FILTER_NAMES)
     if bad:
         raise ValueError(f"not filters: {sorted(bad)}")
 
     def decorate(func: F) -> F:
+        nonlocal names
+        if not names:
+            from ..registry import by_function
+
+            declared = by_function(func.__name__)
+            if declared is None:
+                raise ValueError(f"{func.__name__} is not in the metric registry (toolkit/registry.py)")
+            names = declared.filters
+        own = inspect.signature(func).parameters
+        missing_keywords = [n for n in (*names, "where", *ENGINE_KEYWORDS) if n not in own]
+        if missing_keywords:
+            raise TypeError(f"{func.__name__} must declare the keywords {missing_keywords} in its signature")
+
         @functools.wraps(func)
         def metric(
             warehouse: WarehouseLike = None,
@@ -161,13 +183,6 @@ def takes_filters(*names: str) -> Callable[[F], F]:
             return result
 
         metric.filter_names = tuple(names)  # type: ignore[attr-defined]
-        # help() and the command line see the filters as the keywords they are
-        signature = inspect.signature(func)
-        params = [p for p in signature.parameters.values() if p.name != "where"]
-        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names]
-        params.append(inspect.Parameter("where", inspect.Parameter.KEYWORD_ONLY, default=None))
-        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in ENGINE_KEYWORDS]
-        metric.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         return metric  # type: ignore[return-value]
 
     return decorate

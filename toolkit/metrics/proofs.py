@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
+    Values,
     WarehouseLike,
     grouping,
     run,
@@ -39,11 +45,19 @@ _PROOF_COLUMNS = (
 )
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def proof_coverage(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("type",),
 ) -> pd.DataFrame:
     """Events that must carry DON proofs (:func:`toolkit.spec.event_requires_proof`) and do, and their signatures.
