@@ -212,6 +212,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(result.summary())
     print("\nTime in each status, per network:")
     latency, hidden = _hidden_rows(metrics.status_latency(str(warehouse)), "status-latency")
+    hidden = [n.replace("(--wide", "(chainops metrics status-latency --wide") for n in hidden]
     columns = _default_columns(latency, "status-latency")
     sys.stdout.write(_table_text(latency, metric="status-latency", columns=columns, notes=hidden))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")

@@ -146,7 +146,7 @@ def test_demo_runs_end_to_end(tmp_path) -> None:
         str(tmp_path / "reports"),
     )
     assert out.returncode == 0, out.stderr
-    assert "p50_" in out.stdout and "confirmed_latest" in out.stdout
+    assert "p50 (" in out.stdout and "confirmed_latest" in out.stdout  # the unit of the column in its header
     report = tmp_path / "reports" / "demo.html"
     assert f"Report: {report}" in out.stdout
     assert "data:image/png;base64," in report.read_text()
