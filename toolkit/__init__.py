@@ -29,6 +29,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Warehouse": (".warehouse", "Warehouse"),
     "errors": (".errors", None),
     "metrics": (".metrics", None),
+    "show": (".present", "show"),
     "spec": (".spec", None),
     "status_latency": (".metrics", "status_latency"),
     "sync": (".loader", "sync"),
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # for type checkers and the API reference (griffe reads this 
     from .errors import ChainopsError
     from .loader import SyncResult, sync
     from .metrics import status_latency
+    from .present import show
     from .warehouse import Warehouse
 
 
@@ -83,6 +85,7 @@ __all__ = [
     "dashboard",
     "errors",
     "metrics",
+    "show",
     "spec",
     "status_latency",
     "sync",

@@ -26,6 +26,7 @@ from .atomic import atomic_file, output_error
 from .config import DEMO_WAREHOUSE_NAME, Settings, data_dir, redact
 from .errors import ChainopsError, UsageError
 from .logs import show_on_stderr
+from .registry import METRIC_NAMES  # the metric names; the registry imports no pandas or DuckDB
 from .signals import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -43,21 +44,6 @@ DEMO_KEY = "sandbox-demo-key"
 #: The sandbox's scenario shapes (toolkit.sandbox.scenarios.SHAPES; named here so that building the parser never
 #: imports the sandbox; a test keeps the two equal).
 SANDBOX_SHAPES = ("default", "one-channel", "many-channels", "many-transactions", "long-lived", "query-heavy", "messy")
-#: The names of ``chainops metrics NAME`` (the keys of toolkit.metrics.METRICS; named here so that building the parser
-#: never imports pandas and DuckDB; a test keeps the two equal).
-METRIC_NAMES = (
-    "failure-rates",
-    "failure-reasons",
-    "finality-breakdown",
-    "overdue-queries",
-    "proof-coverage",
-    "query-latency",
-    "revisits",
-    "status-latency",
-    "stuck-operations",
-    "watcher-activity",
-    "watcher-status-history",
-)
 #: The simulated 'now' the demo's history ends at, unless --start says otherwise: the same seed then gives the same
 #: warehouse on every run (2026-01-05 00:00 UTC, a Monday).
 DEMO_START = 1767571200
@@ -105,19 +91,67 @@ def clean_for_terminal(text: str, *, keep_newlines: bool = False) -> str:
     return clean(text, keep_newlines=keep_newlines)
 
 
-def _table_text(df: pd.DataFrame, *, metric: bool) -> str:
-    """A text table for people: numbers as :func:`toolkit.display.frame_for_display` shows them, strings cleaned
-    (a table without rows is its header line)."""
-    from .display import frame_for_display, frame_for_terminal
+def _table_text(
+    df: pd.DataFrame,
+    *,
+    metric: str | bool,
+    columns: Sequence[str] | None = None,
+    wide: bool = False,
+    notes: Sequence[str] = (),
+) -> str:
+    """A text table for people that fits the terminal (:mod:`toolkit.present`: one way to show each value, text
+    left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column)."""
+    from .present import present, to_terminal
 
-    if df.empty:
-        shown = frame_for_terminal(frame_for_display(df, metric=metric))
-        return "  ".join(str(c) for c in shown.columns) + "\n"
-    return frame_for_terminal(frame_for_display(df, metric=metric)).to_string(index=False, na_rep="-") + "\n"
+    shown = present(df, metric=metric, columns=columns)
+    shown.notes.extend(notes)
+    return to_terminal(shown, wide=wide)
 
 
-def _print_table(df: pd.DataFrame, *, metric: bool = True) -> None:
-    sys.stdout.write(_table_text(df, metric=metric))
+def _print_table(df: pd.DataFrame, *, metric: str | bool = True) -> None:
+    sys.stdout.write(_table_text(df, metric=metric, columns=_default_columns(df, metric)))
+
+
+def _default_columns(df: pd.DataFrame, metric: str | bool, by: Sequence[str] = ()) -> list[str] | None:
+    """The columns a terminal shows first: the grouping columns (a channel's name beside its id), then the
+    metric's declared defaults (:mod:`toolkit.registry`); None (all) for a result the registry does not know."""
+    from .registry import BY_NAME
+
+    if not isinstance(metric, str) or metric not in BY_NAME:
+        return None
+    lead = [*by, *(["channel"] if "channel_id" in by else [])]
+    wanted = [c for c in dict.fromkeys([*lead, *BY_NAME[metric].default]) if c in df.columns]
+    return wanted or None
+
+
+def _hidden_rows(df: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` without the rows that cannot carry a value by definition (:func:`toolkit.present.hide_rows`)."""
+    from .present import hide_rows
+
+    return hide_rows(df, metric)
+
+
+def _period_line(df: pd.DataFrame, metric: str) -> str:
+    """What a metric's table is about: its period (and how the period selects rows) and the time it is as of."""
+    import pandas as pd
+
+    from .present import format_time
+    from .registry import BY_NAME
+
+    since, until, as_of = (
+        pd.Timestamp(t) if t else None for t in (df.attrs.get(k) for k in ("since", "until", "as_of"))
+    )
+    if since is None and until is None:
+        period = "everything the warehouse holds"
+    else:
+        start = format_time(since, seconds=False) if since is not None else "the start"
+        end = format_time(until, seconds=False) if until is not None else "now"
+        period = f"{start} to {end} UTC"
+    how = BY_NAME[metric].period if metric in BY_NAME else ""
+    line = f"{metric}: {period}" + (f" ({how})" if how else "")
+    if as_of is not None:
+        line += f"; as of {format_time(as_of, seconds=False)} UTC, the newest event"
+    return clean_for_terminal(line)
 
 
 def _json_value(value: object) -> object:
@@ -140,18 +174,29 @@ def _json_text(df: pd.DataFrame) -> str:
     return orjson.dumps(records, default=_json_value, option=option).decode() + "\n"
 
 
-def _write_frame(df: pd.DataFrame, fmt: str, out: str | None, *, metric: bool = True) -> None:
+def _write_frame(
+    df: pd.DataFrame,
+    fmt: str,
+    out: str | None,
+    *,
+    metric: str | bool = True,
+    columns: Sequence[str] | None = None,
+    wide: bool = False,
+    notes: Sequence[str] = (),
+) -> None:
     """Print or write a result (``fmt`` from :func:`output_format`). The table (text or HTML) is for people:
     percentages, durations in a unit per column, significant digits (``metric`` says whether the columns follow the
     metrics' naming conventions; a SQL result gets significant digits only), control characters shown, long values
     shortened. CSV has formulas neutralised (and control characters shown when printed); CSV, JSON and Parquet keep
     every number at full precision. ``--out`` files appear whole or not at all."""
-    from .display import frame_for_csv, frame_for_display
+    from .display import frame_for_csv
 
     if fmt == "table":
-        text = _table_text(df, metric=metric)
+        text = _table_text(df, metric=metric, columns=columns, wide=wide or bool(out), notes=notes)
     elif fmt == "html":
-        text = frame_for_display(df, metric=metric).to_html(index=False, na_rep="-", border=0)
+        from .present import TABLE_CSS, present, to_html
+
+        text = f"<style>{TABLE_CSS}</style>" + to_html(present(df, metric=metric, columns=columns), empty="No rows.")
     elif fmt == "csv":
         # printed: control characters shown visibly too (a file keeps them; only formulas are defused there)
         text = frame_for_csv(df, terminal=not out).to_csv(index=False)
@@ -202,9 +247,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     else:
         print(f"\nVerifying DON proofs against the sandbox's signers (it forged {args.forge_share:.1%} of them) ...")
         _verify_and_print(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]), env={})
-    if not args.quiet:
         print("\nTime in each status, per network:")
-        _print_table(metrics.status_latency(str(warehouse)))
+        latency, hidden = _hidden_rows(metrics.status_latency(str(warehouse)), "status-latency")
+        hidden = [n.replace("(--wide", "(chainops metrics status-latency --wide") for n in hidden]
+        columns = _default_columns(latency, "status-latency")
+        sys.stdout.write(_table_text(latency, metric="status-latency", columns=columns, notes=hidden))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
     say(f"\nReport: {out}")
     say("\nNext, on the demo's warehouse:")
@@ -451,8 +498,42 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
         _say_why_empty(args, source)
-    _write_frame(df, fmt, args.out)
+    if fmt == "table" and not args.out:
+        _print_metric_table(df, args)
+        return 0
+    columns = _chosen_columns(df, args.columns)
+    _write_frame(df, fmt, args.out, metric=args.name, columns=columns if fmt in ("table", "html") else None)
+    if columns is not None and fmt not in ("table", "html"):
+        print("chainops metrics: --columns picks what a table shows; files keep every column", file=sys.stderr)
     return 0
+
+
+def _chosen_columns(df: pd.DataFrame, text: str | None) -> list[str] | None:
+    """The columns of ``--columns a,b,c`` (a usage error naming the metric's columns for one it does not have)."""
+    if not text:
+        return None
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in df.columns]
+    if unknown:
+        raise UsageError(
+            f"--columns: no column {', '.join(map(repr, unknown))}; the columns are {', '.join(df.columns)}"
+        )
+    return chosen
+
+
+def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
+    """A metric on the terminal: its period and as-of line, then the table that fits (the default columns and
+    rows, ``--columns``, or everything with ``--wide``)."""
+    notes: list[str] = []
+    columns = _chosen_columns(df, args.columns)
+    if not args.wide and columns is None:
+        by = [c.strip() for c in (args.by or "").split(",") if c.strip()]
+        columns = _default_columns(df, args.name, by)
+        df, notes = _hidden_rows(df, args.name)
+    from .present import wrap
+
+    print(wrap(_period_line(df, args.name)))
+    sys.stdout.write(_table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
 
 
 def _metric_arguments(args: argparse.Namespace, func: object) -> dict[str, object]:
@@ -600,8 +681,34 @@ def cmd_sql(args: argparse.Namespace) -> int:
                 ) from None
             raise ChainopsError(f"The query failed: {message}") from None
         df = _with_comments(wh, args.query, df)
-    _write_frame(df, fmt, args.out, metric=False)
+    limit = _sql_row_limit(args, fmt)
+    notes = []
+    if limit is not None and len(df) > limit:
+        notes.append(
+            f"{len(df):,} rows ({limit:,} shown); --max-rows N shows more, --out FILE or a pipe gets every row"
+        )
+        df = df.head(limit)
+    _write_frame(df, fmt, args.out, metric=False, notes=notes)
     return 0
+
+
+#: Rows of a SQL result shown on a terminal whose height is unknown (DuckDB's CLI shows 40).
+SQL_SCREEN_ROWS = 40
+
+
+def _sql_row_limit(args: argparse.Namespace, fmt: str) -> int | None:
+    """How many rows ``chainops sql`` prints: ``--max-rows`` when given; a screenful when the table goes to a
+    terminal; every row to a file or a pipe."""
+    if fmt != "table" or args.out:
+        return None
+    if args.max_rows is not None:
+        return args.max_rows
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    lines = shutil.get_terminal_size(fallback=(80, SQL_SCREEN_ROWS + 8)).lines
+    return max(lines - 8, 10)
 
 
 _DESCRIBE = re.compile(r"\s*(?:describe|desc)\s+(?:main\.)?\"?(\w+)\"?\s*;?\s*", re.IGNORECASE)
@@ -633,6 +740,27 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"{name}: {files} file{'s' if files != 1 else ''}")
     print(f"Exported to {args.out}")
     return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Serve the dashboard page on 127.0.0.1 until interrupted, printing its URL."""
+    import time
+
+    from .dashboard_page import serving
+
+    settings = Settings.load(warehouse=args.warehouse)
+    if not Path(settings.warehouse).exists():
+        raise ChainopsError(
+            f"no warehouse at {settings.warehouse}; run `chainops sync` (or `chainops demo`) first, or give --warehouse"
+        )
+    with serving(settings.warehouse, args.port) as url:
+        print(f"dashboard on {url} (Ctrl-C stops it)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except (KeyboardInterrupt, Terminated):  # stopping it is how it ends: nothing to keep or resume
+            print("dashboard stopped", flush=True)
+            return 0
 
 
 def _check_rate_limit(rate: float | None, retry_after: float | None) -> None:
@@ -725,6 +853,14 @@ def build_parser() -> argparse.ArgumentParser:
             "a text table without --out; parquet needs --out)",
         )
         p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
+
+    def table_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--columns",
+            metavar="A,B,C",
+            help="the columns a table shows, comma-separated (default: the metric's main columns; files keep all)",
+        )
+        p.add_argument("--wide", action="store_true", help="show every column and row, however wide the table")
 
     p = sub.add_parser("demo", help="sandbox -> sync -> metrics -> report, offline, no key needed")
     p.add_argument(
@@ -860,6 +996,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
     )
     output_options(p)
+    table_options(p)
     spark_options(p)
     p.set_defaults(func=cmd_metrics)
 
@@ -901,6 +1038,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", help='SQL text, e.g. "select * from operation_lifecycle limit 5"')
     warehouse_opt(p)
     output_options(p)
+    p.add_argument(
+        "--max-rows",
+        type=_at_least_one,
+        metavar="N",
+        help="rows a printed table shows (default: a screenful on a terminal, every row to a pipe; files get all)",
+    )
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser(
@@ -909,6 +1052,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced table by table)")
     warehouse_opt(p)
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("dashboard", help="serve the dashboard page on 127.0.0.1 and print its URL")
+    warehouse_opt(p)
+    p.add_argument("--port", type=int, default=8050, help="port on 127.0.0.1 (default 8050; 0 picks a free one)")
+    p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("sandbox", help="serve the local emulator of the service on loopback")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")

@@ -24,7 +24,9 @@ import pandas as pd
 
 from . import metrics, plots, spec
 from .errors import ChainopsError
-from .report import TABLE_CSS, display_frame, html_table, interval_safe
+from .present import hide_rows
+from .registry import metric
+from .report import TABLE_CSS, html_table, interval_safe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -36,34 +38,14 @@ VIEWS: dict[str, str] = {
     "finality": "Finality stages",
     "stuck": "Stuck operations",
 }
-_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "latency": ("network", "status", "entered", "n", "censored", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
-    "failure": (
-        "network",
-        "operations",
-        "terminal",
-        "failed",
-        "expired",
-        "cancelled",
-        "failure_rate",
-        "failure_rate_low",
-        "failure_rate_high",
-    ),
-    "finality": (
-        "network",
-        "operations",
-        "reached_latest",
-        "reached_safe",
-        "reached_finalized",
-        "latest_share",
-        "safe_share",
-        "finalized_share",
-        "latest_only",
-        "to_latest_p50_s",
-        "to_finalized_p50_s",
-    ),
-    "stuck": ("operation_id", "channel_id", "network", "status", "entered_at", "age_min", "threshold_min"),
+#: The metric behind each view (:mod:`toolkit.registry`): its default columns are the view's table.
+VIEW_METRICS: dict[str, str] = {
+    "latency": "status-latency",
+    "failure": "failure-rates",
+    "finality": "finality-breakdown",
+    "stuck": "stuck-operations",
 }
+_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {view: metric(name).default for view, name in VIEW_METRICS.items()}
 #: Table rows shown before the rest is folded away (none is left out).
 _MAX_ROWS = 30
 
@@ -91,6 +73,49 @@ def _step(span: pd.Timedelta) -> pd.Timedelta:
     if span <= pd.Timedelta(days=14):
         return pd.Timedelta(hours=6)
     return pd.Timedelta(days=1)
+
+
+def compute_views(
+    warehouse: metrics.WarehouseLike,
+    filters: dict[str, Any],
+    statuses: Sequence[str] | None,
+    bucket: str,
+    *,
+    draw: bool = True,
+    tables: dict[str, pd.DataFrame] | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, Figure]]:
+    """The four views' tables and figures (``draw=False``: tables only) for ``filters`` (channel, network, since,
+    until) and ``statuses``: what the widget dashboard and the dashboard page (:mod:`toolkit.dashboard_page`)
+    show; ``tables`` computed before for the same filters are drawn without computing them again. Raises what the
+    metrics raise (an unknown filter value, a bad period)."""
+    f = filters
+    with metrics._open(warehouse) as wh:
+        latest = metrics.latest_event_time(wh)
+        until = f.get("until")
+        now = min(until, latest) if latest is not None and until is not None else (latest or until)
+        tables = tables or {
+            "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
+            "failure": metrics.failure_rates(wh, by=["network"], **f),
+            "finality": metrics.finality_breakdown(wh, by=["network"], **f),
+            "stuck": metrics.stuck_operations(wh, channel=f["channel"], network=f["network"], status=statuses, now=now),
+        }
+        if not draw:
+            return tables, {}
+        durations = metrics.status_durations(wh, status=statuses, **f)
+        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **f)
+    figures = {
+        "latency": plots.latency_by_status(durations),
+        "failure": plots.failure_rate_over_time(
+            interval_safe(over_time, "failure_rate"),
+            group="network",
+            bucket=bucket,
+            period=(f["since"], now) if f.get("since") is not None and now is not None else None,
+            title="Failure rate over time, per network",
+        ),
+        "finality": plots.finality_funnel(tables["finality"]),
+        "stuck": plots.stuck_ages(tables["stuck"]),
+    }
+    return tables, figures
 
 
 class Dashboard:
@@ -229,39 +254,16 @@ class Dashboard:
         f = self.filters
         statuses: Sequence[str] | None = self._chosen(self.status.value)
         try:
-            with metrics._open(self.warehouse) as wh:
-                latest = metrics.latest_event_time(wh)
-                now = min(f["until"], latest) if latest is not None else f["until"]
-                tables = {
-                    "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
-                    "failure": metrics.failure_rates(wh, by=["network"], **f),
-                    "finality": metrics.finality_breakdown(wh, by=["network"], **f),
-                    "stuck": metrics.stuck_operations(
-                        wh, channel=f["channel"], network=f["network"], status=statuses, now=now
-                    ),
-                }
-                durations = metrics.status_durations(wh, status=statuses, **f)
-                over_time = metrics.failure_rates(wh, by=["network"], bucket=self.bucket, **f)
+            tables, figures = compute_views(self.warehouse, f, statuses, self.bucket)
         except Exception as exc:  # shown in the dashboard, not raised into the widget callback
             self.error = f"{type(exc).__name__}: {exc}"
             self.summary.value = f'<b style="color:#a00">Could not redraw: {html.escape(self.error)}</b>'
             return
         self.error = None
-        figures = {
-            "latency": plots.latency_by_status(durations),
-            "failure": plots.failure_rate_over_time(
-                interval_safe(over_time, "failure_rate"),
-                group="network",
-                bucket=self.bucket,
-                period=(f["since"], now),
-                title="Failure rate over time, per network",
-            ),
-            "finality": plots.finality_funnel(tables["finality"]),
-            "stuck": plots.stuck_ages(tables["stuck"]),
-        }
         for key in VIEWS:
             self.images[key].value = _png(figures[key])
-            shown = html_table(display_frame(key, tables[key]), _TABLE_COLUMNS[key], max_rows=_MAX_ROWS)
+            rows, _ = hide_rows(tables[key], VIEW_METRICS[key])  # final statuses carry no time in them
+            shown = html_table(rows, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
             self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
         self.figures, self.tables = figures, tables
         self.redraws += 1
@@ -284,13 +286,7 @@ class Dashboard:
             lines += [
                 "",
                 f"{title}:",
-                repr(
-                    table(
-                        display_frame(key, self.tables.get(key, pd.DataFrame())),
-                        _TABLE_COLUMNS[key],
-                        max_rows=_MAX_ROWS,
-                    )
-                ),
+                repr(table(self.tables.get(key, pd.DataFrame()), _TABLE_COLUMNS[key], max_rows=_MAX_ROWS)),
             ]
         return "\n".join(lines)
 
@@ -344,4 +340,4 @@ def _plain_summary(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
-__all__ = ["ALL", "VIEWS", "Dashboard", "dashboard"]
+__all__ = ["ALL", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]

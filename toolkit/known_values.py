@@ -19,8 +19,9 @@ from .metrics.common import QueryEngine
 LISTED = 20
 
 
-class UnknownValueError(UsageError):
-    """A filter value the warehouse does not know (a usage error: exit 2 on the command line)."""
+class UnknownValueError(UsageError, ValueError):
+    """A filter value the warehouse does not know (a usage error: exit 2 on the command line; a ``ValueError`` in
+    Python)."""
 
 
 def nearest(value: str, known: Iterable[str]) -> str | None:
@@ -80,13 +81,24 @@ def known_networks(wh: QueryEngine) -> tuple[list[str], dict[str, str]]:
 
 
 def known_channels(wh: QueryEngine) -> tuple[list[str], dict[str, str]]:
-    """Channel ids (the filter matches ids), with each channel's name as its label."""
+    """Channel ids (the filter matches ids), with each channel's name as its label; then the ids seen on operations,
+    queries and events that the channels table does not hold (still valid filters)."""
     rows = _rows(wh, "SELECT channel_id, name FROM channels ORDER BY name, channel_id")
-    return [str(i) for i, _ in rows], {str(i): str(n) for i, n in rows if n is not None}
+    ids = [str(i) for i, _ in rows]
+    seen = _column(
+        wh,
+        "SELECT DISTINCT channel_id FROM (SELECT channel_id FROM operations UNION ALL SELECT channel_id FROM queries "
+        "UNION ALL SELECT channel_id FROM events) ORDER BY 1",
+    )
+    return [*ids, *(i for i in seen if i not in set(ids))], {str(i): str(n) for i, n in rows if n is not None}
 
 
 #: Which statuses a metric's ``status`` filter is about (operations unless named here).
-STATUS_KINDS: dict[str, str] = {"query-latency": "queries", "watcher-activity": "watchers"}
+STATUS_KINDS: dict[str, str] = {
+    "query-latency": "queries",
+    "watcher-activity": "watchers",
+    "watcher-status-history": "watchers",
+}
 _SPEC_STATUSES = {
     "operations": spec.OPERATION_STATUSES,
     "queries": spec.QUERY_STATUSES,
@@ -97,10 +109,62 @@ _SPEC_STATUSES = {
 def known_statuses(wh: QueryEngine, metric: str) -> list[str]:
     """The statuses of the metric's resource: the service's vocabulary (toolkit.spec) and any other value the
     warehouse stored (an unknown enum value is kept as text, and is a valid filter)."""
-    kind = STATUS_KINDS.get(metric, "operations")
+    kind = STATUS_KINDS.get(metric.replace("_", "-"), "operations")
     stored = _column(wh, f"SELECT DISTINCT status FROM {kind} ORDER BY 1")
     vocabulary = list(_SPEC_STATUSES[kind])
     return [*vocabulary, *(s for s in stored if s not in vocabulary)]
+
+
+def _canonical(flag: str, value: str, known: Sequence[str], labels: Mapping[str, str]) -> str:
+    """The known value ``value`` names: itself, the one value equal to it but for case, or (``labels``: channel
+    names) the one key whose label it is. Raises :class:`UnknownValueError` otherwise."""
+    if value in known:
+        return value
+    for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
+        by_label = sorted({k for k, label in labels.items() if same(label, value)})
+        if len(by_label) == 1:
+            return by_label[0]
+        if len(by_label) > 1:
+            raise UnknownValueError(
+                f"{flag} {value!r} names {len(by_label)} channels ({', '.join(by_label)}); give one of their ids"
+            )
+        folded = [k for k in known if same(k, value)]
+        if len(folded) == 1:
+            return folded[0]
+    raise UnknownValueError(unknown_value_message(flag, value, known, labels))
+
+
+def resolve_filters(
+    wh: QueryEngine,
+    metric: str,
+    *,
+    network: Sequence[str] | None = None,
+    channel: Sequence[str] | None = None,
+    status: Sequence[str] | None = None,
+    prefix: str = "--",
+) -> dict[str, list[str] | None]:
+    """The filter values as the warehouse knows them: a network name in any case, a channel's name (when it names
+    one channel) as its id, a status in any case. Raises :class:`UnknownValueError` for the first value it does
+    not know, naming the known values and the nearest one (``prefix`` before the filter's name: ``--`` on the
+    command line, ``""`` in Python). Returns ``{"network": [...], "channel": [...], "status": [...]}`` (None where
+    not given)."""
+    checks = (
+        ("network", network, lambda: known_networks(wh)),
+        ("channel", channel, lambda: known_channels(wh)),
+        ("status", status, lambda: (known_statuses(wh, metric), {})),
+    )
+    out: dict[str, list[str] | None] = {}
+    for name, values, load in checks:
+        if values is None:
+            out[name] = None
+            continue
+        values = [values] if isinstance(values, str) else [str(v) for v in values]
+        if not values:
+            out[name] = values
+            continue
+        known, labels = load()
+        out[name] = [_canonical(f"{prefix}{name}", value, known, labels) for value in values]
+    return out
 
 
 def check_filters(
@@ -111,19 +175,9 @@ def check_filters(
     channel: Sequence[str] | None = None,
     status: Sequence[str] | None = None,
 ) -> None:
-    """Raise :class:`UnknownValueError` for the first filter value the warehouse does not know."""
-    checks = (
-        ("--network", network, lambda: known_networks(wh)),
-        ("--channel", channel, lambda: known_channels(wh)),
-        ("--status", status, lambda: (known_statuses(wh, metric), {})),
-    )
-    for flag, values, load in checks:
-        if not values:
-            continue
-        known, labels = load()
-        for value in values:
-            if value not in known:
-                raise UnknownValueError(unknown_value_message(flag, value, known, labels))
+    """Raise :class:`UnknownValueError` for the first filter value the warehouse does not know (see
+    :func:`resolve_filters` for what it accepts)."""
+    resolve_filters(wh, metric, network=network, channel=channel, status=status)
 
 
 #: What an empty answer means for the metrics that count exceptions: none is a good answer, not missing data.
@@ -160,5 +214,6 @@ __all__ = [
     "known_networks",
     "known_statuses",
     "nearest",
+    "resolve_filters",
     "unknown_value_message",
 ]

@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .present import network_colour, unit_for
+
+_UNIT_WORDS = {"s": "seconds", "min": "minutes", "h": "hours", "d": "days"}
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -32,6 +36,16 @@ def _colour(i: int) -> Any:
     import matplotlib
 
     return matplotlib.colormaps["tab10"](i % 10)
+
+
+def _group_colour(group: str | None, name: object, i: int) -> Any:
+    """A network's own colour (:func:`toolkit.present.network_colour`: the same in every figure, whatever the
+    filter) when the groups are networks; else the ``i``-th colour."""
+    return network_colour(name) if group == "network" else _colour(i)
+
+
+#: A failure-rate band sets the figure's scale only when its bucket has at least this many finished operations.
+BAND_MIN_FINISHED = 100
 
 
 def _empty(fig: Figure, title: str, message: str) -> Figure:
@@ -82,9 +96,9 @@ def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in ea
             manage_ticks=False,
         )
         for patch in box["boxes"]:
-            patch.set_facecolor(_colour(j))
+            patch.set_facecolor(network_colour(network))
             patch.set_alpha(0.7)
-        ax.plot([], [], color=_colour(j), linewidth=8, alpha=0.7, label=network)
+        ax.plot([], [], color=network_colour(network), linewidth=8, alpha=0.7, label=network)
     ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("seconds in status (log scale; sub-second shown as 0.5 s)")
@@ -191,7 +205,7 @@ def failure_rate_over_time(
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
     width = _bucket_width(data["bucket"], bucket)
     any_partial = False
-    top = 1.0  # the highest band or partial point drawn: the panels share it
+    top = 5.0  # percent: the scale the panels share, at least 0-5%
     for i, (name, part) in enumerate(parts):
         ax = axes[i]
         part = part.sort_values("bucket")
@@ -200,12 +214,16 @@ def failure_rate_over_time(
         )
         whole, cut = part[~partial], part[partial]
         any_partial = any_partial or len(cut) > 0
+        # the scale follows the rates (with room above), and the bands only of buckets with many finished
+        # operations: the 95% band of a bucket of a few operations reaches 50-80% and would flatten every line of
+        # 0-10% onto the axis; such a band runs off the top instead
+        settled = whole[whole["terminal"] >= BAND_MIN_FINISHED] if "terminal" in whole else whole
         top = max(
             top,
-            float(np.nanmax(_percent(whole["failure_rate_high"]), initial=0.0)),
-            float(np.nanmax(_percent(cut["failure_rate"]), initial=0.0)),
+            1.3 * float(np.nanmax(_percent(part["failure_rate"]), initial=0.0)),
+            float(np.nanmax(_percent(settled["failure_rate_high"]), initial=0.0)),
         )
-        colour = _colour(i)
+        colour = _group_colour(group, name, i)
         if len(whole):
             ax.fill_between(
                 whole["bucket"],
@@ -252,9 +270,12 @@ def failure_rate_over_time(
     if width is not None:  # one bucket alone would otherwise get an axis spanning years
         first, last = data["bucket"].min(), data["bucket"].max()
         axes[0].set_xlim(first - width / 2, last + width / 2)
-    note = "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval"
+    note = (
+        "line: failed % of finished relayed operations per bucket (UTC); band: 95% interval\n"
+        f"the axis follows the rates; a band sets it only for buckets with {BAND_MIN_FINISHED}+ finished operations"
+    )
     if any_partial:
-        note += "; hollow: partial bucket (the period covers part of it), no band"
+        note += "; hollow: partial bucket, no band"
     fig.suptitle(title)
     fig.supxlabel(note, fontsize="small")
     return fig
@@ -396,17 +417,18 @@ def stuck_ages(stuck: pd.DataFrame, *, title: str = "Operations stuck in a statu
     ax = fig.add_subplot()
     statuses = _present(stuck["status"])
     networks = sorted(stuck["network"].astype(str).unique())
+    unit, size = unit_for(stuck["age_s"].tolist())  # the unit of the age column in every table
     rng = np.random.default_rng(0)
-    for j, network in enumerate(networks):
+    for network in networks:
         sub = stuck[stuck["network"].astype(str) == network]
         xs = [statuses.index(s) + rng.uniform(-0.25, 0.25) for s in sub["status"]]
-        ax.scatter(xs, sub["age_s"] / 60, s=14, color=_colour(j), alpha=0.7, label=network)
+        ax.scatter(xs, sub["age_s"] / size, s=14, color=network_colour(network), alpha=0.7, label=network)
     for i, status in enumerate(statuses):
-        thr = stuck.loc[stuck["status"] == status, "threshold_s"].min() / 60
+        thr = stuck.loc[stuck["status"] == status, "threshold_s"].min() / size
         ax.hlines(thr, i - 0.4, i + 0.4, colors="black", linestyles="dashed")
     ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
     ax.set_yscale("log")
-    ax.set_ylabel("minutes in the status (dashed: lowest threshold)")
+    ax.set_ylabel(f"{_UNIT_WORDS[unit]} in the status (dashed: lowest threshold)")
     ax.set_title(f"{title} ({len(stuck):,})")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="network", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))

@@ -17,12 +17,10 @@ import dataclasses
 import html
 import io
 import math
-import numbers
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +29,12 @@ import pandas as pd
 
 from . import metrics
 from .atomic import atomic_dir, atomic_file
-from .display import frame_for_csv, frame_for_terminal, shorten
+from .display import frame_for_csv, frame_for_terminal
 from .metrics import proofs as proof_metrics
+from .metrics.common import with_channel_names
 from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
+from .present import TABLE_CSS, Display, format_duration, format_percent, hide_rows, plural, present, shorten, to_html
 from .times import now_utc, parse_period
 from .warehouse import Warehouse
 
@@ -436,29 +436,18 @@ def _worst_network(rates: pd.DataFrame) -> pd.Series | None:
 
 
 def _with_channel_names(wh: Warehouse, df: pd.DataFrame) -> pd.DataFrame:
-    names = wh.query("SELECT channel_id, name AS channel FROM channels")
-    df = df.merge(names, on="channel_id", how="left")
-    df["channel"] = df["channel"].where(df["channel"].notna(), df["channel_id"])
+    """The per-channel table with the channel's name first (the metrics put it beside the id)."""
+    df = with_channel_names(wh, df)
     return df[["channel", *[c for c in df.columns if c != "channel"]]]
 
 
 def _pct(value: float) -> str:
-    return "unknown" if value is None or math.isnan(value) else f"{value:.1%}"
+    return "unknown" if value is None or math.isnan(value) else format_percent(value)
 
 
 def _duration(seconds: float) -> str:
-    if seconds is None or math.isnan(seconds):
-        return "unknown"
-    if seconds < 120:
-        return f"{seconds:,.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:,.1f} min"
-    return f"{seconds / 3600:,.1f} h"
-
-
-def _minutes(seconds: float) -> str:
-    """A stuck operation's age or threshold: always in minutes, as in its table and figure."""
-    return "unknown" if seconds is None or math.isnan(seconds) else f"{seconds / 60:,.1f} min"
+    """A duration in prose, in the unit that reads best for it: ``90 s``, ``3.5 min``, ``33 h``."""
+    return format_duration(seconds)
 
 
 def _points(value: float) -> str:
@@ -514,9 +503,9 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
     if len(stuck):
         row = stuck.iloc[0]
         out.append(
-            f"{len(stuck):,} operations stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
+            f"{plural(len(stuck), 'operation')} stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
             f"{_short(row['operation_id'])} on {_short(row['network'])}, has been {_short(row['status'])} for "
-            f"{_minutes(row['age_s'])} (threshold {_minutes(row['threshold_s'])})."
+            f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])})."
         )
     else:
         out.append(f"No stuck operations as of {stuck_at:%Y-%m-%d %H:%M} UTC.")
@@ -525,17 +514,10 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
 
 # ---- HTML --------------------------------------------------------------------------------------------------------
 
-#: The style of :func:`html_table`'s tables (scoped to their class: safe inside a notebook or a widget).
-TABLE_CSS = """
-table.chainops { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; color: #222; }
-table.chainops th, table.chainops td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; }
-table.chainops th { background: #f2f2f2; font-weight: 600; } table.chainops td.text { text-align: left; }
-table.chainops tbody tr:nth-child(even) { background: #fafafa; }
-table.chainops + details > summary { cursor: pointer; color: #555; }
-"""
 _CSS = (
     """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; padding: 0 1rem; }
+figure { margin: 1rem 0; } figcaption { color: #555; font-size: 0.85rem; }
 img { max-width: 100%; }
 .meta { color: #555; }
 .breach { color: #a00; font-weight: bold; } .ok { color: #070; }
@@ -604,8 +586,8 @@ _SHOWN: dict[str, tuple[str, ...]] = {
         "network",
         "status",
         "entered_at",
-        "age_min",
-        "threshold_min",
+        "age_s",
+        "threshold_s",
         "threshold_basis",
     ),
     "overdue_queries": ("query_id", "channel_id", "network", "status", "created_at", "expires_at", "overdue_s"),
@@ -635,84 +617,28 @@ def figure_png(fig: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _cell(col: str, value: Any) -> tuple[str, bool]:
-    """The text of one cell and whether it is text (left-aligned)."""
-    if value is None or value is pd.NA or value is pd.NaT:
-        return "", False
-    if isinstance(value, bool | np.bool_):
-        return ("yes" if value else "no"), True
-    if isinstance(value, pd.Timestamp | datetime):
-        return pd.Timestamp(value).tz_convert("UTC").strftime("%Y-%m-%d %H:%M:%S") if pd.Timestamp(
-            value
-        ).tzinfo else str(value), False
-    if isinstance(value, numbers.Integral):
-        return f"{int(value):,}", False
-    if isinstance(value, numbers.Real):
-        v = float(value)
-        if math.isnan(v):
-            return "", False
-        if col.endswith(("rate", "share", "coverage", "_low", "_high")):
-            return f"{v:.1%}", False
-        return f"{v:,.1f}", False
-    return shorten(str(value)), True
-
-
-def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: int | None = None) -> str:
-    """A DataFrame as an HTML table with every header and cell escaped (rates as percentages).
+def html_table(
+    df: pd.DataFrame,
+    columns: Sequence[str] | None = None,
+    *,
+    max_rows: int | None = None,
+    metric: str | bool = True,
+) -> str:
+    """A DataFrame as an HTML table, as every surface shows it (:mod:`toolkit.present`: rates with their
+    intervals, one duration unit per column, UTC times, every header and cell escaped), inside a box that scrolls
+    when the table is wider than the page.
 
     Arguments: ``df``; ``columns`` to show (those present, in this order; default all); ``max_rows`` shown at
-    first: the other rows follow in a folded ``<details>`` element, so none is left out. Returns the HTML (style
-    it with :data:`TABLE_CSS`).
+    first: the other rows follow in a folded ``<details>`` element, so none is left out; ``metric`` the registry
+    name whose column kinds apply (default: the metrics' naming conventions). Returns the HTML (style it with
+    :data:`TABLE_CSS`).
     """
-    if not len(df):
-        return '<p class="meta">No rows in this period.</p>'
-    cols = [c for c in (columns or df.columns) if c in df.columns]
-    head = "<thead><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr></thead>"
-
-    def rows(part: pd.DataFrame) -> str:
-        body = []
-        for row in part.itertuples(index=False):
-            cells = []
-            for col, value in zip(cols, row, strict=True):
-                text, is_text = _cell(col, value)
-                cls = ' class="text"' if is_text else ""
-                cells.append(f"<td{cls}>{html.escape(text)}</td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
-        return f'<table class="chainops">{head}<tbody>{"".join(body)}</tbody></table>'
-
-    if max_rows is None or len(df) <= max_rows:
-        return rows(df[cols])
-    # every row is in the page: the ones past max_rows folded away, never cut (a mailed report has no export)
-    rest = len(df) - max_rows
-    return (
-        f"{rows(df[cols].head(max_rows))}<details><summary>Show the other {rest:,} of {len(df):,} rows</summary>"
-        f"{rows(df[cols].iloc[max_rows:])}</details>"
-    )
+    return to_html(present(df, metric=metric, columns=columns), max_rows=max_rows)
 
 
-@dataclass(frozen=True)
-class Table:
-    """A metric table shown as the report shows it (rates, shares and their intervals as percentages, times in
-    UTC, every value escaped): in a notebook as a styled HTML table, as aligned text elsewhere. The numbers stay
-    in ``frame`` at full precision."""
-
-    frame: pd.DataFrame
-    columns: tuple[str, ...] | None = None
-    max_rows: int | None = None
-
-    def _shown(self) -> pd.DataFrame:
-        cols = [c for c in (self.columns or self.frame.columns) if c in self.frame.columns]
-        return self.frame[cols]
-
-    def _repr_html_(self) -> str:
-        return f"<style>{TABLE_CSS}</style>" + html_table(self.frame, self.columns, max_rows=self.max_rows)
-
-    def __repr__(self) -> str:
-        df = self._shown()
-        if not len(df):
-            return "No rows."
-        text = pd.DataFrame({c: [_cell(c, v)[0] for v in df[c]] for c in df.columns})
-        return text.to_string(index=False)
+class Table(Display):
+    """A metric table shown as the report shows it (:class:`toolkit.present.Display`): in a notebook as a styled
+    HTML table, as aligned text elsewhere. The numbers stay in ``frame`` at full precision."""
 
 
 def table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: int | None = None) -> Table:
@@ -721,7 +647,7 @@ def table(df: pd.DataFrame, columns: Sequence[str] | None = None, *, max_rows: i
     Arguments: ``df``; ``columns`` to show (default all); ``max_rows`` shown before the rest is folded away.
     Returns the :class:`Table`.
     """
-    return Table(df, tuple(columns) if columns is not None else None, max_rows)
+    return Table(df, df.attrs.get("metric", True), columns, max_rows)
 
 
 def display_frame(name: str, df: pd.DataFrame) -> pd.DataFrame:
@@ -770,7 +696,10 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
                 period=(report.since, report.data_until if report.data_until is not None else report.until),
                 title="Failure rate over time, per network",
             ),
-            "Failure rate over time with its 95% interval, one panel per network; a partial bucket is hollow",
+            "Failure rate over time with its 95% interval, one panel per network; a partial bucket is hollow. The "
+            "axis follows the rates (and the bands of buckets with at least "
+            f"{plots.BAND_MIN_FINISHED} finished operations): the wide band of a bucket of a few operations runs off "
+            "the top rather than flatten the lines",
         ),
         "failure_reasons": (plots.failure_reason_bars(t["failure_reasons"]), "Most frequent failure reasons"),
         "finality": (plots.finality_funnel(t["finality"]), "Share of relayed operations reaching each stage"),
@@ -843,6 +772,18 @@ _EXTRA_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: Report tables that hold another name's metric (the registry knows each metric by its function's name).
+_TABLE_METRICS = {"failure_by_channel": "failure_rates", "finality": "finality_breakdown"}
+
+
+def _metric_of(key: str) -> str | bool:
+    """The registry name of a report table's metric (its column kinds), or True for the naming conventions."""
+    from .registry import by_function
+
+    found = by_function(_TABLE_METRICS.get(key, key))
+    return found.name if found is not None else True
+
+
 def _when(ts: pd.Timestamp | None) -> str:
     return "never" if ts is None or pd.isna(ts) else pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%d %H:%M UTC")
 
@@ -858,7 +799,7 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     if report.synced_at is not None and report.synced_at >= report.until:
         fresh += " (after the end of the period)"
     elif report.synced_at is not None:
-        fresh += f" ({report.summary['sync_age_h']:,.1f} h before the end of the period)"
+        fresh += f" ({_duration(report.summary['sync_age_h'] * 3600)} before the end of the period)"
     if report.last_run:
         fresh += (
             f"; last sync run: {e(str(report.last_run.get('outcome')))} "
@@ -881,21 +822,29 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
                 f" — {'BREACHED' if bad else 'ok'}</li>"
             )
         parts.append('<h2 id="thresholds">Thresholds</h2><ul>' + "".join(items) + "</ul>")
-    parts.append('<h2 id="summary">Summary</h2>' + html_table(_summary_display(report)))
+    parts.append('<h2 id="summary">Summary</h2>' + html_table(_summary_display(report), metric=False))
     drawn = _figures(report) if figures else {}
     for key, heading in _SECTIONS:
         parts.append(f'<h2 id="{key}">{e(heading)}</h2>')
         if key in drawn:
             fig, alt = drawn[key]
-            parts.append(f'<img alt="{e(alt)}" src="{figure_png(fig)}">')
+            image = f'<img alt="{e(alt)}" src="{figure_png(fig)}">'
+            parts.append(f"<figure>{image}<figcaption>{e(alt)}</figcaption></figure>")
         if key in _NOTES:
             parts.append(f'<p class="meta note">{e(_NOTES[key])}</p>')
         if key in _SHOWN:
-            parts.append(html_table(display_frame(key, report.tables[key]), _SHOWN[key], max_rows=_MAX_ROWS))
+            shown, hidden = hide_rows(report.tables[key], _metric_of(key))  # the CSV/Parquet tables keep them
+            parts.append(html_table(shown, _SHOWN[key], max_rows=_MAX_ROWS, metric=_metric_of(key)))
+            parts += [
+                f'<p class="meta">{e(n.replace(" (--wide shows them)", " (the CSV tables hold them)"))}</p>'
+                for n in hidden
+            ]
         for extra, sub in _EXTRA_TABLES.get(key, ()):
             if extra in report.tables:
                 parts.append(f'<h3 id="{extra}">{e(sub)}</h3>')
-                parts.append(html_table(report.tables[extra], _SHOWN.get(extra), max_rows=_MAX_ROWS))
+                parts.append(
+                    html_table(report.tables[extra], _SHOWN.get(extra), max_rows=_MAX_ROWS, metric=_metric_of(extra))
+                )
     body = "\n".join(parts)
     if not full_page:
         return f"<div><style>{TABLE_CSS}</style>{body}</div>"
@@ -911,15 +860,15 @@ def _summary_display(report: Report) -> pd.DataFrame:
         if value is None or math.isnan(value):
             text = "unknown"
         elif name.endswith(("rate", "coverage")):
-            text = f"{value:.2%}"
+            text = format_percent(value)
         elif name.endswith(("change", "change_low", "change_high")):
-            text = f"{value * 100:+.2f} points"
+            text = _points(value)
         elif name.endswith("_p"):
             text = f"{value:.3g}"
         elif name.endswith("_s"):
             text = _duration(value)
         elif name.endswith("_h"):
-            text = f"{value:,.1f} h"
+            text = "never synced" if math.isinf(value) else _duration(value * 3600)
         else:
             text = f"{value:,.0f}"
         rows.append((name, text, SUMMARY_VALUES[name]))

@@ -146,7 +146,7 @@ def test_demo_runs_end_to_end(tmp_path) -> None:
         str(tmp_path / "reports"),
     )
     assert out.returncode == 0, out.stderr
-    assert "p50_" in out.stdout and "confirmed_latest" in out.stdout
+    assert "p50 (" in out.stdout and "confirmed_latest" in out.stdout  # the unit of the column in its header
     # the demo verifies the DON proofs against the sandbox's signers and catches the 1% it forged
     verified = re.search(r"proof-bearing events: (\d+) verified, (\d+) invalid, 0 missing proof", out.stdout)
     assert verified and int(verified[1]) > 0 and int(verified[2]) > 0, out.stdout

@@ -71,12 +71,20 @@ def test_network_filter_redraws_every_view(dash) -> None:
     assert dash.filters["network"] is None
 
 
-def test_stuck_ages_are_in_minutes_everywhere(dash) -> None:
+def test_stuck_ages_are_in_one_unit_everywhere(dash) -> None:
+    """The age column takes the unit in which its median is at least 2, in the table and the figure alike."""
     stuck = dash.tables["stuck"]
-    minutes = f"{stuck['age_s'].iloc[0] / 60:,.1f}"
-    assert "<th>age_min</th>" in dash.html["stuck"].value and f"<td>{minutes}</td>" in dash.html["stuck"].value
+    median = float(stuck["age_s"].median())
+    unit, size, word = next(
+        (u, s, w)
+        for u, s, w in (("d", 86400, "days"), ("h", 3600, "hours"), ("min", 60, "minutes"), ("s", 1, "seconds"))
+        if median >= 2 * s or u == "s"
+    )
+    age = float(stuck["age_s"].iloc[0]) / size
+    digits = f"{age:.3g}" if age < 1000 else f"{age:,.0f}"
+    assert f"<th>age ({unit})</th>" in dash.html["stuck"].value and f">{digits}</td>" in dash.html["stuck"].value
     assert "age_s" not in dash.html["stuck"].value
-    assert "minutes in the status" in texts(dash.figures["stuck"])
+    assert f"{word} in the status" in texts(dash.figures["stuck"])
 
 
 def test_the_period_is_written_out_in_full(dash) -> None:

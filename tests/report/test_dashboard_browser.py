@@ -23,7 +23,7 @@ import httpx
 import nbformat
 import pytest
 
-from tests.report.test_report import warehouse  # noqa: F401  (the fixture)
+from tests.report.test_report import SINCE, UNTIL, warehouse  # noqa: F401  (the fixture)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -190,3 +190,70 @@ def test_changing_the_network_redraws_the_four_tabs(voila: str, tmp_path: Path) 
     # stylesheets that Voilà's own page template links (the dashboard draws no icons)
     unexpected = [u for u in outside if not u.startswith(VOILA_TEMPLATE_LINKS)]
     assert unexpected == [], f"the page asked for something beyond this machine: {unexpected}"
+
+
+# ---- the dashboard page and the report at 1280 px -----------------------------------------------------------------
+
+#: Tables wider than their page, measured in the browser: each table's scrolling box must end inside the viewport.
+_OVERFLOWING = """() => [...document.querySelectorAll('table.chainops')].filter(t => {
+    const box = t.closest('div.chainops-scroll') || t;
+    return box.getBoundingClientRect().right > window.innerWidth + 1;
+}).length"""
+
+
+def _loopback_only(outside: list[str]):
+    def route(route) -> None:
+        url = route.request.url
+        if urlsplit(url).hostname == "127.0.0.1" or url.startswith(("data:", "blob:", "file:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    return route
+
+
+def test_the_dashboard_page_and_the_report_fit_1280_px(warehouse: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`chainops dashboard` serves a page that loads in Chromium with nothing fetched beyond 127.0.0.1; no table of
+    it, nor of the HTML report, runs past a 1280 px wide window (a wide table scrolls inside its own box)."""
+    from playwright.sync_api import sync_playwright
+
+    from toolkit.report import write_report
+
+    report = tmp_path / "report.html"
+    write_report(str(warehouse), report, since=SINCE, until=UNTIL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "dashboard", "--warehouse", str(warehouse), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
+    outside: list[str] = []
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split()[2]
+        assert url.startswith("http://127.0.0.1:")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.route("**/*", _loopback_only(outside))
+                page.goto(url, timeout=120_000, wait_until="load")
+                assert page.locator("section h2").all_inner_texts() == list(TABS)
+                assert page.locator("table.chainops").count() >= 3
+                assert page.evaluate("() => [...document.images].every(i => i.complete && i.naturalWidth > 400)")
+                assert page.evaluate(_OVERFLOWING) == 0
+                assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+                page.screenshot(path=str(tmp_path / "dashboard-page.png"), full_page=True)
+
+                page.goto(report.as_uri(), wait_until="load")
+                assert page.locator("table.chainops").count() >= 5
+                assert page.evaluate(_OVERFLOWING) == 0
+                assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
+            finally:
+                browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert outside == [], f"the page asked for something beyond this machine: {outside}"

@@ -37,8 +37,8 @@ def test_headlines_skip_small_groups_and_rank_by_the_lower_bound() -> None:
         }
     )
     out = report._findings(_report(latency, rates), stuck_at=NOW)
-    assert out[0] == "Slowest status: sent on B, p90 2.0 min (p50 30 s, n=10)."  # A's p90 is from one operation
-    assert out[1].startswith("Worst network by failure rate: noisy, 20.0% (95% interval 8.9% to 39.0%, n=25 ")
+    assert out[0] == "Slowest status: sent on B, p90 2 min (p50 30 s, n=10)."  # A's p90 is from one operation
+    assert out[1].startswith("Worst network by failure rate: noisy, 20% (95% interval 8.9% to 39%, n=25 ")
     rates.loc[1, "failure_rate_low"] = 0.05  # now steady's interval lies higher
     assert report._findings(_report(latency, rates), stuck_at=NOW)[1].startswith(
         "Worst network by failure rate: steady"

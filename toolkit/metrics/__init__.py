@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from ..registry import METRICS as REGISTRY
 from ..times import TimeLike, parse_time
 from .common import (
     FILTER_NAMES,
@@ -60,20 +61,8 @@ from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
 _open = open_warehouse
 to_utc = parse_time
 
-#: Every metric by its ``chainops metrics NAME`` name.
-METRICS: dict[str, Callable[..., pd.DataFrame]] = {
-    "status-latency": status_latency,
-    "failure-rates": failure_rates,
-    "failure-reasons": failure_reasons,
-    "finality-breakdown": finality_breakdown,
-    "query-latency": query_latency,
-    "stuck-operations": stuck_operations,
-    "revisits": revisits,
-    "overdue-queries": overdue_queries,
-    "proof-coverage": proof_coverage,
-    "watcher-activity": watcher_activity,
-    "watcher-status-history": watcher_status_history,
-}
+#: Every metric by its ``chainops metrics NAME`` name (the names and their functions: :mod:`toolkit.registry`).
+METRICS: dict[str, Callable[..., pd.DataFrame]] = {m.name: globals()[m.function] for m in REGISTRY}
 
 __all__ = [
     "FAILURE_CATEGORIES",

@@ -111,6 +111,13 @@ class Filters:
         return q.period("e.ts", self.since, self.until)
 
 
+#: No filter at all: the default ``where`` of every metric.
+NO_FILTERS = Filters()
+#: The types of the engine keywords every metric takes (see :func:`engine_for`).
+Engine = str | None
+ParquetPath = str | os.PathLike[str] | None
+
+
 def _tuple(value: Values) -> tuple[str, ...] | None:
     values = _values(value)
     return None if values is None else tuple(values)
@@ -120,14 +127,29 @@ F = TypeVar("F", bound=Callable[..., pd.DataFrame])
 
 
 def takes_filters(*names: str) -> Callable[[F], F]:
-    """Decorate a metric that takes the filters ``names``: the keywords become one :class:`Filters` passed as
-    ``where`` (merged over a ``where`` the caller gave). A filter the metric does not take is a ``TypeError``.
-    The accepted names are kept on the function as ``filter_names`` (the command line reads them)."""
+    """Decorate a metric: its filter keywords (those the metric registry, :mod:`toolkit.registry`, declares for
+    it, or ``names``) become one :class:`Filters` passed as ``where`` (merged over a ``where`` the caller gave). A
+    filter the metric does not take is a ``TypeError``. The function's own signature lists every keyword it takes
+    (the filters and ``engine``/``parquet``/``spark`` too: checked here), so ``help()`` shows the real one. The
+    accepted names are kept on the function as ``filter_names`` (the command line reads them)."""
     bad = set(names) - set(FILTER_NAMES)
     if bad:
         raise ValueError(f"not filters: {sorted(bad)}")
 
     def decorate(func: F) -> F:
+        nonlocal names
+        if not names:
+            from ..registry import by_function
+
+            declared = by_function(func.__name__)
+            if declared is None:
+                raise ValueError(f"{func.__name__} is not in the metric registry (toolkit/registry.py)")
+            names = declared.filters
+        own = inspect.signature(func).parameters
+        missing_keywords = [n for n in (*names, "where", *ENGINE_KEYWORDS) if n not in own]
+        if missing_keywords:
+            raise TypeError(f"{func.__name__} must declare the keywords {missing_keywords} in its signature")
+
         @functools.wraps(func)
         def metric(
             warehouse: WarehouseLike = None,
@@ -150,26 +172,75 @@ def takes_filters(*names: str) -> Callable[[F], F]:
             from .coverage import clip_to_coverage, coverage_of
 
             with open_warehouse(warehouse) as wh:
+                filters = known_filters(wh, func.__name__, filters)
                 filters, attrs = clip_to_coverage(func.__name__, filters, coverage_of(wh))
                 result = func(wh, *args, where=filters, **kwargs)
+                if isinstance(result, pd.DataFrame):
+                    result = with_channel_names(wh, result)
+                    attrs.update(described(wh, func.__name__, filters))
             if attrs and isinstance(result, pd.DataFrame):
                 result.attrs.update(attrs)
             return result
 
         metric.filter_names = tuple(names)  # type: ignore[attr-defined]
-        # help() and the command line see the filters as the keywords they are
-        signature = inspect.signature(func)
-        params = [p for p in signature.parameters.values() if p.name != "where"]
-        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names]
-        params.append(inspect.Parameter("where", inspect.Parameter.KEYWORD_ONLY, default=None))
-        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in ENGINE_KEYWORDS]
-        metric.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         return metric  # type: ignore[return-value]
 
     return decorate
 
 
 ENGINE_KEYWORDS = ("engine", "parquet", "spark")
+
+
+def known_filters(wh: Warehouse | QueryEngine, function: str, filters: Filters) -> Filters:
+    """``filters`` with their network, channel and status values as the warehouse knows them (a network name in any
+    case, a channel's name as its id). Raises :class:`toolkit.known_values.UnknownValueError` (a ``ValueError``)
+    naming the known values and the nearest one, as the command line does, rather than answer an empty table."""
+    if filters.network is None and filters.channel is None and filters.status is None:
+        return filters
+    from dataclasses import replace
+
+    from ..known_values import resolve_filters
+
+    lists = {
+        k: list(v) if v is not None else None
+        for k, v in (("network", filters.network), ("channel", filters.channel), ("status", filters.status))
+    }
+    known = resolve_filters(wh, function, prefix="", **lists)  # type: ignore[arg-type]
+    return replace(filters, **{k: tuple(v) if v is not None else None for k, v in known.items()})
+
+
+def with_channel_names(wh: Warehouse | QueryEngine, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each channel's name (``channel``) beside its ``channel_id`` when it has ids and no names; a
+    channel the warehouse does not name shows its id."""
+    if "channel_id" not in df.columns or "channel" in df.columns:
+        return df
+    names = wh.query("SELECT CAST(channel_id AS VARCHAR) AS channel_id, name FROM channels")
+    lookup = dict(zip(names["channel_id"].astype(str), names["name"], strict=True))
+    ids = df["channel_id"]
+    named = [None if i is None or i != i else lookup.get(str(i), str(i)) for i in ids.tolist()]
+    position = list(df.columns).index("channel_id") + 1
+    out = df.copy()
+    out.insert(position, "channel", pd.Series(named, index=df.index, dtype=object))
+    return out
+
+
+def described(wh: Warehouse | QueryEngine, function: str, filters: Filters) -> dict[str, Any]:
+    """What a result is about, for its ``attrs``: the registry ``metric`` name, the period (``since``,
+    ``until``: ISO 8601 UTC text, None where open) and ``as_of``, the newest event time (on a warehouse; another
+    engine is not asked, each query there costs a job)."""
+    from ..registry import by_function
+
+    found = by_function(function)
+    out: dict[str, Any] = {
+        "metric": found.name if found is not None else function,
+        # ISO 8601 text, not Timestamps: attrs travel into Parquet metadata as JSON
+        "since": None if filters.since is None else filters.since.isoformat(),
+        "until": None if filters.until is None else filters.until.isoformat(),
+    }
+    if isinstance(wh, Warehouse):
+        as_of = latest_event_time(wh)
+        out["as_of"] = None if as_of is None else as_of.isoformat()
+    return out
 
 
 def engine_for(

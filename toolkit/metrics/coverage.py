@@ -19,24 +19,12 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..registry import required_types
 from ..warehouse import Warehouse
 from ..warehouse.coverage import Coverage, try_read_coverage
 
-#: The event type each metric is computed from (a metric not named needs none in particular).
-REQUIRED_TYPES: dict[str, str] = {
-    "status_latency": "operation.status",
-    "status_durations": "operation.status",
-    "failure_rates": "operation.status",
-    "failure_reasons": "operation.status",
-    "finality_breakdown": "operation.status",
-    "finality_times": "operation.status",
-    "stuck_operations": "operation.status",
-    "revisits": "operation.status",
-    "query_latency": "query.status",
-    "overdue_queries": "query.status",
-    "watcher_status_history": "watcher.status",
-    "watcher_activity": "watcher.event",
-}
+#: The event type each metric is computed from (a metric not named needs none in particular), from the registry.
+REQUIRED_TYPES: dict[str, str] = required_types()
 
 
 class NotHeldError(UsageError):

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
+    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -41,11 +47,18 @@ _RELAYED = (
 _FINALITY_COUNTS = ("operations", "reached_latest", "reached_safe", "reached_finalized", "failed", "latest_only")
 
 
-@takes_filters("channel", "network", "since", "until")
+@takes_filters()
 def finality_breakdown(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("network",),
 ) -> pd.DataFrame:
     """How far relayed operations got through the finality stages, and how long each stage took.
@@ -192,11 +205,18 @@ def _with_finality_times(df: pd.DataFrame, warehouse: WarehouseLike, where: Filt
     return with_km_times(df, counts, cols, list(FINALITY_TIMES), FINALITY_PERCENTILES, pending="not at the stage yet")
 
 
-@takes_filters("channel", "network", "since", "until")
+@takes_filters()
 def finality_times(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
 ) -> pd.DataFrame:
     """Per operation that reached a finality stage: network and the seconds of each stage time of
     :func:`finality_breakdown` (NaN when a stage's event is missing). The input of stage-time distribution plots.

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
     Sql,
+    Values,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
@@ -46,11 +52,19 @@ _LATENCY_COLUMNS = (
 )
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def status_latency(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("network", "status"),
     bucket: str | int | timedelta | None = None,
 ) -> pd.DataFrame:
@@ -158,11 +172,19 @@ def _latency_table(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return df[[*keys, *_LATENCY_COLUMNS]]
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def status_durations(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
 ) -> pd.DataFrame:
     """Raw seconds-in-status per transition (network, status, seconds): the input of distribution plots.
 

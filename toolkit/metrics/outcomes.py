@@ -6,14 +6,20 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
     Sql,
+    Values,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
@@ -220,11 +226,18 @@ def _rate_counts() -> dict[str, str]:
     return counts
 
 
-@takes_filters("channel", "network", "since", "until")
+@takes_filters()
 def failure_rates(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("network",),
     bucket: str | int | timedelta | None = None,
 ) -> pd.DataFrame:
@@ -259,11 +272,19 @@ def failure_rates(
     return sort_rows(bucket_to_time(df), [*cols, "bucket"])
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def failure_reasons(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = (),
     top: int | None = 10,
 ) -> pd.DataFrame:

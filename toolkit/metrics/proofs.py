@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
+    Values,
     WarehouseLike,
     grouping,
     open_warehouse,
@@ -46,11 +52,19 @@ _PROOF_COLUMNS = (
 VERIFICATIONS = "event_verifications"
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def proof_coverage(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("type",),
 ) -> pd.DataFrame:
     """Events that must carry DON proofs (:func:`toolkit.spec.event_requires_proof`) and do, and their signatures.
@@ -161,7 +175,18 @@ _INVALID_COLUMNS = (
 
 
 @takes_filters("channel", "network", "since", "until")
-def invalid_proofs(warehouse: WarehouseLike = None, *, where: Filters) -> pd.DataFrame:
+def invalid_proofs(
+    warehouse: WarehouseLike = None,
+    *,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
+) -> pd.DataFrame:
     """The events whose DON proof ``chainops verify`` found invalid, with the rule that failed.
 
     Events with ``ts`` in the period, newest first. Columns: ``event_id``, ``type``, ``status``, ``channel_id``,

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from .. import spec
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
+    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -37,11 +43,19 @@ _QUERY_EXPRS = {"outcome": "coalesce(terminal_status, 'in_flight')"}
 _QUERY_COUNTS = ("queries", "completed", "failed", "expired")
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def query_latency(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("network", "outcome"),
 ) -> pd.DataFrame:
     """Chain-query latencies per stage (p50/p90 seconds) and expiry and failure rates.

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from .. import spec
 from ..times import TimeLike, parse_time
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
+    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -32,11 +37,18 @@ OVERDUE_QUERY_COLUMNS = (
 )
 
 
-@takes_filters("channel", "network", "since", "until")
+@takes_filters()
 def overdue_queries(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] | None = None,
     now: TimeLike = None,
 ) -> pd.DataFrame:

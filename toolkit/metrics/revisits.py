@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from .. import spec
-from .common import Filters, WarehouseLike, grouping, run, select_groups, sort_rows, takes_filters
+from ..times import TimeLike
+from .common import (
+    NO_FILTERS,
+    Engine,
+    Filters,
+    ParquetPath,
+    Values,
+    WarehouseLike,
+    grouping,
+    run,
+    select_groups,
+    sort_rows,
+    takes_filters,
+)
 
 REVISIT_GROUPS = ("network", "chain_selector", "channel_id")
 
@@ -52,11 +66,18 @@ def revisit_steps_sql() -> str:
     )"""
 
 
-@takes_filters("channel", "network", "since", "until")
+@takes_filters()
 def revisits(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("network",),
 ) -> pd.DataFrame:
     """Operations that entered a status again after moving on, and reorganisations, per group.

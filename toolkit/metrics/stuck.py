@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -10,8 +11,12 @@ from .. import spec
 from ..times import TimeLike, parse_time
 from ..warehouse import Warehouse
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
     Sql,
+    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -44,11 +49,19 @@ RELAY_STATUSES: tuple[str, ...] = ("accepted", "sending", "sent", "broadcasting"
 STATE_MACHINE_DEFAULT_S = 3600.0
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def stuck_operations(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] | None = None,
     now: TimeLike = None,
     multiple: float = 3.0,

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import pandas as pd
 
 from .. import spec
+from ..times import TimeLike
 from .common import (
+    NO_FILTERS,
+    Engine,
     Filters,
+    ParquetPath,
+    Values,
     WarehouseLike,
     bucket_seconds,
     bucket_sql,
@@ -27,11 +33,19 @@ from .coverage import NotHeldError
 WATCHER_GROUPS = ("watcher_id", "channel_id", "network", "chain_selector")
 
 
-@takes_filters("channel", "network", "status", "since", "until")
+@takes_filters()
 def watcher_status_history(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    status: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Each watcher's status history from ``watcher.status`` events: status, entered_at, exited_at, seconds.
@@ -81,11 +95,18 @@ def watcher_status_history(
     return df
 
 
-@takes_filters("channel", "network", "since", "until")
+@takes_filters()
 def watcher_activity(
     warehouse: WarehouseLike = None,
     *,
-    where: Filters,
+    where: Filters = NO_FILTERS,
+    channel: Values = None,
+    network: Values = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    engine: Engine = None,
+    parquet: ParquetPath = None,
+    spark: Any = None,
     by: Sequence[str] = ("watcher_id",),
     bucket: str | int | timedelta = "1h",
 ) -> pd.DataFrame:

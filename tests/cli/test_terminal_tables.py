@@ -1,0 +1,256 @@
+"""Tables that fit the terminal, SQL results that stop at a screenful, and the Python API refusing what the command
+line refuses: over a warehouse synced from the sandbox over real HTTP."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+
+from tests.cli.test_cli import chainops
+from tests.conftest import TEST_KEY
+from toolkit import metrics
+from toolkit.cli import main
+from toolkit.config import Settings
+from toolkit.known_values import UnknownValueError
+from toolkit.loader import sync
+from toolkit.present import present, to_terminal
+from toolkit.registry import BY_NAME, METRIC_NAMES
+from toolkit.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def synced(server, tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("tables") / "w.duckdb"
+    sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
+    return str(path)
+
+
+def run(capsys, monkeypatch, width: int | None, *argv: str) -> tuple[int, str, str]:
+    if width is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", str(width))
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_every_metric_fits_the_terminal(synced, capsys, monkeypatch, name, width) -> None:
+    code, out, err = run(capsys, monkeypatch, width, "metrics", name, "--warehouse", synced)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines and max(len(line) for line in lines) <= width, out
+    assert lines[0].startswith(f"{name}: ")  # the period and as-of line comes first
+    # the first column an analyst reads is there, unless the metric found nothing
+    df = metrics.METRICS[name](synced)
+    if len(df):
+        first = next(c for c in BY_NAME[name].default if c in df.columns)
+        assert any(line.startswith(first) for line in lines), out
+
+
+def test_unknown_width_is_80(synced, capsys, monkeypatch) -> None:
+    code, out, _ = run(capsys, monkeypatch, None, "sql", "select * from operations limit 5", "--warehouse", synced)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_sql_tables_fit_and_name_what_they_leave_out(synced, capsys, monkeypatch) -> None:
+    code, out, _ = run(capsys, monkeypatch, 100, "sql", "select * from operations limit 3", "--warehouse", synced)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "more column(s) not shown" in out and "--wide" in out
+
+
+def test_text_left_numbers_right_ids_short_times_in_utc(synced, capsys, monkeypatch) -> None:
+    with Warehouse(synced, read_only=True) as wh:
+        op_id = wh.con.execute("select operation_id from operations order by operation_id limit 1").fetchone()[0]
+    unix = 1_795_561_055
+    query = f"select '{op_id}' as operation_id, 'Base' as network, 7 as n, {unix} as created_at"
+    code, out, _ = run(capsys, monkeypatch, 120, "sql", query, "--warehouse", synced)
+    assert code == 0
+    header, rule, row = out.splitlines()[:3]
+    assert set(rule) <= {"─", " "}
+    when = datetime.fromtimestamp(unix, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    assert when in row and "1,795,561,055" not in row
+    assert row.startswith(str(op_id)[:8] + "…") and str(op_id) not in row
+    # text starts where its header starts; a number ends where its header ends
+    assert row.index("Base") == header.index("network")
+    n_end = re.search(r"\bn\b", header).end()
+    assert row[n_end - 1] == "7" and row[n_end - 2] == " "
+    # a file keeps the whole id and the number
+    code, out, _ = run(capsys, monkeypatch, 120, "sql", query, "--warehouse", synced, "--format", "csv")
+    assert str(op_id) in out and str(unix) in out
+
+
+def test_columns_and_wide(synced, capsys, monkeypatch) -> None:
+    code, out, _ = run(
+        capsys, monkeypatch, 80, "metrics", "failure-rates", "--columns", "network,failed", "--warehouse", synced
+    )
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.startswith("network"))
+    assert header.split() == ["network", "failed"]
+    code, out, err = run(
+        capsys, monkeypatch, 80, "metrics", "failure-rates", "--columns", "network,nope", "--warehouse", synced
+    )
+    assert code == 2 and "nope" in err and "failure_rate_high" in err
+    code, out, _ = run(capsys, monkeypatch, 80, "metrics", "finality-breakdown", "--wide", "--warehouse", synced)
+    assert code == 0
+    assert "to_finalized_p90" in out and "not shown" not in out
+
+
+def test_status_latency_hides_final_statuses_unless_wide(synced, capsys, monkeypatch) -> None:
+    df = metrics.status_latency(synced)
+    final = df[df["status"].astype(str).isin(["confirmed", "failed", "cancelled", "expired"])]
+    assert len(final), "the sandbox's history has operations in final statuses"
+    _, out, _ = run(capsys, monkeypatch, 120, "metrics", "status-latency", "--warehouse", synced)
+    rows = [line.split() for line in out.splitlines()]
+    statuses = {word for row in rows for word in row}
+    assert not statuses & {"confirmed", "failed", "cancelled", "expired"}
+    assert f"{len(final)} row(s) for final statuses" in out
+    _code, out, _ = run(capsys, monkeypatch, 400, "metrics", "status-latency", "--wide", "--warehouse", synced)
+    assert {"confirmed", "failed"} <= {word for line in out.splitlines() for word in line.split()}
+
+
+def test_the_period_and_as_of_line(synced, capsys, monkeypatch) -> None:
+    latest = metrics.latest_event_time(synced)
+    code, out, _ = run(
+        capsys,
+        monkeypatch,
+        200,
+        "metrics",
+        "failure-rates",
+        "--since",
+        "2026-01-01",
+        "--until",
+        "2099-01-01",
+        "--warehouse",
+        synced,
+    )
+    assert code == 0
+    first = out.splitlines()[0]
+    assert "2026-01-01 00:00 to 2099-01-01 00:00 UTC" in first
+    assert f"as of {latest:%Y-%m-%d %H:%M} UTC" in first
+
+
+def test_sql_to_a_pipe_or_a_file_gets_every_row_and_max_rows_limits_a_table(synced, tmp_path) -> None:
+    with Warehouse(synced, read_only=True) as wh:
+        total = wh.count("events")
+    assert total > 100
+    piped = chainops("sql", "select event_id from events", "--warehouse", synced)
+    assert piped.returncode == 0
+    assert len(piped.stdout.splitlines()) == total + 2  # header, rule, every row
+    limited = chainops("sql", "select event_id from events", "--warehouse", synced, "--max-rows", "7")
+    lines = limited.stdout.splitlines()
+    assert lines[9].startswith(f"{total:,} rows (7 shown)")  # header, rule, 7 rows, then the note
+    assert all(line.endswith("…") for line in lines[2:9])
+    out = tmp_path / "events.csv"
+    written = chainops(
+        "sql", "select event_id from events", "--warehouse", synced, "--max-rows", "7", "--out", str(out)
+    )
+    assert written.returncode == 0 and len(pd.read_csv(out)) == total
+
+
+def test_sql_to_a_terminal_shows_a_screenful(synced) -> None:
+    """On a terminal (a pseudo-terminal here) of 30 lines, a result of more rows stops short of a screen."""
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "sql", "select * from range(500)", "--warehouse", synced],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env={**env, "LINES": "30", "COLUMNS": "80"},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    lines = b"".join(chunks).decode().splitlines()
+    assert len(lines) < 30
+    note = next(line for line in lines if line.startswith("500 rows ("))
+    shown = int(note.split("(")[1].split()[0])
+    assert 10 <= shown < 30 and lines[2 + shown - 1].split() == [str(shown - 1)]  # the rows before the note
+
+
+# ---- the Python API validates like the command line ---------------------------------------------------------------
+
+
+def test_unknown_values_raise_naming_the_nearest(synced) -> None:
+    with pytest.raises(UnknownValueError, match=r"did you mean 'Ethereum Mainnet'.*Ethereum Sepolia"):
+        metrics.failure_rates(synced, network="ethereum")
+    with pytest.raises(ValueError, match=r"did you mean 'confirmed'"):
+        metrics.status_latency(synced, status="confirmd")
+    with pytest.raises(UnknownValueError, match=r"unknown channel 'nope'"):
+        metrics.failure_rates(synced, channel="nope")
+
+
+def test_network_names_in_any_case_and_channel_names(synced) -> None:
+    exact = metrics.failure_rates(synced, network="Ethereum Mainnet")
+    assert len(exact)
+    pd.testing.assert_frame_equal(metrics.failure_rates(synced, network="ethereum MAINNET"), exact)
+    with Warehouse(synced, read_only=True) as wh:
+        rows = wh.con.execute("select channel_id, name from channels order by name").fetchall()
+    names = [n for _, n in rows]
+    channel_id, name = next((i, n) for i, n in rows if names.count(n) == 1)
+    by_id = metrics.failure_rates(synced, channel=channel_id)
+    pd.testing.assert_frame_equal(metrics.failure_rates(synced, channel=name), by_id)
+    out = chainops("metrics", "failure-rates", "--network", "ethereum mainnet", "--warehouse", synced)
+    assert out.returncode == 0, out.stderr
+
+
+def test_results_by_channel_carry_its_name(synced) -> None:
+    df = metrics.failure_rates(synced, by=["channel_id"])
+    with Warehouse(synced, read_only=True) as wh:
+        names = dict(wh.con.execute("select channel_id, name from channels").fetchall())
+    assert list(df.columns[:2]) == ["channel_id", "channel"]
+    assert df["channel"].tolist() == [names[i] for i in df["channel_id"]]
+
+
+def test_present_is_one_rule_for_every_surface() -> None:
+    """A value reads the same in the terminal table and the HTML table."""
+    from toolkit.present import to_html
+
+    df = pd.DataFrame(
+        {
+            "network": ["Base"],
+            "failure_rate": [2 / 129],
+            "failure_rate_low": [0.004],
+            "failure_rate_high": [0.055],
+            "p90_s": [5400.0],
+        }
+    )
+    shown = present(df, metric="failure-rates")
+    text, page = to_terminal(shown, 80), to_html(shown)
+    for cell in ("1.55% (0.4–5.5%)", "90"):
+        assert cell in text and cell in page
+    assert "p90 (min)" in text and "p90 (min)" in page
+
+
+def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypatch) -> None:
+    import toolkit as tk
+
+    df = metrics.failure_rates(synced)
+    row = df.dropna(subset=["failure_rate_low"]).iloc[0]
+    expected = (
+        f"{row['failure_rate'] * 100:.3g}% ({row['failure_rate_low'] * 100:.3g}–{row['failure_rate_high'] * 100:.3g}%)"
+    )
+    page = tk.show(df)._repr_html_()
+    assert f">{expected}</td>" in page and "failure_rate_low" not in page
+    _, out, _ = run(capsys, monkeypatch, 200, "metrics", "failure-rates", "--warehouse", synced)
+    assert expected in out

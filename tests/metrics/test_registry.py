@@ -1,0 +1,65 @@
+"""The metric registry is the truth about every metric: its columns, filters and needed events match what the
+functions do, and the generated docs match the registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.metrics.test_filters import warehouse  # noqa: F401  (the fixture)
+from toolkit import metrics, present
+from toolkit.metrics.coverage import REQUIRED_TYPES
+from toolkit.registry import METRICS, markdown
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metric-columns.md"
+
+
+def test_the_command_line_names_are_the_registry_names() -> None:
+    assert list(metrics.METRICS) == [m.name for m in METRICS]
+    for m in METRICS:
+        assert metrics.METRICS[m.name] is getattr(metrics, m.function)
+
+
+@pytest.mark.parametrize("entry", METRICS, ids=lambda m: m.name)
+def test_declared_columns_filters_and_kinds_match_the_results(warehouse, entry) -> None:  # noqa: F811
+    func = getattr(metrics, entry.function)
+    assert tuple(func.filter_names) == entry.filters
+    df = func(warehouse)
+    assert set(df.columns) <= set(entry.column_names), set(df.columns) - set(entry.column_names)
+    assert set(entry.default) <= set(entry.column_names)
+    kinds = entry.kinds()
+    assert set(kinds.values()) <= set(present.KINDS)
+    for column in df.columns:  # the declared kind agrees with the values' type
+        dtype = str(df[column].dtype)
+        if kinds[column] in ("proportion", "duration", "number"):
+            assert dtype.startswith(("float", "int", "Int", "Float")), (column, dtype)
+        elif kinds[column] == "count":
+            assert dtype.startswith(("int", "Int", "float")), (column, dtype)
+        elif kinds[column] == "time":
+            assert dtype.startswith("datetime64"), (column, dtype)
+    if "channel_id" in df.columns:  # results that carry a channel's id carry its name beside it
+        assert list(df.columns).index("channel") == list(df.columns).index("channel_id") + 1
+
+
+def test_the_coverage_check_reads_the_needed_events_from_the_registry() -> None:
+    for m in METRICS:
+        for function in (m.function, *m.companions):
+            assert REQUIRED_TYPES.get(function) == m.needs
+
+
+def test_the_docs_are_generated_from_the_registry() -> None:
+    assert DOCS.read_text(encoding="utf-8") == markdown(), "run: python -m toolkit.registry"
+
+
+def test_signatures_are_the_real_ones() -> None:
+    """help() shows what each metric's own def declares: its filters, `where` and the engine keywords, no more."""
+    import inspect
+
+    for m in METRICS:
+        for name in (m.function, *m.companions):
+            func = getattr(metrics, name)
+            params = inspect.signature(func).parameters
+            assert inspect.signature(func) == inspect.signature(func.__wrapped__), name
+            assert {*m.filters, "where", "engine", "parquet", "spark"} <= set(params), name
+            assert not ({"channel", "network", "status", "since", "until"} - set(m.filters)) & set(params), name
