@@ -188,3 +188,16 @@ def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
         if oid in ops:
             ops[oid].events = evs
     return list(ops.values())
+
+
+def newest_event_time(base_url: str, api_key: str) -> int:
+    """The newest payload ``timestamp`` of any event of any channel (the time the data is as of, docs/metrics.md)."""
+    headers = {"Authorization": f"Apikey {api_key}"}
+    newest = 0
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
+        for channel in _pages(client, "/channels", "data", 50, status=["active", "archived"]):
+            for event in _pages(client, f"/channels/{channel['channel_id']}/events", "events", 200):
+                stamp = (event.get("payload") or {}).get("timestamp")
+                if stamp is not None:
+                    newest = max(newest, int(stamp))
+    return newest

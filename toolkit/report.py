@@ -795,7 +795,8 @@ _NOTES: dict[str, str] = {
     "status_latency": (
         "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation still "
         "in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from n ≥ 10, p99 "
-        "from n ≥ 100, else empty; n is beside each."
+        "from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where it is read, else "
+        "empty with the reason in notes; n is beside each."
     ),
     "failure_rates": _PERIOD_BY_CREATION
     + " Failure, expiry and cancel rates count relayed operations only; 95% intervals.",
@@ -805,7 +806,8 @@ _NOTES: dict[str, str] = {
         "message first (docs/metrics.md, Failure reasons)."
     ),
     "finality": _PERIOD_BY_CREATION
-    + " Times to each stage are Kaplan–Meier estimates. Reorgs: moves back from a finality stage to broadcasting "
+    + " Times to each stage are Kaplan–Meier estimates (an operation that ended in an unknown status is not "
+    "censored). Reorgs: moves back from a finality stage to broadcasting "
     "or earlier (duplicated events are not revisits).",
     "query_latency": (
         "Period: queries created in it. Rates include the in-flight estimate; latencies are Kaplan–Meier "

@@ -137,3 +137,20 @@ def test_groups_at_once_match_a_naive_loop_per_group() -> None:
         for q, value in ((0.5, row.p50_s), (0.9, row.p90_s), (0.99, row.p99_s)):
             want = km_percentile(list(sub.duration), list(sub.is_censored), q)
             assert value == pytest.approx(want, nan_ok=True), (row.name, q)
+
+
+def test_a_median_from_one_ended_and_fifteen_censored_stays_is_not_shown() -> None:
+    """Issue 29, item 2 (Avalanche ``pending_signature``, last hour): one stay ended at 3,364 s, fifteen censored
+    younger; the curve falls to 0 on the one at risk there, so the median is NULL and the note gives the numbers."""
+    censored_at = [200.0 * (i + 1) for i in range(15)]  # 200 s .. 3,000 s, all before the one that ended
+    counts = pd.DataFrame({"duration": [3364.0, *censored_at], "events": [1] + [0] * 15, "censored": [0] + [1] * 15})
+    row = km_percentiles(counts, [], (0.5,)).iloc[0]
+    assert km_percentile([3364.0, *censored_at], [False] + [True] * 15, 0.5, rule=False) == 3364.0
+    assert np.isnan(row["p50_s"])
+    assert row["notes"] == "p50: 1 at risk at 3364 s < 4 needed (15 of 16 still in status)"
+    # nine ended at 1,000 .. 9,000 s and seven censored later: 9 still at risk where the median is read, shown
+    durations = [1000.0 * (i + 1) for i in range(9)] + [10_000.0 + i for i in range(7)]
+    flags = [False] * 9 + [True] * 7
+    later = pd.DataFrame({"duration": durations, "events": [1] * 9 + [0] * 7, "censored": [0] * 9 + [1] * 7})
+    value = km_percentiles(later, [], (0.5,)).iloc[0]["p50_s"]
+    assert value == km_percentile(durations, flags, 0.5) == km_percentile(durations, flags, 0.5, rule=False)

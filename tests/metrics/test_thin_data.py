@@ -1,0 +1,142 @@
+"""Honest where the data is thin (issue 29): the metrics on the messy sandbox against an independent reading of the
+raw HTTP answers (:mod:`tests.rawhistory`, plain Python) and the textbook Kaplan–Meier of
+:mod:`tests.metrics.km_reference`. Nothing here builds an expectation with the toolkit's own functions or tables."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pytest
+
+from tests import rawhistory as raw
+from tests.conftest import TEST_KEY
+from tests.metrics.km_reference import km_percentile
+from toolkit import metrics
+from toolkit.config import Settings
+from toolkit.loader import sync
+from toolkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.slow
+START = 1_795_000_000
+#: The finality times from ``accepted``: end status, and the later stages whose presence makes the time unknown.
+TO_STAGE = {
+    "to_latest": ("confirmed_latest", ("confirmed_safe", "confirmed")),
+    "to_safe": ("confirmed_safe", ("confirmed",)),
+    "to_finalized": ("confirmed", ()),
+}
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory):
+    """The messy sandbox (frozen clock: operations stay in flight), synced over HTTP; answers (warehouse path, raw
+    operations, the as-of time read from the raw events)."""
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=23, days=2, operations_per_day=300, shape="messy", start=START)
+    path = str(tmp_path_factory.mktemp("thin") / "messy.duckdb")
+    with sandbox.serve(host="127.0.0.1", port=0) as server:
+        settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+        sync(settings, quiet=True)
+        ops = raw.read_operations(server.base_url, TEST_KEY)
+        as_of = raw.newest_event_time(server.base_url, TEST_KEY)
+    return path, ops, as_of
+
+
+def _finality_observations(ops, as_of: int) -> dict[tuple[str, str], list[tuple[float, bool]]]:
+    """(network, time) -> (duration, censored) per observation, by docs/metrics.md: relayed operations that reached
+    ``accepted`` and either reached the stage or are still in flight without it (and without a later stage). An
+    operation whose last status is unknown has ended (outcome ``unknown``): it is no observation."""
+    latest_only = raw.latest_only_networks(ops)
+    out: dict[tuple[str, str], list[tuple[float, bool]]] = defaultdict(list)
+    for op in ops:
+        start = op.first("accepted")
+        if not op.relayed() or start is None:
+            continue
+        in_flight = raw.outcome(op, latest_only) is None
+        for name, (status, later) in TO_STAGE.items():
+            end = op.first(status)
+            if end is not None:
+                out[(op.network, name)].append((float(end - start), False))
+            elif in_flight and not any(op.first(s) is not None for s in later):
+                if status != "confirmed_latest" and op.network in latest_only:
+                    continue
+                out[(op.network, name)].append((float(as_of - start), True))
+    return out
+
+
+def test_an_unknown_last_status_is_not_censored_in_finality_times(messy) -> None:
+    """Issue 29, item 3: operations that ended in a status the vocabulary does not know (``replaced``) are not in
+    flight; they counted as censored for ever (``to_latest_censored`` equalled the ``unknown`` count) and pushed the
+    percentiles up."""
+    path, ops, as_of = messy
+    unknown_after_accepted = [
+        o for o in ops if o.last_status() not in raw.STAGE_RANK and o.first("accepted") is not None
+    ]
+    assert unknown_after_accepted, "the messy shape gave no operation an unknown last status after accepted"
+    want = _finality_observations(ops, as_of)
+    df = metrics.finality_breakdown(path).set_index("network")
+    checked = 0
+    for (network, name), obs in want.items():
+        row = df.loc[network]
+        assert row[f"{name}_censored"] == sum(c for _, c in obs), (network, name)
+        for q in (0.5, 0.9):
+            expected = km_percentile([d for d, _ in obs], [c for _, c in obs], q)
+            got = row[f"{name}_p{int(q * 100)}_s"]
+            if math.isnan(expected):
+                assert math.isnan(got), (network, name, q, got)
+            else:
+                assert got == pytest.approx(expected), (network, name, q)
+                checked += 1
+    assert checked >= 10
+
+
+WAITING = ("pending_signature", "accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe")
+
+
+def _status_observations(ops, as_of: int, since: int) -> dict[tuple[str, str], list[tuple[float, bool]]]:
+    """(network, status) -> (seconds, censored) of every first entry into a waiting status at or after ``since``:
+    the time to the next status first entered, or censored at the as-of time when the operation is still in it and
+    in flight (docs/metrics.md, "What is an observation")."""
+    latest_only = raw.latest_only_networks(ops)
+    out: dict[tuple[str, str], list[tuple[float, bool]]] = defaultdict(list)
+    for op in ops:
+        first: dict[str, int] = {}
+        for status, ts in op.entries():
+            first.setdefault(status, ts)
+        steps = sorted(first.items(), key=lambda e: (e[1], raw.STAGE_RANK.get(e[0], 1000)))
+        in_flight = raw.outcome(op, latest_only) is None and op.record_status not in raw.TERMINAL
+        for i, (status, ts) in enumerate(steps):
+            if status not in WAITING or ts < since:
+                continue
+            if i + 1 < len(steps):
+                out[(op.network, status)].append((float(steps[i + 1][1] - ts), False))
+            elif in_flight:
+                out[(op.network, status)].append((float(as_of - ts), True))
+    return out
+
+
+def test_a_percentile_needs_enough_still_at_risk_where_it_is_read(messy) -> None:
+    """Issue 29, item 2: over the last hours most stays are censored; a percentile is shown only where at least
+    max(2, n (1 - q) / 2) observations are still at risk at the time it is read at (the reference applies the rule
+    from its own loops), and a NULL says why in ``notes``."""
+    path, ops, as_of = messy
+    since = as_of - 3 * 3600
+    want = _status_observations(ops, as_of, since)
+    since_ts = __import__("pandas").Timestamp(since, unit="s", tz="UTC")
+    df = metrics.status_latency(path, since=since_ts).set_index(["network", "status"])
+    thin = shown = 0
+    for (network, status), obs in want.items():
+        row = df.loc[(network, status)]
+        durations, censored = [d for d, _ in obs], [c for _, c in obs]
+        for q in (0.5, 0.9):
+            expected = km_percentile(durations, censored, q)
+            without_rule = km_percentile(durations, censored, q, rule=False)
+            got = row[f"p{int(q * 100)}_s"]
+            if math.isnan(expected):
+                assert math.isnan(got), (network, status, q, got)
+                if not math.isnan(without_rule) and len(obs) >= (2 if q == 0.5 else 10):
+                    thin += 1
+                    assert f"p{int(q * 100)}: " in row["notes"] and "at risk at" in row["notes"], row["notes"]
+            else:
+                shown += 1
+                assert got == pytest.approx(expected), (network, status, q)
+    assert thin >= 1 and shown >= 1, (thin, shown)
