@@ -140,3 +140,47 @@ def test_a_percentile_needs_enough_still_at_risk_where_it_is_read(messy) -> None
                 shown += 1
                 assert got == pytest.approx(expected), (network, status, q)
     assert thin >= 1 and shown >= 1, (thin, shown)
+
+
+def test_status_latency_times_first_entries_and_counts_the_reentered(messy) -> None:
+    """Issue 29, item 6: one observation per operation and status (its first entry, timed to the next status first
+    entered); ``reentered`` counts the operations that entered the status again after a later one (a reorg)."""
+    path, ops, as_of = messy
+    reentered: dict[tuple[str, str], int] = defaultdict(int)
+    for op in ops:
+        seen, prev, again = set(), None, set()
+        for status, _ in op.entries():
+            if status != prev and status in seen:
+                again.add(status)
+            seen.add(status)
+            prev = status
+        for status in again:
+            reentered[(op.network, status)] += 1
+    assert reentered, "the messy shape gave no operation a re-entry"
+    df = metrics.status_latency(path)
+    got = {(r.network, r.status): int(r.reentered) for r in df.itertuples() if r.reentered}
+    assert got == dict(reentered)
+    for r in df.itertuples():
+        assert ("re-entered" in r.notes) == bool(r.reentered), r
+    want = _status_observations(ops, as_of, since=0)
+    rows = df.set_index(["network", "status"])
+    for key, obs in want.items():
+        assert rows.loc[key, "n"] == sum(not c for _, c in obs), key
+        expected = km_percentile([d for d, _ in obs], [c for _, c in obs], 0.5)
+        got_p50 = rows.loc[key, "p50_s"]
+        assert (math.isnan(got_p50) and math.isnan(expected)) or got_p50 == pytest.approx(expected), key
+
+
+def test_one_failure_figure_in_failure_rates_and_finality(messy) -> None:
+    """Issue 29, item 5: ``failure_rate`` and ``failed_share`` are one definition (the share of the operations
+    relayed so far that fail, in-flight aware), so one report cannot show two values for the same network."""
+    path, ops, _ = messy
+    latest_only = raw.latest_only_networks(ops)
+    drafts_waiting = [o for o in ops if not o.relayed() and raw.outcome(o, latest_only) is None]
+    assert drafts_waiting, "no draft in flight: the two figures would agree even without one definition"
+    rates = metrics.failure_rates(path).set_index("network")
+    shares = metrics.finality_breakdown(path).set_index("network")
+    assert set(rates.index) >= set(shares.index) and len(shares) >= 3
+    for network in shares.index:
+        for end in ("", "_low", "_high"):
+            assert shares.loc[network, f"failed_share{end}"] == pytest.approx(rates.loc[network, f"failure_rate{end}"])
