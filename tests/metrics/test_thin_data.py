@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from tests import rawhistory as raw
@@ -184,3 +185,24 @@ def test_one_failure_figure_in_failure_rates_and_finality(messy) -> None:
     for network in shares.index:
         for end in ("", "_low", "_high"):
             assert shares.loc[network, f"failed_share{end}"] == pytest.approx(rates.loc[network, f"failure_rate{end}"])
+
+
+def test_the_stuck_threshold_reads_the_same_percentile_as_status_latency(messy) -> None:
+    """Issue 29, item 4: the stuck threshold's p90 is Hyndman–Fan type 2 over the stays that ended (status-latency's
+    definition with nothing censored), not DuckDB's linear interpolation; with nothing censored the two agree."""
+    path, ops, as_of = messy
+    ended: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (network, status), obs in _status_observations(ops, as_of, since=0).items():
+        ended[(network, status)] = [d for d, c in obs if not c]
+    stuck = metrics.stuck_operations(path, multiple=0.2)  # a low multiple: many groups judged
+    judged = stuck[stuck["threshold_basis"] == "network"][["network", "status", "network_p90_s"]].drop_duplicates()
+    assert len(judged) >= 2
+    differs = 0
+    for r in judged.itertuples():
+        stays = ended[(r.network, str(r.status))]
+        want = float(np.quantile(stays, 0.9, method="averaged_inverted_cdf"))
+        assert r.network_p90_s == pytest.approx(want), (r.network, r.status)
+        differs += want != pytest.approx(float(np.quantile(stays, 0.9)))
+        if len(stays) >= 10:  # the same stays, nothing censored, through status-latency's Kaplan–Meier reference
+            assert km_percentile(stays, [False] * len(stays), 0.9) == pytest.approx(want)
+    assert differs >= 1, "linear interpolation would have passed too"
