@@ -24,6 +24,7 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .drafts import draft_expiry_rates
 from .inflight import Cohort, Ratio, project
 
 #: The terminal statuses :func:`failure_reasons` looks at unless told otherwise.
@@ -197,11 +198,8 @@ ops_ind AS (SELECT {inds} * FROM ops_all WHERE {scope})"""
 
 
 #: Indicators of the final outcome that failure rates project.
-_RATE_INDICATORS = {o: f"outcome = {_lit(o)}" for o in ("draft_expired", "draft_cancelled")}
-_RATES = (
-    Ratio("draft_expiry_rate", "draft_expired"),
-    Ratio("draft_cancel_rate", "draft_cancelled"),
-)
+_RATE_INDICATORS = {"draft_cancelled": f"outcome = {_lit('draft_cancelled')}"}
+_RATES = (Ratio("draft_cancel_rate", "draft_cancelled"),)
 #: The rates over the operations relayed so far (shares of that cohort), shared with ``finality_breakdown``.
 RELAYED_RATES = (
     Ratio("failure_rate", "failed"),
@@ -256,8 +254,10 @@ def failure_rates(
     Rates: ``failure_rate``, ``expiry_rate``, ``cancel_rate`` are shares of the operations *relayed so far* (a
     draft still waiting for its signature enters the cohort when it is relayed; the same figure as
     ``finality_breakdown``'s ``failed_share``); ``draft_expiry_rate`` and ``draft_cancel_rate`` of all operations.
-    Each estimates the value the group will have once every operation in it has finished: in-flight operations count
-    with the outcome probabilities of finished operations that were in the same status at the same age
+    ``draft_expiry_rate`` projects the drafts still waiting on their deadline's clock (:mod:`.drafts`: the product-limit
+    estimate of staying a draft over the share of the deadline window passed, unfinished drafts censored). Each
+    estimates the value the group will have once every operation in it has finished: in-flight operations count with the
+    outcome probabilities of finished operations that were in the same status at the same age
     (:mod:`toolkit.metrics.inflight`), and ``<rate>_low``/``<rate>_high`` is a 95% interval that includes that
     projection's uncertainty (the plain Wilson interval when nothing is in flight).
 
@@ -271,7 +271,9 @@ def failure_rates(
     df = project(warehouse, cohort, _RATES)
     names = [name for _, name in keys]
     relayed = relayed_rates(warehouse, q, keys)
-    df = df.merge(relayed, on=names, how="left") if names else pd.concat([df, relayed], axis=1)
+    drafts = draft_expiry_rates(warehouse, cohort.ctes, cohort.units, keys, cohort.params)
+    for extra in (relayed, drafts):
+        df = df.merge(extra, on=names, how="left") if names else pd.concat([df, extra], axis=1)
     order = ["operations", "relayed", "terminal", *OPERATION_OUTCOMES, "in_flight"]
     rates = [c for r in _RATE_ORDER for c in (r, f"{r}_low", f"{r}_high")]
     df = df[[*(name for _, name in keys), *order, *rates]]
