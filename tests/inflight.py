@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from tests import rawhistory as raw
+from tests.metrics.km_reference import km_percentile
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.loader import sync
@@ -44,6 +45,8 @@ class Row:
     values: dict[str, tuple[float, float, float, float, float]] = field(default_factory=dict)
     #: stage -> (final median, estimated median or NaN)
     medians: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: status -> (final median time in it, estimated p50 or NaN), for the statuses first entered in the window
+    latency_medians: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,8 +111,11 @@ class Figures:
         """Per stage: ``rows``, ``shown`` (estimated median not NULL), ``within_20`` (share of the shown within 20%
         of the final median), ``outside_2x`` (shown medians more than twice or less than half the final one)."""
         out: dict[str, dict[str, float]] = {}
-        for stage in dict.fromkeys(s for r in self.rows for s in r.medians):
-            pairs = [r.medians[stage] for r in self.rows if stage in r.medians]
+        found = [(f"to_{s}", s, "medians") for s in dict.fromkeys(s for r in self.rows for s in r.medians)]
+        statuses = dict.fromkeys(s for r in self.rows for s in r.latency_medians)
+        found += [(f"in {s}", s, "latency_medians") for s in statuses]
+        for stage, key, kind in found:
+            pairs = [getattr(r, kind)[key] for r in self.rows if key in getattr(r, kind)]
             shown = [(f, e) for f, e in pairs if not (e is None or pd.isna(e))]
             out[stage] = {
                 "rows": len(pairs),
@@ -151,10 +157,37 @@ def _sync(base_url: str, path: Path) -> None:
     assert result.outcome == "ok", result.summary()
 
 
-def _first_reading(path: Path, since: pd.Timestamp, until: pd.Timestamp) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _first_reading(
+    path: Path, since: pd.Timestamp, until: pd.Timestamp
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     rates = metrics.failure_rates(str(path), since=since, until=until).set_index("network")
     finality = metrics.finality_breakdown(str(path), since=since, until=until).set_index("network")
-    return rates, finality
+    latency = metrics.status_latency(str(path), since=since, until=until).set_index(["network", "status"])
+    return rates, finality, latency
+
+
+#: Statuses whose time-in-status median the check compares (the waits an analyst reads most).
+LATENCY_STATUSES = ("pending_signature", "broadcasting", "confirmed_latest")
+
+
+def _final_latency_median(ops: list[raw.RawOperation], status: str, since: int, until: int, as_of: int) -> float:
+    """Median time in ``status`` of its first entries in ``[since, until)``, from the late raw answers (to the next
+    status first entered; those still in it censored at ``as_of``); NaN when the curve does not reach 50%."""
+    durations, censored = [], []
+    for op in ops:
+        first: dict[str, int] = {}
+        for s, ts in op.entries():
+            first.setdefault(s, ts)
+        steps = sorted(first.items(), key=lambda e: (e[1], raw.STAGE_RANK.get(e[0], 1000)))
+        for i, (s, ts) in enumerate(steps):
+            if s == status and since <= ts < until:
+                if i + 1 < len(steps):
+                    durations.append(float(steps[i + 1][1] - ts))
+                    censored.append(False)
+                elif op.last_status() not in raw.TERMINAL:
+                    durations.append(float(as_of - ts))
+                    censored.append(True)
+    return km_percentile(durations, censored, 0.5, rule=False) if durations else math.nan
 
 
 def run_seed(
@@ -183,11 +216,12 @@ def run_seed(
         sandbox.advance(advance)
         _sync(server.base_url, path)
         late_ops = raw.read_operations(server.base_url, KEY)
+        late_as_of = raw.newest_event_time(server.base_url, KEY)
     early_lo, late_lo = raw.latest_only_networks(early_ops), raw.latest_only_networks(late_ops)
     early = {o.operation_id: o for o in early_ops}
     rows = []
     for hours in periods:
-        rates, finality = first[hours]
+        rates, finality, latency = first[hours]
         created = [o for o in late_ops if START - hours * 3600 <= o.created_at < START]
         cohort = [o for o in created if o.relayed()]
         for network in sorted({o.network for o in cohort}):
@@ -239,6 +273,11 @@ def run_seed(
                 final_median = raw.median([t for o in ops if (t := raw.time_to(o, stage)) is not None])
                 if final_median is not None:
                     row.medians[stage] = (final_median, _num(f, f"to_{stage}_p50_s"))
+            late_of_network = [o for o in late_ops if o.network == network]
+            for status in LATENCY_STATUSES:
+                final = _final_latency_median(late_of_network, status, START - int(hours * 3600), START, late_as_of)
+                if not math.isnan(final) and (network, status) in latency.index:
+                    row.latency_medians[status] = (final, _num(latency.loc[(network, status)], "p50_s"))
             rows.append(row)
     return rows
 
