@@ -816,7 +816,8 @@ _NOTES: dict[str, str] = {
     ),
     "failure_rates": _PERIOD_BY_CREATION
     + " Failure, expiry and cancel rates count the operations relayed so far (a draft joins when it is relayed; "
-    "the finality table's failed share is the same figure); 95% intervals.",
+    "the finality table's failed share is the same figure); drafts still waiting are projected on their "
+    "deadline's clock; 95% intervals.",
     "failure_by_channel": _PERIOD_BY_CREATION,
     "failure_reasons": (
         "Period: operations created in it that failed or expired. Categories: first matching rule, a revert's own "
