@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from tests import rawhistory as raw
+from tests.metrics.km_reference import km_percentile
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.loader import sync
@@ -26,6 +27,9 @@ PERIOD_HOURS = (1, 3)
 MIN_OPERATIONS = 20
 ADVANCE_SECONDS = 10 * 86400
 SHARES = ("latest", "safe", "finalized", "failed")
+#: A live sandbox's clock speed: it holds nearly still (no wall-clock drift in a run) while the workload stays live,
+#: so drafts in flight at the first reading are later signed, cancelled or left to expire as the clock advances.
+LIVE_SPEED = 1e-9
 
 
 @dataclass
@@ -41,6 +45,8 @@ class Row:
     values: dict[str, tuple[float, float, float, float, float]] = field(default_factory=dict)
     #: stage -> (final median, estimated median or NaN)
     medians: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: status -> (final median time in it, estimated p50 or NaN), for the statuses first entered in the window
+    latency_medians: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,6 +92,39 @@ class Figures:
         checks = [_close(est, final) for r in self.rows for final, est in r.medians.values()]
         return sum(checks) / len(checks) if checks else math.nan
 
+    def columns(self) -> dict[str, dict[str, float]]:
+        """Per measure: ``rows``, ``containment`` (share whose interval holds the final value), ``mae`` of the
+        estimate and ``mae_finished_only`` (a reading with nothing finished counts as an error of 1)."""
+        out: dict[str, dict[str, float]] = {}
+        for name in dict.fromkeys(m for _, m, _ in self.pairs()):
+            values = [v for _, m, v in self.pairs() if m == name]
+            out[name] = {
+                "rows": len(values),
+                "containment": sum(_within(v[0], v[2], v[3]) for v in values) / len(values),
+                "mae": sum(abs(v[1] - v[0]) if not math.isnan(v[1]) else 1.0 for v in values) / len(values),
+                "mae_finished_only": sum(abs(v[4] - v[0]) if not math.isnan(v[4]) else 1.0 for v in values)
+                / len(values),
+            }
+        return out
+
+    def median_columns(self) -> dict[str, dict[str, float]]:
+        """Per stage: ``rows``, ``shown`` (estimated median not NULL), ``within_20`` (share of the shown within 20%
+        of the final median), ``outside_2x`` (shown medians more than twice or less than half the final one)."""
+        out: dict[str, dict[str, float]] = {}
+        found = [(f"to_{s}", s, "medians") for s in dict.fromkeys(s for r in self.rows for s in r.medians)]
+        statuses = dict.fromkeys(s for r in self.rows for s in r.latency_medians)
+        found += [(f"in {s}", s, "latency_medians") for s in statuses]
+        for stage, key, kind in found:
+            pairs = [getattr(r, kind)[key] for r in self.rows if key in getattr(r, kind)]
+            shown = [(f, e) for f, e in pairs if not (e is None or pd.isna(e))]
+            out[stage] = {
+                "rows": len(pairs),
+                "shown": len(shown),
+                "within_20": sum(_close(e, f) for f, e in shown) / len(shown) if shown else math.nan,
+                "outside_2x": sum(f > 0 and not (f / 2 <= e <= 2 * f) for f, e in shown),
+            }
+        return out
+
     def summary(self) -> str:
         """The figures in one paragraph."""
         medians = sum(len(r.medians) for r in self.rows)
@@ -118,30 +157,73 @@ def _sync(base_url: str, path: Path) -> None:
     assert result.outcome == "ok", result.summary()
 
 
-def _first_reading(path: Path, since: pd.Timestamp, until: pd.Timestamp) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _first_reading(
+    path: Path, since: pd.Timestamp, until: pd.Timestamp
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     rates = metrics.failure_rates(str(path), since=since, until=until).set_index("network")
     finality = metrics.finality_breakdown(str(path), since=since, until=until).set_index("network")
-    return rates, finality
+    latency = metrics.status_latency(str(path), since=since, until=until).set_index(["network", "status"])
+    return rates, finality, latency
 
 
-def run_seed(seed: int, workdir: Path, days: float = 1, per_day: float = 3600) -> list[Row]:
-    """Freeze, sync, read; advance 10 days, sync, read the truth; answer the rows of both periods."""
-    sandbox = Sandbox(orgs=(KEY,), seed=seed, days=days, operations_per_day=per_day, start=START)
-    path = workdir / f"inflight-{seed}.duckdb"
+#: Statuses whose time-in-status median the check compares (the waits an analyst reads most).
+LATENCY_STATUSES = ("pending_signature", "broadcasting", "confirmed_latest")
+
+
+def _final_latency_median(ops: list[raw.RawOperation], status: str, since: int, until: int, as_of: int) -> float:
+    """Median time in ``status`` of its first entries in ``[since, until)``, from the late raw answers (to the next
+    status first entered; those still in it censored at ``as_of``); NaN when the curve does not reach 50%."""
+    durations, censored = [], []
+    for op in ops:
+        first: dict[str, int] = {}
+        for s, ts in op.entries():
+            first.setdefault(s, ts)
+        steps = sorted(first.items(), key=lambda e: (e[1], raw.STAGE_RANK.get(e[0], 1000)))
+        for i, (s, ts) in enumerate(steps):
+            if s == status and since <= ts < until:
+                if i + 1 < len(steps):
+                    durations.append(float(steps[i + 1][1] - ts))
+                    censored.append(False)
+                elif op.last_status() not in raw.TERMINAL:
+                    durations.append(float(as_of - ts))
+                    censored.append(True)
+    return km_percentile(durations, censored, 0.5, rule=False) if durations else math.nan
+
+
+def run_seed(
+    seed: int,
+    workdir: Path,
+    days: float = 1,
+    per_day: float = 3600,
+    *,
+    shape: str = "default",
+    live: bool = False,
+    periods: tuple[float, ...] = PERIOD_HOURS,
+    advance: int = ADVANCE_SECONDS,
+) -> list[Row]:
+    """Sync and read at ``START``; advance ``advance`` seconds (a ``live`` sandbox keeps its workload moving: drafts
+    are signed, cancelled or expire, new work arrives), sync, read the truth; answer the rows of every period."""
+    speed = LIVE_SPEED if live else 0.0
+    sandbox = Sandbox(
+        orgs=(KEY,), seed=seed, days=days, operations_per_day=per_day, start=START, shape=shape, speed=speed
+    )
+    path = workdir / f"inflight-{shape}-{int(live)}-{seed}.duckdb"
     until = pd.Timestamp(START, unit="s", tz="UTC")
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         _sync(server.base_url, path)
         early_ops = raw.read_operations(server.base_url, KEY)
-        first = {h: _first_reading(path, until - pd.Timedelta(hours=h), until) for h in PERIOD_HOURS}
-        sandbox.advance(ADVANCE_SECONDS)
+        first = {h: _first_reading(path, until - pd.Timedelta(hours=h), until) for h in periods}
+        sandbox.advance(advance)
         _sync(server.base_url, path)
         late_ops = raw.read_operations(server.base_url, KEY)
+        late_as_of = raw.newest_event_time(server.base_url, KEY)
     early_lo, late_lo = raw.latest_only_networks(early_ops), raw.latest_only_networks(late_ops)
     early = {o.operation_id: o for o in early_ops}
     rows = []
-    for hours in PERIOD_HOURS:
-        rates, finality = first[hours]
-        cohort = [o for o in late_ops if START - hours * 3600 <= o.created_at < START and o.relayed()]
+    for hours in periods:
+        rates, finality, latency = first[hours]
+        created = [o for o in late_ops if START - hours * 3600 <= o.created_at < START]
+        cohort = [o for o in created if o.relayed()]
         for network in sorted({o.network for o in cohort}):
             ops = [o for o in cohort if o.network == network]
             if len(ops) < MIN_OPERATIONS:
@@ -159,6 +241,19 @@ def run_seed(seed: int, workdir: Path, days: float = 1, per_day: float = 3600) -
                 _num(r, "failure_rate_low"),
                 _num(r, "failure_rate_high"),
                 done_failed,
+            )
+            # drafts: expired unsigned, over every operation of the network created in the period
+            every = [o for o in created if o.network == network]
+            seen = [early[o.operation_id] for o in every if o.operation_id in early]
+            seen_done = [o for o in seen if raw.outcome(o, early_lo) is not None]
+            row.values["draft_expiry_rate"] = (
+                sum(raw.outcome(o, late_lo) == "draft_expired" for o in every) / len(every),
+                _num(r, "draft_expiry_rate"),
+                _num(r, "draft_expiry_rate_low"),
+                _num(r, "draft_expiry_rate_high"),
+                sum(raw.outcome(o, early_lo) == "draft_expired" for o in seen_done) / len(seen_done)
+                if seen_done
+                else math.nan,
             )
             f = finality.loc[network] if network in finality.index else pd.Series(dtype=float)
             for share in SHARES:
@@ -178,10 +273,15 @@ def run_seed(seed: int, workdir: Path, days: float = 1, per_day: float = 3600) -
                 final_median = raw.median([t for o in ops if (t := raw.time_to(o, stage)) is not None])
                 if final_median is not None:
                     row.medians[stage] = (final_median, _num(f, f"to_{stage}_p50_s"))
+            late_of_network = [o for o in late_ops if o.network == network]
+            for status in LATENCY_STATUSES:
+                final = _final_latency_median(late_of_network, status, START - int(hours * 3600), START, late_as_of)
+                if not math.isnan(final) and (network, status) in latency.index:
+                    row.latency_medians[status] = (final, _num(latency.loc[(network, status)], "p50_s"))
             rows.append(row)
     return rows
 
 
-def run(seeds: list[int], workdir: Path, days: float = 1, per_day: float = 3600) -> Figures:
-    """The comparison over several seeds."""
-    return Figures([row for seed in seeds for row in run_seed(seed, workdir, days, per_day)])
+def run(seeds: list[int], workdir: Path, days: float = 1, per_day: float = 3600, **options: object) -> Figures:
+    """The comparison over several seeds (``options``: :func:`run_seed`'s shape, live, periods, advance)."""
+    return Figures([row for seed in seeds for row in run_seed(seed, workdir, days, per_day, **options)])

@@ -52,6 +52,8 @@ class RawOperation:
     record_status: str
     #: (offset, event_id, status, timestamp) in the order served
     events: list[tuple[int, str, str, int]] = field(default_factory=list)
+    #: the record's deadline (unix seconds), None when it has none (0 or absent)
+    deadline: int | None = None
 
     def entries(self) -> list[tuple[str, int]]:
         """Status entries: duplicates dropped (the same event id, or the same status at the same time), the rest in
@@ -176,6 +178,7 @@ def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
                     net.get("type"),
                     int(record["created_at"]),
                     record["status"],
+                    deadline=int(record["deadline"]) if record.get("deadline") else None,
                 )
             for event in _pages(client, f"/channels/{cid}/events", "events", 200):
                 if event["headers"]["type"] != "operation.status":
@@ -188,3 +191,16 @@ def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
         if oid in ops:
             ops[oid].events = evs
     return list(ops.values())
+
+
+def newest_event_time(base_url: str, api_key: str) -> int:
+    """The newest payload ``timestamp`` of any event of any channel (the time the data is as of, docs/metrics.md)."""
+    headers = {"Authorization": f"Apikey {api_key}"}
+    newest = 0
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
+        for channel in _pages(client, "/channels", "data", 50, status=["active", "archived"]):
+            for event in _pages(client, f"/channels/{channel['channel_id']}/events", "events", 200):
+                stamp = (event.get("payload") or {}).get("timestamp")
+                if stamp is not None:
+                    newest = max(newest, int(stamp))
+    return newest

@@ -1010,7 +1010,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="start of the period: ISO time or an age before --until such as 7d, 12h (default 7d)",
     )
     p.add_argument(
-        "--until", type=_time_text, metavar="T", help="end of the period (exclusive): ISO time or an age (default now)"
+        "--until",
+        type=_time_text,
+        metavar="T",
+        help="end of the period (exclusive): ISO time or an age (default: the data's as-of time, the newest event)",
     )
     p.add_argument(
         "--out",

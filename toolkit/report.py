@@ -76,7 +76,8 @@ SUMMARY_VALUES: dict[str, str] = {
     "(not verified yet counts as not verified)",
     "proof_invalid": "events that must carry a DON proof whose proof chainops verify found invalid",
     "slowest_p90_s": "the highest p90 seconds spent in one status on one network (rows with n >= 10)",
-    "sync_age_h": "hours from the last successful sync to the end of the period (infinite when none succeeded)",
+    "sync_age_h": "hours from the last successful sync to the end of the period when given, else to now (infinite "
+    "when none succeeded)",
 }
 
 #: Summary values with a 95% interval (``<name>_low``/``<name>_high``) that a threshold judges by the interval.
@@ -168,6 +169,10 @@ class Report:
     #: out or clipped because of it (the period, metrics whose event types are not held).
     coverage: dict[str, Any] | None = None
     coverage_notes: list[str] = field(default_factory=list)
+    #: The time the data is as of (the newest event), and whether the period's end was counted from it (no
+    #: ``until`` given) rather than given.
+    as_of: pd.Timestamp | None = None
+    until_from_data: bool = False
 
     @property
     def breaches(self) -> list[Threshold]:
@@ -216,6 +221,8 @@ class Report:
         rows = [
             ("since", self.since.isoformat(), "start of the period"),
             ("until", self.until.isoformat(), "end of the period (exclusive)"),
+            ("as_of", "" if self.as_of is None else self.as_of.isoformat(), "the newest event: the data's as-of time"),
+            ("synced_at", "" if self.synced_at is None else self.synced_at.isoformat(), "the last sync that ended ok"),
         ]
         rows += [(k, _plain(v), SUMMARY_VALUES[k]) for k, v in self.summary.items()]
         return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
@@ -234,9 +241,13 @@ def _portable(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _period(since: metrics.TimeLike, until: metrics.TimeLike) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """The report's period: ``until`` defaults to now (to the minute), ``since`` to 7 days before ``until``."""
-    start, end = parse_period(since, until if until is not None else now_utc().floor("min"))
+def _period(
+    since: metrics.TimeLike, until: metrics.TimeLike, as_of: pd.Timestamp | None = None
+) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The report's period: ``until`` defaults to the data's as-of time ``as_of`` (the newest event; the minute
+    after it, so that it is inside the period), else now (to the minute); ``since`` to 7 days before ``until``."""
+    default_end = (as_of + pd.Timedelta(minutes=1)).floor("min") if as_of is not None else now_utc().floor("min")
+    start, end = parse_period(since, until if until is not None else default_end)
     assert end is not None
     if start is None:
         start = end - pd.Timedelta(days=7)
@@ -270,14 +281,18 @@ def build_report(
     title: str = "Chain operations",
     thresholds: Sequence[Threshold | str] = (),
 ) -> Report:
-    """Compute the report of the period ``[since, until)`` (default: the last 7 days up to now).
+    """Compute the report of the period ``[since, until)`` (default: the last 7 days up to the data's as-of time,
+    the newest event in the warehouse, so that a warehouse not synced lately still shows its last week).
 
-    Arguments: ``warehouse``; ``since``/``until`` as datetimes, ISO strings or ages (``7d``); ``title``;
-    ``thresholds`` (:class:`Threshold` or ``--fail-on`` text) to judge. Returns the :class:`Report`.
+    Arguments: ``warehouse``; ``since``/``until`` as datetimes, ISO strings or ages (``7d``, counted back from
+    ``until``); ``title``; ``thresholds`` (:class:`Threshold` or ``--fail-on`` text) to judge. ``sync_age_h`` is
+    measured to ``until`` when given, else to now. Returns the :class:`Report`.
     """
-    start, end = _period(since, until)
     checks = [t if isinstance(t, Threshold) else parse_threshold(t) for t in thresholds]
     with metrics._open(warehouse) as wh:
+        latest = metrics.latest_event_time(wh)
+        start, end = _period(since, until, latest)
+        clock = end if until is not None else now_utc()
         # the period and event types the warehouse holds: the report covers no more (toolkit.metrics.coverage)
         coverage = coverage_of(wh)
         notes: list[str] = []
@@ -307,7 +322,6 @@ def build_report(
         finality = held(metrics.finality_breakdown, wh, by=["network"], **period)
         queries = held(metrics.query_latency, wh, by=["network", "outcome"], **period)
         query_all = _rate_row(held(metrics.query_latency, wh, by=[], **period))
-        latest = metrics.latest_event_time(wh)
         at = min(end, latest) if latest is not None else end
         stuck = held(metrics.stuck_operations, wh, now=at)
         overdue = held(metrics.overdue_queries, wh, now=at)
@@ -346,7 +360,7 @@ def build_report(
         "proof_invalid": _value(proof_all, "invalid"),
         "slowest_p90_s": float(timed["p90_s"].max()) if len(timed) else float("nan"),
         # never synced successfully is the worst staleness: infinite, so `sync_age_h>24` fires
-        "sync_age_h": max((end - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("inf"),
+        "sync_age_h": max((clock - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("inf"),
     }
     tables = {
         "status_latency": latency,
@@ -380,6 +394,8 @@ def build_report(
         data_until=at,
         coverage=None if coverage is None else coverage.to_attrs(),
         coverage_notes=notes,
+        as_of=latest,
+        until_from_data=until is None and latest is not None,
     )
     report.findings = _findings(report, stuck_at=at)
     if coverage is not None and not coverage.whole:  # first: every number below is about this part only
@@ -736,25 +752,30 @@ _NOTES: dict[str, str] = {
     "status_latency": (
         "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation still "
         "in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from n ≥ 10, p99 "
-        "from n ≥ 100, else empty; n is beside each."
+        "from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where it is read, else "
+        "empty with the reason in notes; n is beside each."
     ),
     "failure_rates": _PERIOD_BY_CREATION
-    + " Failure, expiry and cancel rates count relayed operations only; 95% intervals.",
+    + " Failure, expiry and cancel rates count the operations relayed so far (a draft joins when it is relayed; "
+    "the finality table's failed share is the same figure); drafts still waiting are projected on their "
+    "deadline's clock; 95% intervals.",
     "failure_by_channel": _PERIOD_BY_CREATION,
     "failure_reasons": (
         "Period: operations created in it that failed or expired. Categories: first matching rule, a revert's own "
         "message first (docs/metrics.md, Failure reasons)."
     ),
     "finality": _PERIOD_BY_CREATION
-    + " Times to each stage are Kaplan–Meier estimates. Reorgs: moves back from a finality stage to broadcasting "
+    + " Times to each stage are Kaplan–Meier estimates (an operation that ended in an unknown status is not "
+    "censored). Reorgs: moves back from a finality stage to broadcasting "
     "or earlier (duplicated events are not revisits).",
     "query_latency": (
         "Period: queries created in it. Rates include the in-flight estimate; latencies are Kaplan–Meier "
         "estimates. Overdue: past their expires_at with no terminal status as of the newest event."
     ),
     "stuck_operations": (
-        "As of the newest event (not the period): operations in a status longer than 3 × the network's p90 for it "
-        "(at least 60 s); a status nobody on the network has left yet takes the other networks' p90, else the "
+        "As of the newest event (not the period): operations in a status longer than 3 × the network's p90 of the "
+        "stays that ended (at least 60 s; not the censored p90 above: the open stays are the ones judged); a "
+        "status nobody on the network has left yet takes the other networks' p90, else the "
         "state machine's default (threshold_basis)."
     ),
     "proof_coverage": (
@@ -791,15 +812,19 @@ def _when(ts: pd.Timestamp | None) -> str:
 def _render_html(report: Report, *, figures: bool = True, full_page: bool = True) -> str:
     e = html.escape
     parts = [f"<h1>{e(report.title)}</h1>"]
+    counted = " (counted back from the data's as-of time, not the clock)" if report.until_from_data else ""
     parts.append(
-        f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))}; compared with the '
+        f'<p class="meta">Period: {e(_when(report.since))} to {e(_when(report.until))}{counted}; compared with the '
         f"previous period of the same length, {e(_when(report.previous_since))} to {e(_when(report.since))}.</p>"
     )
     fresh = f"Warehouse last synced {e(_when(report.synced_at))}"
-    if report.synced_at is not None and report.synced_at >= report.until:
+    if report.synced_at is not None and report.until_from_data:
+        fresh += f" ({_duration(report.summary['sync_age_h'] * 3600)} ago)"
+    elif report.synced_at is not None and report.synced_at >= report.until:
         fresh += " (after the end of the period)"
     elif report.synced_at is not None:
         fresh += f" ({_duration(report.summary['sync_age_h'] * 3600)} before the end of the period)"
+    fresh += f"; data as of {e(_when(report.as_of))} (the newest event)"
     if report.last_run:
         fresh += (
             f"; last sync run: {e(str(report.last_run.get('outcome')))} "

@@ -331,13 +331,13 @@ def test_the_demo_never_replaces_a_file_that_is_not_its_own(synced, tmp_path) ->
 
 
 def test_the_demo_keeps_a_warehouse_synced_on_this_machine(synced, server, tmp_path) -> None:
-    """A warehouse synced more than once from a service on loopback (a sandbox, an SSH tunnel to the service) is
-    someone's history, not a demo: only the one sync a demo made before the demo mark existed is taken for one."""
+    """A warehouse synced from a service on loopback (a sandbox, an SSH tunnel to the service), once or more, is
+    someone's history, not a demo: only a warehouse carrying the demo's own mark is taken for one."""
     import shutil
 
     from toolkit.warehouse.identity import is_demo_warehouse
 
-    assert is_demo_warehouse(synced)  # one sync from loopback, as a demo before the mark: may be replaced
+    assert not is_demo_warehouse(synced)  # one sync from loopback, without the demo's mark: someone's history
     path = tmp_path / "tunnel.duckdb"
     shutil.copy(synced, path)
     sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float, *, rule: bool = True) -> float:
     """Percentile ``q`` of the product-limit estimate: the first event time where survival is at most ``1 - q``, the
     midpoint to the next event time where it equals ``1 - q`` (the lower end when no event follows); NaN when the
-    curve never gets there, or (``rule``) when there are fewer than ``ceil(1 / (1 - q))`` observations."""
+    curve never gets there, or (``rule``) when there are fewer than ``ceil(1 / (1 - q))`` observations, or when
+    fewer than ``max(2, ceil(n (1 - q) / 2))`` observations are still at risk at the event time it is read at, or
+    fewer than 10 once one was censored before it (the at-risk rule of docs/metrics.md)."""
     if rule and len(durations) < math.ceil(round(1 / (1 - q), 9)):
         return math.nan
     times = sorted(set(float(t) for t, c in zip(durations, censored, strict=True) if not c))
@@ -22,8 +24,14 @@ def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float
         curve.append((t, surv))
     target = 1 - q
     for i, (t, s) in enumerate(curve):
-        if abs(s - target) <= 1e-9:
-            return (t + curve[i + 1][0]) / 2 if i + 1 < len(curve) else t
-        if s < target:
+        if abs(s - target) <= 1e-9 or s < target:
+            at_risk = sum(1 for d in durations if d >= t)
+            need = max(2, math.ceil(round(len(durations) * (1 - q) / 2, 9)))
+            if any(c and d < t for d, c in zip(durations, censored, strict=True)):
+                need = max(need, 10)  # censored before the percentile: at least 10 still at risk
+            if rule and at_risk < need:
+                return math.nan
+            if abs(s - target) <= 1e-9:
+                return (t + curve[i + 1][0]) / 2 if i + 1 < len(curve) else t
             return t
     return math.nan

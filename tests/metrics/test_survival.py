@@ -43,9 +43,14 @@ def test_six_mp_median_is_23_weeks_as_worked_by_hand() -> None:
         (0.5, 0.9),
         pending="in remission",
     ).iloc[0]
-    assert (row.observations, row.events, row.censored, row.p50_s) == (21, 9, 12, 23.0)
-    assert math.isnan(row.p90_s)
-    assert row.notes == "p90: 12 of 21 in remission; survival stays above 10% (lowest 45%)"
+    assert (row.observations, row.events, row.censored) == (21, 9, 12)
+    # the at-risk rule: 6 still at risk at 23 weeks after censorings before it, fewer than 10, so the table leaves
+    # the median out (its 95% confidence interval, 13 weeks to unbounded, says the same); km_quantile has no rule
+    assert math.isnan(row.p50_s) and math.isnan(row.p90_s)
+    assert row.notes == (
+        "p50: 6 at risk at 23 s < 10 needed (12 of 21 in remission); "
+        "p90: 12 of 21 in remission; survival stays above 10% (lowest 45%)"
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -137,3 +142,20 @@ def test_groups_at_once_match_a_naive_loop_per_group() -> None:
         for q, value in ((0.5, row.p50_s), (0.9, row.p90_s), (0.99, row.p99_s)):
             want = km_percentile(list(sub.duration), list(sub.is_censored), q)
             assert value == pytest.approx(want, nan_ok=True), (row.name, q)
+
+
+def test_a_median_from_one_ended_and_fifteen_censored_stays_is_not_shown() -> None:
+    """Issue 29, item 2 (Avalanche ``pending_signature``, last hour): one stay ended at 3,364 s, fifteen censored
+    younger; the curve falls to 0 on the one at risk there, so the median is NULL and the note gives the numbers."""
+    censored_at = [200.0 * (i + 1) for i in range(15)]  # 200 s .. 3,000 s, all before the one that ended
+    counts = pd.DataFrame({"duration": [3364.0, *censored_at], "events": [1] + [0] * 15, "censored": [0] + [1] * 15})
+    row = km_percentiles(counts, [], (0.5,)).iloc[0]
+    assert km_percentile([3364.0, *censored_at], [False] + [True] * 15, 0.5, rule=False) == 3364.0
+    assert np.isnan(row["p50_s"])
+    assert row["notes"] == "p50: 1 at risk at 3364 s < 10 needed (15 of 16 still in status)"
+    # nine ended at 1,000 .. 9,000 s and seven censored later: 9 still at risk where the median is read, shown
+    durations = [1000.0 * (i + 1) for i in range(9)] + [10_000.0 + i for i in range(7)]
+    flags = [False] * 9 + [True] * 7
+    later = pd.DataFrame({"duration": durations, "events": [1] * 9 + [0] * 7, "censored": [0] * 9 + [1] * 7})
+    value = km_percentiles(later, [], (0.5,)).iloc[0]["p50_s"]
+    assert value == km_percentile(durations, flags, 0.5) == km_percentile(durations, flags, 0.5, rule=False)

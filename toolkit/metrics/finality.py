@@ -23,7 +23,7 @@ from .common import (
     takes_filters,
 )
 from .inflight import Ratio, project
-from .outcomes import latest_only_basis_sql, latest_only_sql, operation_cohort
+from .outcomes import latest_only_basis_sql, latest_only_sql, operation_cohort, relayed_rates
 from .revisits import revisits
 from .survival import in_flight_operations_sql, with_km_times
 
@@ -70,6 +70,8 @@ def finality_breakdown(
     ``failed_share``, each with ``<share>_low``/``<share>_high``, a 95% interval) estimate the value the group will
     have once every operation in it has finished: in-flight operations count with the outcome probabilities of
     finished operations that were in the same status at the same age (:mod:`toolkit.metrics.inflight`).
+    ``failed_share`` is :func:`~.outcomes.failure_rates`' ``failure_rate`` of the same group and period (one
+    definition: the share of the operations relayed so far that fail).
     Times (p50/p90 seconds): from ``accepted`` to each stage (``to_latest``, ``to_safe``,
     ``to_finalized``) and between stages (``latest_to_safe``, ``safe_to_finalized``, ``latest_to_finalized``),
     from the stages' own events. ``latest_only`` is True for networks where only the latest stage is active: the
@@ -127,8 +129,11 @@ _SHARES = {
     "latest_share": "coalesce(confirmed_latest_at, confirmed_safe_at, confirmed_at) IS NOT NULL",
     "safe_share": "coalesce(confirmed_safe_at, confirmed_at) IS NOT NULL",
     "finalized_share": "confirmed_at IS NOT NULL",
-    "failed_share": "outcome = 'failed'",
 }
+
+
+_FAILURE_RATE = ("failure_rate", "failure_rate_low", "failure_rate_high")
+_FAILED_SHARE = ("failed_share", "failed_share_low", "failed_share_high")
 
 
 def _projected_shares(
@@ -146,9 +151,13 @@ def _projected_shares(
     cohort = operation_cohort(q, [(c, c) for c in cols], indicators, counts, scope=_RELAYED)
     ratios = [Ratio(name, f"i_{name}") for name in _SHARES]
     shares = project(warehouse, cohort, ratios)
+    # failed_share is failure_rates' failure_rate, one definition (docs/metrics.md, "One failure figure")
+    failed = relayed_rates(warehouse, q, [(c, c) for c in cols])[[*cols, *_FAILURE_RATE]]
+    failed = failed.rename(columns=dict(zip(_FAILURE_RATE, _FAILED_SHARE, strict=True)))
+    shares = shares.merge(failed, on=cols, how="left") if cols else pd.concat([shares, failed], axis=1)
     merged = df.merge(shares, on=cols, how="left") if cols else pd.concat([df, shares], axis=1)
     merged["in_flight"] = merged["in_flight"].fillna(0).astype("int64")
-    new = [c for r in ratios for c in (r.name, f"{r.name}_low", f"{r.name}_high")]
+    new = [c for r in ratios for c in (r.name, f"{r.name}_low", f"{r.name}_high")] + list(_FAILED_SHARE)
     return merged, ["in_flight", *new, "latest_only_basis"]
 
 

@@ -30,6 +30,7 @@ from .common import (
     takes_filters,
 )
 from .outcomes import latest_only_sql
+from .revisits import revisit_steps_sql
 from .survival import attach, in_flight_operations_sql, join_notes, km_percentiles, percentile_name
 
 STATUS_LATENCY_GROUPS = ("network", "chain_selector", "channel_id", "status")
@@ -48,6 +49,7 @@ _LATENCY_COLUMNS = (
     "since_created_p50_s",
     "since_created_p90_s",
     "censored",
+    "reentered",
     "notes",
 )
 
@@ -86,6 +88,10 @@ def status_latency(
     - ``mean_s``, ``max_s``: of the ended durations only (not censoring-aware).
     - ``since_created_p50_s``/``_p90_s``: time from the operation's creation to entering the status, over the
       operations that entered it (nothing is censored), same method and rule.
+    - One observation per operation and status: its **first** entry, timed to the next status it entered for the
+      first time, so a reorg's detour (``confirmed_latest → broadcasting → confirmed_latest``) stays inside the
+      first ``confirmed_latest`` stay. ``reentered`` counts the operations of the row that entered the status again
+      after a later one (:func:`~.revisits.revisits`); the notes name them when there are any.
 
     Returns the DataFrame (``status`` an ordered categorical, ``bucket`` tz-aware UTC).
 
@@ -103,10 +109,14 @@ def status_latency(
     group = ", ".join([*keys, "kind", "duration"])
     key_list = "".join(f"{k}, " for k in keys)
     sql = f"""
-        WITH latest_only AS ({latest_only_sql()}),
+        WITH {revisit_steps_sql()},
+        again AS (SELECT DISTINCT operation_id, status FROM steps WHERE visit > 1),
+        latest_only AS ({latest_only_sql()}),
         in_flight AS ({in_flight_operations_sql()}),
-        obs AS (
+        first_obs AS (
             SELECT {select}
+                operation_id AS _op,
+                status AS _status,
                 seconds_in_status,
                 seconds_since_created,
                 seconds_in_status IS NULL AND list_contains({open_statuses}, status)
@@ -114,6 +124,10 @@ def status_latency(
                 entered_at
             FROM operation_transitions
             {q.where()}
+        ),
+        obs AS (
+            SELECT o.*, a.operation_id IS NOT NULL AS is_reentered
+            FROM first_obs o LEFT JOIN again a ON a.operation_id = o._op AND a.status = o._status
         )
         SELECT {key_list}'in' AS kind,
             coalesce(seconds_in_status,
@@ -121,11 +135,12 @@ def status_latency(
                           THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END) AS duration,
             count(*) AS entered,
             count(seconds_in_status) AS events,
-            count(*) FILTER (WHERE is_censored) AS censored
+            count(*) FILTER (WHERE is_censored) AS censored,
+            count(*) FILTER (WHERE is_reentered) AS reentered
         FROM obs GROUP BY {group}
         UNION ALL
         SELECT {key_list}'created' AS kind, seconds_since_created AS duration,
-            count(*) AS entered, count(seconds_since_created) AS events, 0 AS censored
+            count(*) AS entered, count(seconds_since_created) AS events, 0 AS censored, 0 AS reentered
         FROM obs GROUP BY {group}
     """
     counts = run(warehouse, sql, q.params)
@@ -149,7 +164,7 @@ def _latency_table(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             _max=np.where(ended > 0, seconds, np.nan),
         )
         .groupby(gkeys, dropna=False, sort=False)
-        .agg(entered=("entered", "sum"), _sum=("_sum", "sum"), max_s=("_max", "max"))
+        .agg(entered=("entered", "sum"), reentered=("reentered", "sum"), _sum=("_sum", "sum"), max_s=("_max", "max"))
         .reset_index()
     )
     km = km_percentiles(inside, gkeys, LATENCY_PERCENTILES, pending="still in status")
@@ -166,8 +181,12 @@ def _latency_table(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     in_notes = np.where(
         none, [f"no durations: {e} entered, none left it or is still in it" for e in df["entered"]], df["notes"]
     )
-    df["notes"] = join_notes(in_notes, df["_since_notes"])
-    for col in ("entered", "n", "censored"):
+    again = [
+        f"{r} re-entered it after a later status (their time runs to the next new status)" if r else ""
+        for r in df["reentered"]
+    ]
+    df["notes"] = join_notes(in_notes, df["_since_notes"], again)
+    for col in ("entered", "n", "censored", "reentered"):
         df[col] = df[col].astype("int64")
     return df[[*keys, *_LATENCY_COLUMNS]]
 

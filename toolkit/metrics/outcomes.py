@@ -30,6 +30,7 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .drafts import draft_expiry_rates
 from .inflight import Cohort, Ratio, project
 
 #: The terminal statuses :func:`failure_reasons` looks at unless told otherwise.
@@ -203,17 +204,29 @@ ops_ind AS (SELECT {inds} * FROM ops_all WHERE {scope})"""
 
 
 #: Indicators of the final outcome that failure rates project.
-_RATE_INDICATORS = {
-    **{o: f"outcome = {_lit(o)}" for o in ("failed", "expired", "cancelled", "draft_expired", "draft_cancelled")},
-    "relayed_ind": "relayed",
-}
-_RATES = (
-    Ratio("failure_rate", "failed", "relayed_ind"),
-    Ratio("expiry_rate", "expired", "relayed_ind"),
-    Ratio("cancel_rate", "cancelled", "relayed_ind"),
-    Ratio("draft_expiry_rate", "draft_expired"),
-    Ratio("draft_cancel_rate", "draft_cancelled"),
+_RATE_INDICATORS = {"draft_cancelled": f"outcome = {_lit('draft_cancelled')}"}
+_RATES = (Ratio("draft_cancel_rate", "draft_cancelled"),)
+#: The rates over the operations relayed so far (shares of that cohort), shared with ``finality_breakdown``.
+RELAYED_RATES = (
+    Ratio("failure_rate", "failed"),
+    Ratio("expiry_rate", "expired"),
+    Ratio("cancel_rate", "cancelled"),
 )
+#: Their order in :func:`failure_rates`' output.
+_RATE_ORDER = ("failure_rate", "expiry_rate", "cancel_rate", "draft_expiry_rate", "draft_cancel_rate")
+
+
+def relayed_rates(warehouse: WarehouseLike, q: Sql, keys: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """``failure_rate``, ``expiry_rate`` and ``cancel_rate`` (each with ``_low``/``_high``) per group of ``keys``:
+    shares of the operations of ``q`` relayed so far, with their in-flight projection (:mod:`.inflight`).
+
+    A draft still waiting for its signature is not in this cohort: it enters it when it is relayed. The one
+    definition behind ``failure_rates``' ``failure_rate`` and ``finality_breakdown``'s ``failed_share``, so that
+    the two agree (docs/metrics.md, "One failure figure"). Returns one row per group with relayed operations.
+    """
+    indicators = {r.numerator: f"outcome = {_lit(r.numerator)}" for r in RELAYED_RATES}
+    cohort = operation_cohort(q, keys, indicators, {}, scope="relayed")
+    return project(warehouse, cohort, RELAYED_RATES).drop(columns=["in_flight"])
 
 
 def _rate_counts() -> dict[str, str]:
@@ -251,12 +264,15 @@ def failure_rates(
     ``cancelled`` (relayed only), ``draft_expired``, ``draft_cancelled`` (ended while ``pending_signature``),
     ``unknown`` (last status not in the vocabulary: its own outcome, never in flight); ``in_flight`` the others.
 
-    Rates: ``failure_rate``, ``expiry_rate``, ``cancel_rate`` are shares of the *relayed* operations;
-    ``draft_expiry_rate`` and ``draft_cancel_rate`` of all operations. Each estimates the value the group will
-    have once every operation in it has finished: in-flight operations count with the outcome probabilities of
-    finished operations that were in the same status at the same age (:mod:`toolkit.metrics.inflight`), and
-    ``<rate>_low``/``<rate>_high`` is a 95% interval that includes that projection's uncertainty (the plain Wilson
-    interval when nothing is in flight).
+    Rates: ``failure_rate``, ``expiry_rate``, ``cancel_rate`` are shares of the operations *relayed so far* (a
+    draft still waiting for its signature enters the cohort when it is relayed; the same figure as
+    ``finality_breakdown``'s ``failed_share``); ``draft_expiry_rate`` and ``draft_cancel_rate`` of all operations.
+    ``draft_expiry_rate`` projects the drafts still waiting on their deadline's clock (:mod:`.drafts`: the product-limit
+    estimate of staying a draft over the share of the deadline window passed, unfinished drafts censored). Each
+    estimates the value the group will have once every operation in it has finished: in-flight operations count with the
+    outcome probabilities of finished operations that were in the same status at the same age
+    (:mod:`toolkit.metrics.inflight`), and ``<rate>_low``/``<rate>_high`` is a 95% interval that includes that
+    projection's uncertainty (the plain Wilson interval when nothing is in flight).
 
     Returns the DataFrame (``bucket`` tz-aware UTC).
     """
@@ -266,8 +282,13 @@ def failure_rates(
     keys = [(c, c) for c in cols] + ([(bucket_expr, "bucket")] if bucket_expr else [])
     cohort = operation_cohort(q, keys, _RATE_INDICATORS, _rate_counts())
     df = project(warehouse, cohort, _RATES)
+    names = [name for _, name in keys]
+    relayed = relayed_rates(warehouse, q, keys)
+    drafts = draft_expiry_rates(warehouse, cohort.ctes, cohort.units, keys, cohort.params)
+    for extra in (relayed, drafts):
+        df = df.merge(extra, on=names, how="left") if names else pd.concat([df, extra], axis=1)
     order = ["operations", "relayed", "terminal", *OPERATION_OUTCOMES, "in_flight"]
-    rates = [c for r in _RATES for c in (r.name, f"{r.name}_low", f"{r.name}_high")]
+    rates = [c for r in _RATE_ORDER for c in (r, f"{r}_low", f"{r}_high")]
     df = df[[*(name for _, name in keys), *order, *rates]]
     return sort_rows(bucket_to_time(df), [*cols, "bucket"])
 

@@ -49,6 +49,22 @@ RELAY_STATUSES: tuple[str, ...] = ("accepted", "sending", "sent", "broadcasting"
 STATE_MACHINE_DEFAULT_S = 3600.0
 
 
+def _p90_sql(keys: str) -> str:
+    """SELECT of the p90 (``p90_s``) of the ended stays of ``left_by_now`` per ``keys`` (internal column names):
+    Hyndman–Fan type 2 (numpy's ``averaged_inverted_cdf``), the definition ``status_latency`` reads off its
+    Kaplan–Meier curve, which with nothing censored is this. With ``n`` stays and ``k = 0.9 n``: the ``k``-th
+    smallest rounded up when ``k`` is not whole, else the mean of the ``k``-th and the next (``9 n`` tested in
+    integers, not floats)."""
+    return f"""
+        SELECT {keys}, avg(s) FILTER (WHERE CASE WHEN (9 * n) % 10 = 0 THEN i IN (k, k + 1) ELSE i = k + 1 END) AS p90_s
+        FROM (SELECT *, CAST(floor(9 * n / 10.0) AS BIGINT) AS k FROM (
+            SELECT {keys}, seconds_in_status AS s,
+                row_number() OVER (PARTITION BY {keys} ORDER BY seconds_in_status) AS i,
+                count(*) OVER (PARTITION BY {keys}) AS n
+            FROM left_by_now) AS ranked) AS ranked_k
+        GROUP BY {keys}"""
+
+
 @takes_filters()
 def stuck_operations(
     warehouse: WarehouseLike = None,
@@ -74,8 +90,11 @@ def stuck_operations(
     status, and its ``threshold_basis``, is the first of:
 
     - ``explicit``: ``thresholds[status]`` when given;
-    - ``network``: ``multiple`` x the p90 of the time operations on that network spent in that status (transitions
-      that ended by ``now``), at least ``min_seconds``;
+    - ``network``: ``multiple`` x the p90 of the time operations on that network spent in that status (every
+      stay that ended by ``now``, any period), at least ``min_seconds``. The p90 is the percentile
+      ``status_latency`` uses (Hyndman–Fan type 2), over ended stays only: not Kaplan–Meier, because the stays
+      still open are the ones being judged, and counting them as censored would let many stuck operations raise
+      their own threshold;
     - ``other networks``: for a status no operation on that network has left yet, the same from every network
       that has the status's history;
     - ``state machine``: ``pending_signature`` waits until the operation's own deadline (``operations.deadline``;
@@ -127,13 +146,8 @@ def _stuck_rows(
             SELECT chain_selector, status, seconds_in_status FROM operation_transitions
             WHERE seconds_in_status IS NOT NULL AND exited_at <= {now}
         ),
-        p90 AS (
-            SELECT chain_selector, status, quantile_cont(seconds_in_status, 0.9) AS p90_s
-            FROM left_by_now GROUP BY chain_selector, status
-        ),
-        p90_any AS (
-            SELECT status, quantile_cont(seconds_in_status, 0.9) AS p90_s FROM left_by_now GROUP BY status
-        ),
+        p90 AS ({_p90_sql("chain_selector, status")}),
+        p90_any AS ({_p90_sql("status")}),
         explicit AS (SELECT unnest({thr_status}::VARCHAR[]) AS status, unnest({thr_seconds}::DOUBLE[]) AS seconds),
         current AS (
             SELECT t.operation_id, t.channel_id, t.chain_selector, t.network, t.address, t.status, t.entered_at,

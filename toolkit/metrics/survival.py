@@ -18,6 +18,10 @@ Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
 - the sample-size rule (:func:`min_observations`): percentile ``q`` is shown only for groups with at least
   ``ceil(1 / (1 − q))`` observations (p50 from 2, p90 from 10, p99 from 100) whose curve reaches ``1 − q``;
   otherwise it is NULL and the row's notes say why.
+- the at-risk rule (:func:`min_at_risk`): and only where, at the event time it is read at, at least
+  ``max(2, ceil(n × (1 − q) / 2))`` of the group's ``n`` observations are still at risk (half of what a group with
+  nothing censored has there), and at least 10 once any was censored before that time; otherwise NULL, and the
+  notes give the number at risk and the number needed.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from .. import spec
 
 #: Float tolerance of "S(t) equals 1 − q".
 TOLERANCE = 1e-9
@@ -42,6 +48,26 @@ def min_observations(q: float) -> int:
     if not 0 <= q < 1:
         raise ValueError(f"a percentile is in [0, 1): {q}")
     return max(1, math.ceil(1 / (1 - q) - TOLERANCE))
+
+
+#: The fewest still at risk where a percentile is read once observations were censored before it.
+MIN_AT_RISK_CENSORED = 10
+
+
+def min_at_risk(q: float, observations: int, censored_before: int = 0) -> int:
+    """The at-risk rule: the fewest observations still at risk at the event time percentile ``q`` is read at.
+
+    ``max(2, ceil(observations × (1 − q) / 2))``: at least half of the operations an uncensored group of this size
+    would still have at risk there (more than ``observations × (1 − q)``), and at least two; and when any
+    observation was censored before that time (``censored_before``), at least :data:`MIN_AT_RISK_CENSORED` (a
+    censored curve resting on fewer moves by more than a tenth at each event, and read live it put medians outside
+    half to twice the final one). A group with nothing censored always meets it; a group whose stays were mostly
+    censored before the percentile does not (16 stays of which 15 are censored at under an hour cannot say where
+    their median lies: the one that ended is the fastest, not the typical). Arguments: ``q`` in ``[0, 1)``, the
+    group's ``observations``, ``censored_before``. Returns the count.
+    """
+    need = max(2, math.ceil(observations * (1 - q) / 2 - TOLERANCE))
+    return max(need, MIN_AT_RISK_CENSORED) if censored_before > 0 else need
 
 
 def percentile_name(q: float) -> str:
@@ -108,6 +134,7 @@ def km_percentiles(
     leaving = dd + cc
     before = pd.Series(leaving).groupby(g).cumsum().to_numpy() - leaving  # left the risk set earlier in the group
     at_risk = n_obs[g] - before
+    censored_before = pd.Series(cc).groupby(g).cumsum().to_numpy() - cc  # censored at shorter durations
     with np.errstate(invalid="ignore", divide="ignore"):
         factor = np.where(dd > 0, 1.0 - dd / at_risk, 1.0)
     surv = pd.Series(factor).groupby(g).cumprod().to_numpy()
@@ -123,6 +150,9 @@ def km_percentiles(
     for q, name in zip(probs, names, strict=True):
         target = 1.0 - q
         value = np.full(groups, np.nan)
+        risk = np.full(groups, np.nan)  # still at risk at the event time the percentile is read at
+        early = np.zeros(groups)  # censored before that time
+        read_at = np.full(groups, np.nan)
         hit = np.flatnonzero((dd > 0) & (surv <= target + TOLERANCE))
         if len(hit):
             first = pd.Series(hit).groupby(g[hit]).first()
@@ -130,17 +160,26 @@ def km_percentiles(
             exact = np.abs(surv[idx] - target) <= TOLERANCE
             nxt = next_event[idx]
             value[grp] = np.where(exact & ~np.isnan(nxt), (tt[idx] + nxt) / 2, tt[idx])
+            risk[grp], read_at[grp], early[grp] = at_risk[idx], tt[idx], censored_before[idx]
         need = min_observations(q) if rule else 1
         small = n_obs < need
+        need_risk = np.array([min_at_risk(q, int(n), int(e)) for n, e in zip(n_obs, early, strict=True)])
+        need_risk = need_risk if rule else np.zeros(groups)
+        thin = ~small & ~np.isnan(value) & (risk < need_risk)
         unreached = ~small & np.isnan(value)
-        value[small] = np.nan
+        value[small | thin] = np.nan
         out[f"{name}_s"] = value
-        for i in np.flatnonzero(small | unreached):
+        for i in np.flatnonzero(small | unreached | thin):
             if n_obs[i] == 0:
                 if not notes[i]:
                     notes[i].append(f"{label or 'all'}: no observations")
             elif small[i]:
                 notes[i].append(f"{prefix}{name}: n={int(n_obs[i])} < {need}")
+            elif thin[i]:
+                notes[i].append(
+                    f"{prefix}{name}: {int(risk[i])} at risk at {read_at[i]:g} s < {int(need_risk[i])} needed "
+                    f"({int(n_censored[i])} of {int(n_obs[i])} {pending})"
+                )
             else:
                 notes[i].append(
                     f"{prefix}{name}: {int(n_censored[i])} of {int(n_obs[i])} {pending}; survival stays above "
@@ -184,14 +223,18 @@ def attach(df: pd.DataFrame, extra: pd.DataFrame, keys: Sequence[str]) -> pd.Dat
 
 
 def in_flight_operations_sql() -> str:
-    """SQL of the ids of the operations still in flight: no terminal status, and not ``confirmed_latest`` on a
-    latest-only network (that is their final stage). It reads a ``latest_only`` relation (chain selectors; see
-    :func:`~.outcomes.latest_only_sql`) that the statement must define."""
-    return """
+    """SQL of the ids of the operations still in flight: no terminal status, not ``confirmed_latest`` on a
+    latest-only network (that is their final stage), and not ended in a status the vocabulary does not know (the
+    outcome ``unknown``: it is never in flight for ever, so it is never censored either). It reads a
+    ``latest_only`` relation (chain selectors; see :func:`~.outcomes.latest_only_sql`) that the statement must
+    define."""
+    known = ", ".join(f"'{s}'" for s in spec.OPERATION_STATUSES)
+    return f"""
     SELECT operation_id FROM operation_lifecycle
     WHERE terminal_status IS NULL
       AND NOT (coalesce(last_status, '') = 'confirmed_latest'
                AND chain_selector IN (SELECT chain_selector FROM latest_only))
+      AND (last_status IS NULL OR last_status IN ({known}))
     """
 
 
