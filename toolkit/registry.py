@@ -97,7 +97,7 @@ METRICS: tuple[Metric, ...] = (
         needs="operation.status",
         columns=_cols(
             "network=text status=text entered=count n=count mean_s p50_s p90_s p99_s max_s since_created_p50_s "
-            "since_created_p90_s censored=count notes=text"
+            "since_created_p90_s censored=count reentered=count notes=text"
         ),
         default=("network", "status", "n", "p50_s", "p90_s", "censored"),
         hidden={"status": spec.OPERATION_TERMINAL},
