@@ -32,6 +32,7 @@ def test_notebooks_are_stored_without_outputs() -> None:
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path.name
 
 
+@pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAINOPS_NOTEBOOK_WAREHOUSE", str(tmp_path / "nb.duckdb"))

@@ -17,6 +17,8 @@ from tests.integration.test_incremental import TABLES, snapshot
 from toolkit.config import Settings
 from toolkit.loader import sync
 
+pytestmark = pytest.mark.kill
+
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
 
 

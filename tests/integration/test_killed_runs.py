@@ -45,6 +45,7 @@ def kill_mid_run(base_url: str, path) -> str:
     pytest.fail("no sync was killed after recording its start")
 
 
+@pytest.mark.kill
 def test_a_killed_run_is_marked_killed_by_the_next_run(server, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
     killed = kill_mid_run(server.base_url, path)

@@ -141,6 +141,7 @@ def start_sync(base_url: str, path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.kill
 def test_sigkill_mid_parallel_sync_then_resume_equals_an_uninterrupted_sync(tmp_path) -> None:
     rng = random.Random(SEED)
     with sandbox("one-channel", 1500).serve(host="127.0.0.1", port=0) as server:

@@ -26,6 +26,7 @@ def slow_enough_server():
         yield running
 
 
+@pytest.mark.kill
 def test_sigterm_commits_records_interrupted_and_exits_143(slow_enough_server, tmp_path) -> None:
     path = tmp_path / "termed.duckdb"
     proc = start_sync(slow_enough_server.base_url, path)

@@ -20,6 +20,8 @@ from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
+pytestmark = pytest.mark.kill
+
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261123"))
 
 
