@@ -121,6 +121,7 @@ def test_usage_errors_exit_2() -> None:
     assert refused.returncode == 2 and "at least 1" in refused.stderr
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path) -> None:
     out = chainops(  # a smoke test: the whole demo as a user starts it
         "demo",

@@ -16,6 +16,8 @@ from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.loader import sync
 
+pytestmark = pytest.mark.slow
+
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
 START = 1_795_000_000  # the same simulated "now" for every sandbox, so their histories are identical
 PATIENT = RetryPolicy(attempts=12, initial=0.01, maximum=0.1, floor=0.01, deadline=60)

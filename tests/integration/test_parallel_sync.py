@@ -21,6 +21,8 @@ from toolkit.api.retry import RetryPolicy
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
+pytestmark = pytest.mark.slow
+
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
 START = 1_795_000_000  # the same simulated "now" for every sandbox, so their histories are identical
 PATIENT = RetryPolicy(attempts=30, initial=0.01, maximum=0.2, floor=0.01, deadline=120)
