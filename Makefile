@@ -27,9 +27,9 @@ $(OLD_DUCKDB_STAMP):
 demo: install
 	$(BIN)/chainops demo
 
-# Both tiers run on two pytest-xdist workers, each test module whole on one of them (tests/conftest.py groups them)
+# Both tiers run on two pytest-xdist workers, each test module whole on one of them (tests/conftest.py schedules)
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 # What the fast tier leaves out: a JVM, a browser, a notebook kernel, killed processes, long integration runs
 SLOW_KINDS := spark or browser or notebooks or kill or slow
 

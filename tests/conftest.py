@@ -41,27 +41,38 @@ def server(sandbox) -> Iterator[object]:
 SLOW_KINDS = ("spark", "notebooks", "browser", "kill", "slow")
 
 
+def scope_of(nodeid: str) -> str:
+    """The unit a worker runs whole: the test's module, and every Spark module together (one JVM)."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/spark" if path.startswith("tests/spark/") else path
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that uses the Spark session ``spark``; under xdist (``--dist loadgroup``) keep each module
-    whole on one worker (its module-scoped sandbox and warehouses are built once) and every Spark test on the same
-    worker (one JVM), and start the slow kinds first."""
+    """Mark every test that uses the Spark session ``spark``; under xdist, start the modules holding a slow kind
+    first (each module keeps its own order)."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
             item.add_marker(pytest.mark.spark)
-    if not hasattr(config, "workerinput"):  # not an xdist worker: order and groups change nothing
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the order stays as collected
         return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = "spark" if item.get_closest_marker("spark") else item.nodeid.split("::", 1)[0]
-            item.add_marker(pytest.mark.xdist_group(group))
-
-    def group(item: pytest.Item) -> str:
-        mark = item.get_closest_marker("xdist_group")
-        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-
     cost: dict[str, int] = {}
     for item in items:
         kinds = [i for i, kind in enumerate(SLOW_KINDS) if item.get_closest_marker(kind)]
-        cost[group(item)] = min([cost.get(group(item), len(SLOW_KINDS)), *kinds])
-    items.sort(key=lambda item: cost[group(item)])  # stable: each module keeps its own order
+        cost[scope_of(item.nodeid)] = min([cost.get(scope_of(item.nodeid), len(SLOW_KINDS)), *kinds])
+    items.sort(key=lambda item: cost[scope_of(item.nodeid)])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With ``--dist loadfile`` (as ``make test`` runs): each module whole on one worker, so its module-scoped
+    sandbox, server and warehouses are built once, and the Spark modules together on one worker (one JVM)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ModuleScheduling(config, log)
