@@ -134,6 +134,7 @@ def _layout(shape: str) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_each_shape_lays_the_history_out_as_its_name_says() -> None:
     default = _layout("default")
     assert default["channels"] == 5 and default["transactions"].keys() <= {1, 2, 3}
