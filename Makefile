@@ -10,7 +10,7 @@ CORE_STAMP := $(VENV)/.installed-core
 OLD_DUCKDB_VENV := .venv-duckdb14
 OLD_DUCKDB_STAMP := $(OLD_DUCKDB_VENV)/.installed
 
-.PHONY: install demo test lint bench clean docs docs-serve
+.PHONY: install demo test test-fast lint bench clean docs docs-serve
 
 install: $(STAMP) $(OLD_DUCKDB_STAMP)
 
@@ -43,10 +43,20 @@ docs: install
 docs-serve: install
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
+# Both tiers run on two pytest-xdist workers, each test module whole on one of them (tests/conftest.py schedules)
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+# What the fast tier leaves out: a JVM, a browser, a notebook kernel, killed processes, long integration runs
+SLOW_KINDS := spark or browser or notebooks or kill or slow
+
 test: install docs
 	$(BIN)/ruff check toolkit tests benchmarks
 	$(BIN)/ruff format --check toolkit tests benchmarks
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
+
+# the tier to run on every change (about two minutes): `make test` runs everything, as CI does
+test-fast: install
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m 'not ($(SLOW_KINDS))'
 
 lint: install
 	$(BIN)/ruff check toolkit tests benchmarks

@@ -34,3 +34,45 @@ def server(sandbox) -> Iterator[object]:
     """The module's sandbox served on 127.0.0.1 (a free port)."""
     with sandbox.serve(host="127.0.0.1", port=0) as running:
         yield running
+
+
+#: The kinds `make test-fast` leaves out, the costliest first: under pytest-xdist their modules start first, so the
+#: two workers finish together instead of one waiting on a Spark module collected last.
+SLOW_KINDS = ("spark", "notebooks", "browser", "kill", "slow")
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit a worker runs whole: the test's module, and every Spark module together (one JVM)."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/spark" if path.startswith("tests/spark/") else path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the Spark session ``spark``; under xdist, start the modules holding a slow kind
+    first (each module keeps its own order)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the order stays as collected
+        return
+    cost: dict[str, int] = {}
+    for item in items:
+        kinds = [i for i, kind in enumerate(SLOW_KINDS) if item.get_closest_marker(kind)]
+        cost[scope_of(item.nodeid)] = min([cost.get(scope_of(item.nodeid), len(SLOW_KINDS)), *kinds])
+    items.sort(key=lambda item: cost[scope_of(item.nodeid)])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With ``--dist loadfile`` (as ``make test`` runs): each module whole on one worker, so its module-scoped
+    sandbox, server and warehouses are built once, and the Spark modules together on one worker (one JVM)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ModuleScheduling(config, log)

@@ -2,7 +2,9 @@
 to the service behind it (the sandbox), as a wide-area link would, and counts the requests in flight.
 
 A request is in flight from the moment its head has arrived until its answer has been sent back whole; the proxy
-records the most there ever were at once (:attr:`LatencyProxy.max_in_flight`). Each connection from the client gets
+records the most there ever were at once (:attr:`LatencyProxy.max_in_flight`). :meth:`LatencyProxy.hold_after` holds
+every request after the next ``n`` until :meth:`LatencyProxy.release`: a test kills or signals its client at a chosen
+request, whatever the machine's speed. Each connection from the client gets
 its own keep-alive connection to the service, so the proxy adds no queueing of its own. Plain asyncio sockets: the
 proxy parses only the heads (``Content-Length`` and chunked bodies are relayed as they are), so it costs little CPU
 beside the client and the service. Used by ``tests/integration/test_parallel_sync.py`` and
@@ -35,6 +37,13 @@ class LatencyProxy:
         #: Every request: (arrived, answered, HTTP status), monotonic seconds.
         self.log: list[tuple[float, float, int]] = []
         self.port = 0
+        #: Set when a request arrives that :meth:`hold_after` holds.
+        self.held = threading.Event()
+        self._hold_from: int | None = None
+        self._hold_matching = b""
+        #: Requests whose request line held what :meth:`hold_after` last matched on (all of them when it matched "").
+        self.matched = 0
+        self._released: asyncio.Event | None = None
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -46,12 +55,36 @@ class LatencyProxy:
         """The URL to give the client instead of the service's."""
         return f"http://127.0.0.1:{self.port}{self.path}"
 
-    def reset(self) -> None:
-        """Start counting afresh (requests, and the most in flight)."""
+    def reset(self, matching: str = "") -> None:
+        """Start counting afresh (requests, those whose request line contains ``matching``, the most in flight)."""
         with self._lock:
-            self.requests = 0
+            self.requests = self.matched = 0
+            self._hold_matching = matching.encode()
             self.log = []
             self.max_in_flight = self.in_flight
+
+    def hold_after(self, n: int, matching: str = "") -> None:
+        """Pass the next ``n`` requests whose request line contains ``matching`` (and any other) on, and hold every
+        matching one after them (unanswered, :attr:`held` set) until :meth:`release`."""
+        assert self._loop is not None, "the proxy is not running"
+
+        async def arm() -> None:
+            self._released = asyncio.Event()
+
+        asyncio.run_coroutine_threadsafe(arm(), self._loop).result(10)
+        with self._lock:
+            self._hold_matching = matching.encode()
+            self.matched = 0
+            self._hold_from = n
+            self.held.clear()
+
+    def release(self) -> None:
+        """Pass the held requests on (a client killed meanwhile gets no answer) and hold no more."""
+        with self._lock:
+            self._hold_from = None
+        released = self._released
+        if released is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(released.set)
 
     def __enter__(self) -> LatencyProxy:
         self._thread.start()
@@ -82,11 +115,19 @@ class LatencyProxy:
                 loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.close()
 
-    def _enter(self) -> None:
+    def _enter(self, head: bytes) -> asyncio.Event | None:
+        """Count a request in; the event to wait for when it is held."""
         with self._lock:
             self.requests += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self._hold_matching not in head.split(b"\r\n", 1)[0]:
+                return None
+            self.matched += 1
+            if self._hold_from is None or self.matched <= self._hold_from:
+                return None
+            self.held.set()
+            return self._released
 
     def _leave(self, arrived: float, status: int) -> None:
         with self._lock:
@@ -102,9 +143,11 @@ class LatencyProxy:
                 except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
                     return
                 body = await _read_body(client_r, head, request=True)
-                self._enter()
+                hold = self._enter(head)
                 arrived, status = time.monotonic(), 0
                 try:
+                    if hold is not None:
+                        await hold.wait()
                     await asyncio.sleep(self.delay)
                     if upstream is None:
                         upstream = await asyncio.open_connection(*self.upstream)

@@ -1,32 +1,19 @@
-"""The `chainops` command line as a user runs it: real processes, exit codes, output, and no key in any of it."""
+"""The `chainops` command line as a user runs it: exit codes, output, and no key in any of it. Most runs go through
+``main(argv)`` in this process (``run_in_process``); the smoke tests marked below run the real command as a process
+(``chainops``, the name other modules import), to prove the entry point, the exit status and the streams end to end."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TEST_KEY
+from tests.support.cli import run_in_process
+from tests.support.cli import run_process as chainops  # the name other test modules import
 from toolkit.cli import build_parser
-
-
-def chainops(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "toolkit", *args],
-        capture_output=True,
-        text=True,
-        env={**base, **(env or {})},
-        cwd=cwd,
-        timeout=timeout,
-    )
 
 
 def assert_no_key(*outputs: str) -> None:
@@ -46,13 +33,13 @@ def test_every_command_has_help() -> None:
 
 
 def test_sync_without_settings_says_how_to_set_them(tmp_path) -> None:
-    out = chainops("sync", "--warehouse", str(tmp_path / "w.duckdb"))
+    out = chainops("sync", "--warehouse", str(tmp_path / "w.duckdb"))  # a smoke test: a real process
     assert out.returncode == 1
     assert "CREC_BASE_URL" in out.stderr and "CREC_API_KEY" in out.stderr and "chainops demo" in out.stderr
 
 
 def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
-    out = chainops(
+    out = run_in_process(
         "sync",
         "--warehouse",
         str(tmp_path / "w.duckdb"),
@@ -65,31 +52,31 @@ def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
 def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
     wh = str(tmp_path / "w.duckdb")
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
-    runs = [chainops("sync", env=env)]
+    runs = [chainops("sync", env=env)]  # a smoke test: the real command syncs over HTTP
     assert runs[-1].returncode == 0, runs[-1].stderr
     assert "sync ok" in runs[-1].stdout
-    runs.append(chainops("metrics", "status-latency", "--format", "csv", env=env))
+    runs.append(run_in_process("metrics", "status-latency", "--format", "csv", env=env))
     assert runs[-1].returncode == 0, runs[-1].stderr
     assert runs[-1].stdout.splitlines()[0].startswith("network,status,entered,n,mean_s,p50_s")
-    runs.append(chainops("sql", "select count(*) as n from events", "--format", "json", env=env))
+    runs.append(run_in_process("sql", "select count(*) as n from events", "--format", "json", env=env))
     assert runs[-1].returncode == 0 and '"n"' in runs[-1].stdout
-    runs.append(chainops("report", "--out", str(tmp_path / "r.html"), env=env))
+    runs.append(run_in_process("report", "--out", str(tmp_path / "r.html"), env=env))
     assert runs[-1].returncode == 0 and (tmp_path / "r.html").exists()
-    runs.append(chainops("sql", "select * from no_such_table", env=env))
+    runs.append(run_in_process("sql", "select * from no_such_table", env=env))
     assert runs[-1].returncode == 1 and "no_such_table" in runs[-1].stderr
     # every other command, on success and failure paths, with the key in the environment
     from toolkit.metrics import METRICS
 
-    runs += [chainops("metrics", name, "--format", "json", env=env) for name in sorted(METRICS)]
+    runs += [run_in_process("metrics", name, "--format", "json", env=env) for name in sorted(METRICS)]
     assert all(r.returncode == 0 for r in runs[-len(METRICS) :]), [r.stderr for r in runs[-len(METRICS) :]]
-    runs.append(chainops("report", "--format", "csv", "--out", str(tmp_path / "csv"), env=env))
-    runs.append(chainops("report", "--out", str(tmp_path / "t.html"), "--fail-on", "stuck>=0", env=env))
+    runs.append(run_in_process("report", "--format", "csv", "--out", str(tmp_path / "csv"), env=env))
+    runs.append(run_in_process("report", "--out", str(tmp_path / "t.html"), "--fail-on", "stuck>=0", env=env))
     assert runs[-1].returncode == 3
-    runs.append(chainops("export", "--out", str(tmp_path / "export"), env=env))
+    runs.append(run_in_process("export", "--out", str(tmp_path / "export"), env=env))
     assert runs[-1].returncode == 0, runs[-1].stderr
-    runs.append(chainops("sync", "--quiet", "--channel", "nope", env=env))
+    runs.append(run_in_process("sync", "--quiet", "--channel", "nope", env=env))
     assert runs[-1].returncode == 1
-    runs.append(chainops("sync", "--quiet", env={**env, "CREC_BASE_URL": "http://127.0.0.1:9/v1"}))
+    runs.append(run_in_process("sync", "--quiet", env={**env, "CREC_BASE_URL": "http://127.0.0.1:9/v1"}))
     assert runs[-1].returncode == 1
     for run in runs:
         assert_no_key(run.stdout, run.stderr)
@@ -100,7 +87,7 @@ def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
 
 @pytest.mark.parametrize(("key", "expected"), [("wrong-key", "CREC_API_KEY"), ("not-onboarded-key", "not onboarded")])
 def test_bad_keys_fail_with_a_clear_message(server, tmp_path, key, expected) -> None:
-    out = chainops(
+    out = run_in_process(
         "sync",
         "--quiet",
         "--warehouse",
@@ -113,7 +100,7 @@ def test_bad_keys_fail_with_a_clear_message(server, tmp_path, key, expected) -> 
 
 
 def test_unreachable_service_fails_with_a_clear_message(tmp_path) -> None:
-    out = chainops(
+    out = run_in_process(
         "sync",
         "--quiet",
         "--warehouse",
@@ -125,18 +112,19 @@ def test_unreachable_service_fails_with_a_clear_message(tmp_path) -> None:
 
 
 def test_metrics_on_a_missing_warehouse_says_what_to_do(tmp_path) -> None:
-    out = chainops("metrics", "status-latency", "--warehouse", str(tmp_path / "none.duckdb"))
+    out = run_in_process("metrics", "status-latency", "--warehouse", str(tmp_path / "none.duckdb"))
     assert out.returncode == 1 and "chainops sync" in out.stderr
 
 
 def test_usage_errors_exit_2() -> None:
-    assert chainops("metrics", "no-such-metric").returncode == 2
-    refused = chainops("sync", "--workers", "0")
+    assert chainops("metrics", "no-such-metric").returncode == 2  # a smoke test: argparse exits the process
+    refused = run_in_process("sync", "--workers", "0")
     assert refused.returncode == 2 and "at least 1" in refused.stderr
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path) -> None:
-    out = chainops(
+    out = chainops(  # a smoke test: the whole demo as a user starts it
         "demo",
         "--days",
         "1",
@@ -160,9 +148,9 @@ def test_sql_is_read_only_and_explains_bad_sql(tmp_path) -> None:
 
     wh = str(tmp_path / "w.duckdb")
     Warehouse(wh).close()
-    write = chainops("sql", "delete from events", "--warehouse", wh)
+    write = run_in_process("sql", "delete from events", "--warehouse", wh)
     assert write.returncode == 1 and "read-only" in write.stderr and "Traceback" not in write.stderr
-    drop = chainops("sql", "create table x as select 1", "--warehouse", wh)
+    drop = run_in_process("sql", "create table x as select 1", "--warehouse", wh)
     assert drop.returncode == 1 and "read-only" in drop.stderr
     for escape in (
         f"copy (select 1) to '{tmp_path / 'x.csv'}'",
@@ -170,14 +158,16 @@ def test_sql_is_read_only_and_explains_bad_sql(tmp_path) -> None:
         "set enable_external_access = true",
         "select * from read_csv('/etc/hostname')",
     ):
-        out = chainops("sql", escape, "--warehouse", wh)
+        out = run_in_process("sql", escape, "--warehouse", wh)
         assert out.returncode == 1 and "read-only" in out.stderr, escape
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "o.duckdb").exists()
-    syntax = chainops("sql", "selec 1", "--warehouse", wh)
+    syntax = run_in_process("sql", "selec 1", "--warehouse", wh)
     assert syntax.returncode == 1 and "The query failed" in syntax.stderr and "syntax error" in syntax.stderr.lower()
-    ok = chainops("sql", "select 1 as one, 'a,b' as t", "--warehouse", wh, "--format", "csv")
+    ok = run_in_process("sql", "select 1 as one, 'a,b' as t", "--warehouse", wh, "--format", "csv")
     assert ok.returncode == 0 and ok.stdout.splitlines() == ["one,t", '1,"a,b"']
-    out = chainops("sql", "select 1 as one", "--warehouse", wh, "--format", "json", "--out", str(tmp_path / "o.json"))
+    out = run_in_process(
+        "sql", "select 1 as one", "--warehouse", wh, "--format", "json", "--out", str(tmp_path / "o.json")
+    )
     assert out.returncode == 0 and json.loads((tmp_path / "o.json").read_text()) == [{"one": 1}]
 
 
@@ -191,8 +181,8 @@ def test_export_and_report_have_help() -> None:
 def test_metrics_filters_and_options_reach_the_metric(server, tmp_path) -> None:
     wh = str(tmp_path / "m.duckdb")
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
-    assert chainops("sync", "--quiet", env=env).returncode == 0
-    out = chainops(
+    assert run_in_process("sync", "--quiet", env=env).returncode == 0
+    out = run_in_process(
         "metrics",
         "status-latency",
         "--status",
@@ -209,7 +199,7 @@ def test_metrics_filters_and_options_reach_the_metric(server, tmp_path) -> None:
     rows = out.stdout.strip().splitlines()[1:]
     assert rows and {r.split(",")[1] for r in rows} == {"sending", "sent"}
     assert {r.split(",")[0] for r in rows} == {"Ethereum Mainnet"}
-    top = chainops("metrics", "failure-reasons", "--top", "1", "--format", "json", env=env)
+    top = run_in_process("metrics", "failure-reasons", "--top", "1", "--format", "json", env=env)
     assert top.returncode == 0, top.stderr
-    refused = chainops("metrics", "finality-breakdown", "--status", "sent", env=env)
+    refused = run_in_process("metrics", "finality-breakdown", "--status", "sent", env=env)
     assert refused.returncode == 2 and "does not take --status" in refused.stderr

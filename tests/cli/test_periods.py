@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.cli.test_cli import chainops
 from tests.metrics.builders import T0, build, ladder, op_record, refresh
+from tests.support.cli import run_in_process as chainops  # main(argv) in this process
 
 DAY = 86_400
 #: Seconds from the builders' T0 to 2025-12-31 00:00 UTC, the start of the period under test.

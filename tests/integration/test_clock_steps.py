@@ -9,11 +9,14 @@ looks like when the clock of the next run is ten years behind the one of the run
 from __future__ import annotations
 
 import duckdb
+import pytest
 
 from tests.conftest import TEST_KEY
 from tests.integration.test_incremental import TABLES, settings_for, snapshot
 from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.slow
 
 START = 1_795_000_000
 VIEWS = {"operation_lifecycle": "operation_id", "query_lifecycle": "query_id", "operation_transitions": "event_id"}

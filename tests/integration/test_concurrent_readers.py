@@ -12,6 +12,8 @@ import pytest
 from tests.integration.test_kill_resume import start_sync
 from toolkit.warehouse import Warehouse
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def busy_server():

@@ -22,6 +22,8 @@ from toolkit.metrics.coverage import NotHeldError
 from toolkit.report import build_report
 from toolkit.warehouse import Warehouse
 
+pytestmark = pytest.mark.slow
+
 PAGE = 200  # the largest search page, which the sync asks for
 
 

@@ -25,6 +25,8 @@ from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse.identity import FORMAT, MARKER_TABLE
 
+pytestmark = pytest.mark.slow
+
 UNREACHABLE = "http://127.0.0.1:9/v1"
 
 

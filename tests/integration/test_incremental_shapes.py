@@ -21,6 +21,8 @@ from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import Warehouse
 
+pytestmark = pytest.mark.slow
+
 # shape, seed, start (seconds; the times of day differ), clock steps between syncs
 CASES = [
     ("default", 540, 1_790_929_820, [600, 3600]),

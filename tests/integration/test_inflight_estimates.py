@@ -7,8 +7,12 @@ values come from the raw HTTP answers (:mod:`tests.rawhistory`), never from the 
 
 from __future__ import annotations
 
+import pytest
+
 from tests import inflight, rawhistory
 from toolkit.sandbox import Sandbox
+
+pytestmark = pytest.mark.slow
 
 SEEDS = [1, 2, 3]
 

@@ -3,14 +3,12 @@ the sync lock (so no other sync runs), marks such rows ``killed`` with a message
 
 from __future__ import annotations
 
-import signal
-import time
-
 import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_kill_resume import start_sync
+from tests.latency_proxy import LatencyProxy
+from tests.support.kill import signal_at_request, start_sync
 from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.loader.audit import KILLED_MESSAGE
@@ -20,7 +18,7 @@ from toolkit.loader.audit import KILLED_MESSAGE
 def server():
     from toolkit.sandbox import Sandbox
 
-    sandbox = Sandbox(orgs=(TEST_KEY,), seed=11, days=2, operations_per_day=2500)
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=11, days=1, operations_per_day=300)
     with sandbox.serve(host="127.0.0.1", port=0) as running:
         yield running
 
@@ -31,20 +29,17 @@ def runs(path) -> list[tuple[str, str, str | None]]:
 
 
 def kill_mid_run(base_url: str, path) -> str:
-    """SIGKILL a ``chainops sync`` subprocess once it has recorded its start; returns its run id."""
-    for wait in (1.5, 2.5, 4.0):
-        proc = start_sync(base_url, path)
-        time.sleep(wait)
-        still_running = proc.poll() is None
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-        if still_running and path.exists():
-            running = [run_id for run_id, outcome, _ in runs(path) if outcome == "running"]
-            if running:
-                return running[-1]
-    pytest.fail("no sync was killed after recording its start")
+    """SIGKILL a ``chainops sync`` subprocess once it has recorded its start (it waits for the answer to its third
+    request); returns its run id."""
+    with LatencyProxy(base_url, 0.0) as proxy:
+        killed, _ = signal_at_request(proxy, lambda: start_sync(proxy.base_url, path), 2)
+    assert killed, "the sync ended within two requests"
+    running = [run_id for run_id, outcome, _ in runs(path) if outcome == "running"]
+    assert len(running) == 1, runs(path)
+    return running[0]
 
 
+@pytest.mark.kill
 def test_a_killed_run_is_marked_killed_by_the_next_run(server, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
     killed = kill_mid_run(server.base_url, path)

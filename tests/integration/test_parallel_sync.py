@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
-import sys
-import time
 
 import pytest
 
 from tests.conftest import TEST_KEY
 from tests.integration.test_incremental import TABLES, snapshot
 from tests.latency_proxy import LatencyProxy
+from tests.support import kill
 from toolkit.api import Client
 from toolkit.api.concurrency import RequestPool
 from toolkit.api.retry import RetryPolicy
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
+
+pytestmark = pytest.mark.slow
 
 SEED = int(os.environ.get("CHAINOPS_TEST_SEED", "20261122"))
 START = 1_795_000_000  # the same simulated "now" for every sandbox, so their histories are identical
@@ -132,17 +132,10 @@ def test_a_429_pauses_every_worker_together() -> None:
 
 
 def start_sync(base_url: str, path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
-    env |= {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": base_url, "CHAINOPS_WAREHOUSE": str(path)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "sync", "--quiet", "--workers", str(WORKERS)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return kill.start_sync(base_url, path, ["--workers", str(WORKERS)])
 
 
+@pytest.mark.kill
 def test_sigkill_mid_parallel_sync_then_resume_equals_an_uninterrupted_sync(tmp_path) -> None:
     rng = random.Random(SEED)
     with sandbox("one-channel", 1500).serve(host="127.0.0.1", port=0) as server:
@@ -151,21 +144,17 @@ def test_sigkill_mid_parallel_sync_then_resume_equals_an_uninterrupted_sync(tmp_
             sync(client=client, warehouse=str(reference), quiet=True, workers=1)
         with LatencyProxy(server.base_url, 0.02) as proxy:
             path = tmp_path / "killed.duckdb"
-            t0 = time.monotonic()
-            first = start_sync(proxy.base_url, tmp_path / "timing.duckdb")
+            first = start_sync(proxy.base_url, tmp_path / "counted.duckdb")
             _, err = first.communicate(timeout=300)
             assert first.returncode == 0, err
-            uninterrupted = time.monotonic() - t0
+            requests = proxy.requests  # of an uninterrupted parallel sync
             kills = runs = 0
             while kills < 4 and runs < 12:
                 runs += 1
-                proc = start_sync(proxy.base_url, path)
-                # ~0.9 s go to starting Python; then each run gets a random slice of the work before it dies
-                time.sleep(0.9 + rng.uniform(0.0, max(0.1, uninterrupted - 0.9) / 2))
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGKILL)
-                    kills += 1
-                proc.wait(timeout=60)
+                # at most a quarter of a whole run's requests: a resumed run has about the rest to do
+                after = rng.randint(1, requests // 4)
+                killed, _ = kill.signal_at_request(proxy, lambda: start_sync(proxy.base_url, path), after)
+                kills += killed
             final = start_sync(proxy.base_url, path)
             _, err = final.communicate(timeout=300)
             assert proxy.max_in_flight <= WORKERS

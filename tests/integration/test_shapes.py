@@ -20,6 +20,8 @@ from toolkit.loader import run as loader_run
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import memory, model_tables, patch
 
+pytestmark = pytest.mark.slow
+
 START = 1_795_000_000
 #: Far below what a first build of these shapes needs at the default piece size.
 TIGHT_MEMORY = "24MB"

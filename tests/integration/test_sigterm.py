@@ -9,9 +9,9 @@ import time
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_concurrent_readers import wait_until_syncing
 from tests.integration.test_incremental import TABLES, snapshot
-from tests.integration.test_kill_resume import start_sync
+from tests.latency_proxy import LatencyProxy
+from tests.support.kill import signal_at_request, start_sync
 from toolkit.config import Settings
 from toolkit.loader.run import _outcome_of, sync
 from toolkit.warehouse import Warehouse
@@ -21,34 +21,33 @@ from toolkit.warehouse import Warehouse
 def slow_enough_server():
     from toolkit.sandbox import Sandbox
 
-    sandbox = Sandbox(orgs=(TEST_KEY,), seed=13, days=2, operations_per_day=2500)
+    sandbox = Sandbox(orgs=(TEST_KEY,), seed=13, days=1, operations_per_day=800)
     with sandbox.serve(host="127.0.0.1", port=0) as running:
         yield running
 
 
+@pytest.mark.kill
 def test_sigterm_commits_records_interrupted_and_exits_143(slow_enough_server, tmp_path) -> None:
-    path = tmp_path / "termed.duckdb"
-    proc = start_sync(slow_enough_server.base_url, path)
-    wait_until_syncing(proc, path)
-    time.sleep(0.5)  # into the sync
-    assert proc.poll() is None, "the sync ended before the signal: make the scenario larger"
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, err
-    assert "Traceback" not in err and "terminated (SIGTERM)" in err
-    with Warehouse(path, read_only=True) as wh:
-        runs = wh.query("SELECT outcome, message, finished_at FROM sync_runs")
-    assert runs["outcome"].tolist() == ["interrupted"]
-    assert "SIGTERM" in runs["message"].iloc[0] and runs["finished_at"].notna().all()
-
-    resumed = start_sync(slow_enough_server.base_url, path)
-    _, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err
     reference = tmp_path / "reference.duckdb"
-    sync(
-        Settings.load(base_url=slow_enough_server.base_url, api_key=TEST_KEY, warehouse=reference, environ={}),
-        quiet=True,
-    )
+    path = tmp_path / "termed.duckdb"
+    with LatencyProxy(slow_enough_server.base_url, 0.0) as proxy:
+        sync(Settings.load(base_url=proxy.base_url, api_key=TEST_KEY, warehouse=reference, environ={}), quiet=True)
+        # the signal comes while the sync waits for the answer to a request half-way through its run
+        termed, proc = signal_at_request(
+            proxy, lambda: start_sync(proxy.base_url, path), proxy.requests // 2, signal.SIGTERM, wait=False
+        )
+        assert termed, "the sync ended before the signal"
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143, err
+        assert "Traceback" not in err and "terminated (SIGTERM)" in err
+        with Warehouse(path, read_only=True) as wh:
+            runs = wh.query("SELECT outcome, message, finished_at FROM sync_runs")
+        assert runs["outcome"].tolist() == ["interrupted"]
+        assert "SIGTERM" in runs["message"].iloc[0] and runs["finished_at"].notna().all()
+
+        resumed = start_sync(proxy.base_url, path)
+        _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
     got, want = snapshot(path), snapshot(reference)
     for table in TABLES:
         assert got[table] == want[table], table
@@ -63,9 +62,10 @@ def test_ctrl_c_is_recorded_as_interrupted_and_other_errors_as_failed() -> None:
     assert _outcome_of(RuntimeError("Query interrupted"))[0] == "interrupted"
 
 
-def test_a_deferred_stop_waits_for_a_safe_point_and_a_second_signal_stops_at_once() -> None:
+def test_a_deferred_stop_waits_for_a_safe_point_and_a_second_signal_stops_at_once(monkeypatch) -> None:
     import os
 
+    from toolkit import signals
     from toolkit.signals import Terminated, check_stop, pause, sigterm_interrupts
 
     with sigterm_interrupts(deferred=True):
@@ -73,10 +73,18 @@ def test_a_deferred_stop_waits_for_a_safe_point_and_a_second_signal_stops_at_onc
         time.sleep(0.05)  # the handler has run: nothing was raised in the middle of this
         with pytest.raises(Terminated):
             check_stop()
-        began = time.monotonic()
+        waits: list[bool] = []  # what each wait of the stop event answered: True when the event was set
+        wait = signals._STATE.stop.wait
+
+        def recorded_wait(timeout: float | None = None) -> bool:
+            waits.append(wait(timeout))
+            return waits[-1]
+
+        monkeypatch.setattr(signals._STATE.stop, "wait", recorded_wait)
         with pytest.raises(Terminated):
             pause(30)  # a backoff wait ends at once once a stop is asked for
-        assert time.monotonic() - began < 5
+        assert waits == [True]  # it ended because the stop was asked for, not because the 30 s passed
+        monkeypatch.undo()
         with pytest.raises(Terminated):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)

@@ -41,13 +41,16 @@ TABS = ("Latency per status", "Failure rates", "Finality stages", "Stuck operati
 
 if not CHROMIUM.exists() and os.environ.get("CHAINOPS_REQUIRE_BROWSER"):  # set by .ci/run: CI never skips it
     raise RuntimeError("CHAINOPS_REQUIRE_BROWSER is set but /usr/bin/chromium is missing: apt-get install -y chromium")
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason=(
-        "NOT RUN: the dashboard's browser test needs Debian's Chromium at /usr/bin/chromium "
-        "(apt-get install -y chromium; .ci/run installs it)"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason=(
+            "NOT RUN: the dashboard's browser test needs Debian's Chromium at /usr/bin/chromium "
+            "(apt-get install -y chromium; .ci/run installs it)"
+        ),
     ),
-)
+]
 
 
 def _free_port() -> int:

@@ -83,6 +83,7 @@ def test_terminal_tables_show_no_escape_sequences_and_no_megabyte(hostile, capsy
         assert "A" * 200 not in out, argv
 
 
+@pytest.mark.slow
 def test_csv_outputs_neutralise_formulas(hostile, capsys, tmp_path) -> None:
     wh = str(hostile)
     metrics_csv = run(capsys, "metrics", "status-latency", "--warehouse", wh, "--format", "csv")
@@ -115,6 +116,7 @@ def test_json_keeps_values_as_they_are(hostile, capsys) -> None:
     assert {ANSI, FORMULA, HUGE} <= {r["name"] for r in rows}
 
 
+@pytest.mark.slow
 def test_the_report_shortens_a_megabyte_name_and_escapes_the_rest(hostile, capsys, tmp_path) -> None:
     out = run(capsys, "report", "--warehouse", str(hostile), "--since", "30d", "--out", str(tmp_path / "r.html"))
     assert "\x1b" not in out and "A" * 100 not in out  # the findings printed on the terminal

@@ -4,8 +4,6 @@ the exit codes a scheduler sees."""
 from __future__ import annotations
 
 import html.parser
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.metrics.builders import ETHEREUM, NETWORKS, RELAY, SEPOLIA, T0, build, ladder, op_record, refresh
+from tests.support.cli import Ran, run_in_process
 from toolkit import report
 from toolkit.warehouse import Warehouse, to_batch
 
@@ -342,8 +341,8 @@ def test_repr_html_renders_without_figures(warehouse: Path) -> None:
 # ---- the command line: what a cron job sees -----------------------------------------------------------------------
 
 
-def chainops(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "toolkit", *args], capture_output=True, text=True, timeout=120)
+def chainops(*args: str) -> Ran:
+    return run_in_process(*args)  # main(argv) in this process: tests/cli/test_cli.py runs the real command
 
 
 def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:

@@ -31,10 +31,9 @@ def test_same_seed_and_start_give_byte_identical_history() -> None:
     assert _all_event_bytes(a, "sandbox-key") == _all_event_bytes(b, "sandbox-key")
 
 
-def test_default_construction_is_fast() -> None:
-    began = time.perf_counter()
+def test_default_construction_starts_now_on_a_minute() -> None:
+    """How fast the default sandbox is built is measured by ``python -m benchmarks.sandbox_bench`` (budget 5 s)."""
     sb = Sandbox()
-    assert time.perf_counter() - began < 5
     assert sb.now % 60 == 0 and abs(sb.now - time.time()) < 120
 
 
@@ -135,6 +134,7 @@ def _layout(shape: str) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_each_shape_lays_the_history_out_as_its_name_says() -> None:
     default = _layout("default")
     assert default["channels"] == 5 and default["transactions"].keys() <= {1, 2, 3}

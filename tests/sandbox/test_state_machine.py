@@ -667,6 +667,7 @@ class SandboxMachine(RuleBasedStateMachine):
             assert everything == log, "events read once are never rewritten"
 
 
+@pytest.mark.slow
 def test_random_calls_and_clock_advances_keep_every_invariant(env: Env) -> None:
     """Bounded: about 20-40 s of random sequences; Hypothesis prints the failing steps and a reproduce blob."""
     SandboxMachine.env = env

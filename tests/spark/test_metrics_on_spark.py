@@ -12,7 +12,7 @@ from toolkit import metrics, spec
 from toolkit.spark import spark_warehouse
 from toolkit.warehouse import Warehouse
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.spark
 
 #: (metric, arguments): every metric as `chainops metrics` runs it, then the main ones with groupings, buckets and
 #: filters.
