@@ -411,13 +411,20 @@ def terminal_width(environ: dict[str, str] | None = None) -> int:
     return size.columns if size.columns > 0 else DEFAULT_WIDTH
 
 
+def _cells(text: str) -> int:
+    """The terminal cells ``text`` takes (a CJK character takes two), as rich counts them."""
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
 def _natural(col: Column) -> int:
-    return max([len(col.header), 1, *(len(c) for c in col.cells)])
+    return max([_cells(col.header), 1, *(_cells(c) for c in col.cells)])
 
 
 def _need(col: Column) -> int:
-    cells = max([1, *(len(c) for c in col.cells)])
-    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, min(len(col.header), 20))
+    cells = max([1, *(_cells(c) for c in col.cells)])
+    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, min(_cells(col.header), 20))
 
 
 def _widths(columns: list[Column], width: int) -> dict[Column, int]:

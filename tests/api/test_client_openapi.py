@@ -28,7 +28,15 @@ from toolkit.sandbox import Sandbox
 KEY = "sbx_client_spec_SECRET-6c1d"
 START = 1_765_000_000 // 60 * 60
 #: Client methods that send no request of their own (paginate and offset_pages are reached through the *_pages methods).
-NOT_ENDPOINTS = {"from_settings", "redact", "close", "request", "offset_pages", "paginate"}
+NOT_ENDPOINTS = {
+    "from_settings",
+    "redact",
+    "close",
+    "request",
+    "offset_pages",
+    "paginate",
+    "channel_refusals_as_bad_pages",
+}
 
 
 class Recorder(httpx.HTTPTransport):

@@ -46,9 +46,10 @@ def plain_output(capsys, synced: Path, command: str, tmp_path: Path) -> bytes:
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_symlink_keeps_pointing_at_its_file_which_gets_the_output(command, synced, capsys, tmp_path) -> None:
     want = plain_output(capsys, synced, command, tmp_path)
-    real = tmp_path / "real.out"
+    suffix = ".html" if command == "report" else ".out"  # a report is refused into a file named for another format
+    real = tmp_path / f"real{suffix}"
     real.write_text("old")
-    link = tmp_path / "link.out"
+    link = tmp_path / f"link{suffix}"
     link.symlink_to(real)
     code, err = run(capsys, synced, command, link)
     assert code == 0, err

@@ -51,8 +51,15 @@ def test_wrong_types_become_null_and_are_kept_in_extra() -> None:
     assert row["created_at"] is None and row["updated_at"] is None
     assert row["deadline"] == 17
     assert row["chain_selector"] == "15971525489660198786"  # exact, as text, and noted: the wire sends text
+    # a number sent as text is stored as the number and noted, under each column it fills (deadline, deadline_at)
     assert json.loads(row["extra"]) == {
-        "_invalid": {"created_at": "not a time", "updated_at": -5, "chain_selector": 15971525489660198786}
+        "_invalid": {
+            "created_at": "not a time",
+            "updated_at": -5,
+            "chain_selector": 15971525489660198786,
+            "deadline": "17",
+            "deadline_at": "17",
+        }
     }
 
 
