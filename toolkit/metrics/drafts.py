@@ -113,7 +113,7 @@ def draft_expiry_rates(
     keyed = "".join(f"{expr} AS k{i}, " for i, (expr, _) in enumerate(keys))
     sql = f"""
         WITH {ctes}, {_DEADLINES}
-        SELECT {keyed}u.chain_selector, u.finished, u.outcome = 'draft_expired' AS expired,
+        SELECT {keyed}u.chain_selector AS unit_chain, u.finished, u.outcome = 'draft_expired' AS expired,
             u.status = 'pending_signature' AND NOT u.relayed AS waiting,
             epoch(u.created_at) AS c, epoch(dl.deadline_at) AS d
         FROM ({units}) AS u LEFT JOIN dl ON dl.oid = u.operation_id
@@ -132,7 +132,8 @@ def draft_expiry_rates(
     p = np.zeros(len(df))
     n_ref = np.ones(len(df))
     curve_id = np.full(len(df), "", dtype=object)
-    chains = df["chain_selector"].astype(object).to_numpy()
+    # its own name: a grouping by chain_selector is a column of that name already
+    chains = df["unit_chain"].astype(object).to_numpy()
     for chain in pd.unique(chains[has_deadline]):
         rows = np.flatnonzero(has_deadline & (chains == chain))
         use, cid = (curves[chain], chain) if chain in curves else (pooled, "*")
