@@ -17,15 +17,23 @@ install: $(STAMP) $(OLD_DUCKDB_STAMP)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade  # a demo's venv has none
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(CORE_STAMP) $(STAMP)
 
 $(CORE_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# --no-compile: Python compiles what the commands import when they first run, not the ~100 MB of every module
-	$(BIN)/python -m pip install --quiet --no-compile -e .
+	# --no-compile: Python compiles what the commands import when they first run, not the ~100 MB of every module.
+	# With a pip beside $(PYTHON) (22.3+: --python), the core goes in from outside and the venv carries no pip or
+	# setuptools of its own (24 MB); `make test` adds pip to it when it needs one.
+	@if $(PYTHON) -m pip --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" --version >/dev/null 2>&1; then \
+		set -x; test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV); \
+		$(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile -e .; \
+	else \
+		set -x; test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+		$(BIN)/python -m pip install --quiet --no-compile -e .; \
+	fi
 	touch $(CORE_STAMP)
 
 $(OLD_DUCKDB_STAMP):
