@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -47,10 +48,30 @@ def scope_of(nodeid: str) -> str:
     return "tests/spark" if path.startswith("tests/spark/") else path
 
 
+def unique_node_ids(items: list[pytest.Item]) -> None:
+    """Schemathesis parametrizes one test per API operation under a single node id (the operation is only in the
+    item's name, ``test_x[GET /networks]``). pytest-xdist schedules by node id, so it would run one of them and
+    count the rest as done: each such item takes its name as its id."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1:
+            own = f"{item.nodeid.rpartition('::')[0]}::{item.name}"
+            try:  # pytest 9 keeps the id structured; earlier releases as text
+                from _pytest.nodes import coerce_node_id
+
+                item._id = coerce_node_id(own)
+            except ImportError:
+                item._nodeid = own
+    still = [nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1]
+    if still:  # a test xdist would silently not run: refuse to start
+        raise pytest.UsageError(f"tests share a node id, so pytest-xdist would run one of them: {still}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that uses the Spark session ``spark``; under xdist, start the modules holding a slow kind
-    first (each module keeps its own order)."""
+    """Give every test its own node id; mark every test that uses the Spark session ``spark``; under xdist, start
+    the modules holding a slow kind first (each module keeps its own order)."""
+    unique_node_ids(items)
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
             item.add_marker(pytest.mark.spark)
