@@ -91,7 +91,7 @@ import json, sys, threading, time
 import httpx, orjson
 from toolkit.loader.run import MODELS_THREADS, SYNC_CHECKPOINT_THRESHOLD, SYNC_MEMORY_LIMIT, SYNC_THREADS
 from toolkit.warehouse import Warehouse
-from toolkit.warehouse.arrow import TABLES
+from toolkit.warehouse.schema import RAW_TABLES as TABLES
 from toolkit.warehouse.model_tables import refresh_models
 base_url, key, targets_file, source, fresh = sys.argv[1:6]
 targets = open(targets_file, "rb").read().split(b"\\n")

@@ -80,7 +80,7 @@ def test_a_clock_stepped_back_between_two_runs_gives_exact_results(tmp_path) -> 
 
 def make_it_as_before_write_seq(path) -> None:
     """Turn a warehouse into what the toolkit wrote before ``write_seq``: no such column, and the patch's and the
-    models' watermarks kept as the newest ``synced_at`` they had seen."""
+    models' watermarks kept as the newest ``synced_at`` they had seen, and no migration recorded."""
     with duckdb.connect(str(path)) as con:
         tables = [
             t
@@ -91,6 +91,8 @@ def make_it_as_before_write_seq(path) -> None:
         for table in tables:
             con.execute(f"ALTER TABLE {table} DROP COLUMN write_seq")
         con.execute("DELETE FROM sync_state WHERE stream = 'write_seq'")
+        # nor the record of a migration (toolkit.warehouse.migrations): they came after write_seq
+        con.execute("DELETE FROM chainops_meta WHERE starts_with(key, 'migration:')")
         con.execute(
             "UPDATE sync_state SET cursor = json_object('synced_at', "
             "(SELECT CAST(max(synced_at) AS VARCHAR) FROM events)) WHERE stream = 'patch'"

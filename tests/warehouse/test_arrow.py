@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 
 from tests.warehouse.helpers import T0, op_event
-from toolkit.warehouse import TABLES, to_batch, transaction_records
+from toolkit.warehouse import RAW_TABLES, to_batch, transaction_records
 
 
 def test_event_batch_has_the_fixed_schema_and_flattened_fields() -> None:
@@ -17,7 +17,7 @@ def test_event_batch_has_the_fixed_schema_and_flattened_fields() -> None:
     ]
     batch, rejected = to_batch("events", [ev], defaults={"channel_id": "ch-1"})
     assert rejected == []
-    assert batch.schema == TABLES["events"].schema
+    assert batch.schema == RAW_TABLES["events"].schema
     row = batch.to_pylist()[0]
     assert row["channel_id"] == "ch-1" and row["type"] == "operation.status" and row["operation_id"] == "op-1"
     assert row["ts"].timestamp() == T0 and row["ts"].tzinfo is not None

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toolkit import spec
 from toolkit.api.wire import decode_event_page, merge_decoded, raw_payloads
-from toolkit.warehouse import TABLES, to_batch
+from toolkit.warehouse import RAW_TABLES, to_batch
 from toolkit.warehouse.event_batches import events_batch, wire_events_batch
 
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -159,7 +159,7 @@ def test_invalid_utf8_in_a_payload_is_not_taken_for_a_documented_page() -> None:
 @given(st.lists(events(), max_size=20))
 def test_any_event_page_is_stored_or_rejected_by_name(records) -> None:
     batch, rejected = to_batch("events", records, defaults={"channel_id": "ch"})
-    assert batch.schema == TABLES["events"].schema
+    assert batch.schema == RAW_TABLES["events"].schema
     usable = {
         str(r["event_id"])
         for r in records
@@ -210,15 +210,15 @@ resource = st.dictionaries(
 
 @PROFILE
 @given(
-    st.sampled_from([t for t in TABLES if t not in ("events", "operation_transactions")]),
+    st.sampled_from([t for t in RAW_TABLES if t not in ("events", "operation_transactions")]),
     st.lists(resource, max_size=10),
 )
 def test_any_resource_page_converts_without_crashing(table, records) -> None:
-    key = TABLES[table].key[0]
+    key = RAW_TABLES[table].key[0]
     for i, r in enumerate(records):
         if i % 2:
             r[key] = f"id-{i}"
     batch, rejected = to_batch(table, records, defaults={"channel_id": "ch"})
-    assert batch.schema == TABLES[table].schema
+    assert batch.schema == RAW_TABLES[table].schema
     assert batch.num_rows + len(rejected) <= len(records)
     assert all(r.field == key for r in rejected)

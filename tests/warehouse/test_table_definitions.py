@@ -1,4 +1,4 @@
-"""Each table is declared once (toolkit.warehouse.arrow.TABLES and ddl.BOOKKEEPING); the DDL, the Arrow schemas and
+"""Each table is declared once (toolkit.warehouse.schema); the DDL, the Arrow schemas and
 KEYLESS_TABLES are read from that declaration. These tests hold the derived forms to each other and to the DDL the
 toolkit wrote before (a frozen copy of the old schema.sql), on real DuckDB files, column for column, type for type,
 key for key."""
@@ -11,8 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from toolkit.warehouse import Warehouse
-from toolkit.warehouse.arrow import TABLES
-from toolkit.warehouse.ddl import ALL_TABLES, KEYLESS_TABLES, schema_sql
+from toolkit.warehouse.schema import ALL_TABLES, DECLARED_TABLES, KEYLESS_TABLES, RAW_TABLES, schema_sql
 
 BEFORE = Path(__file__).parent / "data" / "schema_before_ddl.sql"
 
@@ -75,17 +74,17 @@ def test_the_derived_ddl_makes_the_tables_the_old_schema_made(tmp_path: Path) ->
 def test_a_warehouse_has_every_declared_table_column_and_key(tmp_path: Path) -> None:
     with Warehouse(tmp_path / "w.duckdb") as wh:
         keys = _primary_keys(wh.con)
-        for name, table in ALL_TABLES.items():
+        for name, table in DECLARED_TABLES.items():
             names = [c for c, _ in _columns(wh.con, name)]
             declared = [c.name for c in table.columns]
             declared += ["extra"] * (table.extra_sql is not None) + ["synced_at", "write_seq"] * table.synced_at
-            assert names == declared, name
+            assert names == declared == table.column_names(), name
             assert keys.get(name) == (table.key if table.primary_key else None), name
 
 
 def test_each_arrow_schema_lands_in_its_table_column_for_column(tmp_path: Path) -> None:
     with Warehouse(tmp_path / "w.duckdb") as wh:
-        for name, table in TABLES.items():
+        for name, table in RAW_TABLES.items():
             stored = [(c, t) for c, t in _columns(wh.con, name) if c not in ("synced_at", "write_seq")]
             assert table.schema.names == [c for c, _ in stored], name
             for field, (column, kind) in zip(table.schema, stored, strict=True):

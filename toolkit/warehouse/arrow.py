@@ -21,18 +21,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
-from .. import spec
+from .schema import EVENTS, RAW_TABLES, TIMESTAMP, Column, Record
 
-Record = dict[str, Any]
+__all__ = ["EVENTS", "TIMESTAMP", "UTC_SECONDS", "RejectedRecord", "to_batch", "transaction_records"]
+
 UTC_SECONDS = pa.timestamp("s", tz="UTC")
-TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MAX_TS = 253402300799  # 9999-12-31T23:59:59Z
 
 
@@ -49,300 +49,6 @@ class RejectedRecord:
     def __str__(self) -> str:
         who = f"{self.table} record {self.key!r}" if self.key else f"{self.table} record #{self.index}"
         return f"{who}: field {self.field!r} {self.reason}"
-
-
-@dataclass(frozen=True)
-class Column:
-    """One warehouse column: its name, Arrow type, the wire field it reads, and how to get it from a record."""
-
-    name: str
-    kind: str  # text | ts | int | bool | json
-    source: str | None = None  # wire field name when it differs from `name`
-    getter: Callable[[Record], Any] | None = None  # for nested or derived values
-    #: The DuckDB column type when it is not the kind's (:data:`toolkit.warehouse.ddl.SQL_TYPES`).
-    sql: str | None = None
-
-    @property
-    def field(self) -> str:
-        return self.source or self.name
-
-
-ARROW_TYPES = {"text": pa.string(), "ts": TIMESTAMP, "int": pa.int64(), "bool": pa.bool_(), "json": pa.string()}
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """One warehouse table, declared once: its columns and key, how records of one resource become its rows (Arrow),
-    and what its DDL holds (:mod:`toolkit.warehouse.ddl` writes the ``CREATE TABLE`` from it)."""
-
-    name: str
-    key: tuple[str, ...]
-    columns: tuple[Column, ...]
-    #: Wire fields read by the columns (anything else is "extra").
-    consumed: frozenset[str]
-    #: Consumed fields whose column holds text taken from an object value: such an object is also kept whole in
-    #: ``extra`` under the field's name (a query's ``target`` before 0.8).
-    object_fields: frozenset[str] = frozenset()
-    #: The key is a PRIMARY KEY constraint; otherwise the loader keeps it unique (see :mod:`toolkit.warehouse.ddl`).
-    primary_key: bool = False
-    #: A warehouse made before may still hold a PRIMARY KEY on this loader-keyed table (dropped when opened to write).
-    had_primary_key: bool = False
-    #: The DuckDB type of the trailing ``extra`` column (unknown fields, JSON text); None: the table has none.
-    extra_sql: str | None = "JSON"
-    #: The table ends with ``synced_at`` (when a sync last wrote the row) and ``write_seq`` (by which transaction),
-    #: set by the writer, not by the conversion.
-    synced_at: bool = True
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The Arrow schema of a converted batch: the columns, then ``extra`` (``synced_at`` is the writer's)."""
-        fields = [pa.field(c.name, ARROW_TYPES[c.kind]) for c in self.columns]
-        if self.extra_sql is not None:
-            fields.append(pa.field("extra", pa.string()))
-        return pa.schema(fields)
-
-
-def _table(
-    name: str,
-    key: tuple[str, ...],
-    columns: Sequence[Column],
-    also_consumed: Iterable[str] = (),
-    object_fields: Iterable[str] = (),
-    **ddl: Any,
-) -> TableSpec:
-    consumed = frozenset(c.field for c in columns if c.getter is None) | frozenset(also_consumed)
-    return TableSpec(name, key, tuple(columns), consumed | frozenset(object_fields), frozenset(object_fields), **ddl)
-
-
-def _t(name: str, source: str | None = None) -> Column:
-    return Column(name, "text", source)
-
-
-def _ts(name: str, source: str | None = None) -> Column:
-    return Column(name, "ts", source)
-
-
-def _j(name: str, source: str | None = None) -> Column:
-    return Column(name, "json", source)
-
-
-def _i(name: str, source: str | None = None) -> Column:
-    return Column(name, "int", source)
-
-
-NETWORKS = _table(
-    "networks",
-    ("chain_selector",),
-    [
-        _t("chain_selector"),
-        _t("network_id", "id"),
-        _t("name"),
-        _t("chain_id"),
-        _t("chain_family"),
-        # 0.8 names it `type` (ChainEnvironment); older answers may say `network_type`
-        Column("network_type", "text", getter=lambda r: r.get("type", r.get("network_type"))),
-        _ts("created_at"),
-        _ts("updated_at"),
-    ],
-    also_consumed={"type", "network_type"},
-    primary_key=True,
-)
-
-CHANNELS = _table(
-    "channels",
-    ("channel_id",),
-    [
-        _t("channel_id"),
-        _t("name"),
-        _t("description"),
-        _t("status"),
-        _ts("created_at"),
-    ],
-    primary_key=True,
-)
-
-WALLETS = _table(
-    "wallets",
-    ("wallet_id",),
-    [
-        _t("wallet_id"),
-        _t("name"),
-        _t("description"),
-        _t("address"),
-        _t("wallet_owner_address"),
-        _t("chain_selector"),
-        _t("wallet_type"),
-        _t("status"),
-        _t("status_channel_id"),
-        _j("configuration"),
-        _ts("created_at"),
-    ],
-    primary_key=True,
-)
-
-WATCHERS = _table(
-    "watchers",
-    ("watcher_id",),
-    [
-        _t("watcher_id"),
-        _t("channel_id"),
-        _t("name"),
-        _t("status"),
-        _t("chain_selector"),
-        _t("address"),
-        _t("service"),
-        _j("event_names", "events"),
-        _t("don_family"),
-        _t("workflow_id"),
-        _ts("created_at"),
-    ],
-    primary_key=True,
-)
-
-
-def _tx_count(record: Record) -> int | None:
-    txs = record.get("transactions")
-    return len(txs) if isinstance(txs, list) else None
-
-
-OPERATIONS = _table(
-    "operations",
-    ("operation_id",),
-    [
-        _t("operation_id"),
-        _t("channel_id"),
-        _t("status"),
-        _t("chain_selector"),
-        _t("address"),
-        _t("wallet_operation_id"),
-        _i("deadline"),
-        Column("deadline_at", "ts", getter=lambda r: r.get("deadline") or None),
-        Column("transaction_count", "int", getter=_tx_count, sql="INTEGER"),
-        _t("signature"),
-        _t("digest"),
-        _j("initiator"),
-        _j("signer"),
-        _j("canceller"),
-        _ts("signed_at"),
-        _ts("cancelled_at"),
-        _ts("confirmed_at"),
-        _ts("created_at"),
-        _ts("updated_at"),
-        _t("operation_writer_workflow_id"),
-        _t("operation_writer_workflow_execution_id"),
-        _t("operation_status_workflow_id"),
-        _t("operation_status_workflow_execution_id"),
-    ],
-    also_consumed={"transactions"},
-    had_primary_key=True,
-)
-
-OPERATION_TRANSACTIONS = _table(
-    "operation_transactions",
-    ("operation_id", "idx"),
-    [
-        _t("operation_id"),
-        Column("idx", "int", sql="INTEGER"),
-        _t("to_address", "to"),
-        _t("value"),
-        Column("data_size", "int", getter=lambda r: _data_size(r.get("data")), sql="INTEGER"),
-        Column("selector", "text", getter=lambda r: _selector(r.get("data"))),
-        Column(
-            "function_signature",
-            "text",
-            getter=lambda r: (
-                (r.get("preview_snapshot") or {}).get("function_signature")
-                if isinstance(r.get("preview_snapshot"), dict)
-                else None
-            ),
-        ),
-    ],
-    also_consumed={"data", "preview_snapshot"},
-    synced_at=False,
-    had_primary_key=True,
-)
-
-
-def _query_target(value: Any) -> Any:
-    """A query's ``target`` as its column holds it: the contract address (0.8 sends the string; an older object
-    gives its ``contract_address``). Any other value goes on to the text column's checks."""
-    return spec.query_target_address(value) if isinstance(value, dict) else value
-
-
-QUERIES = _table(
-    "queries",
-    ("query_id",),
-    [
-        _t("query_id"),
-        _t("channel_id"),
-        _t("status"),
-        _t("query_kind"),
-        _t("chain_selector"),
-        Column("target", "text", getter=lambda r: _query_target(r.get("target"))),
-        _t("event_hash"),
-        Column("has_proof", "bool", getter=lambda r: bool(r.get("proof"))),
-        _ts("created_at"),
-        _ts("updated_at"),
-        _ts("expires_at"),
-        *(_ts(f"{s}_at") for s in spec.QUERY_STATUSES),
-        _t("workflow_id"),
-        _t("workflow_execution_id"),
-    ],
-    also_consumed={"proof", "verifiable_result"},
-    object_fields={"target"},
-    had_primary_key=True,
-)
-
-
-# The events table is converted by its own module (event_batches.py, a fast and a careful path); these columns give
-# its schema and the kind of each value. Nested wire fields are named by the column.
-EVENTS = _table(
-    "events",
-    ("event_id",),
-    [
-        _t("event_id"),
-        _t("channel_id"),
-        _t("type"),
-        _i("offset"),
-        _ts("ts"),
-        _t("status"),
-        _t("status_reason"),
-        _t("subject_id"),
-        _t("operation_id"),
-        _t("query_id"),
-        _t("watcher_id"),
-        _t("wallet_id"),
-        _t("chain_selector"),
-        _t("address"),
-        _t("event_hash"),
-        Column("proof_count", "int", sql="INTEGER"),
-        Column("signature_count", "int", sql="INTEGER"),
-        # headers.proofs as sent (verified by toolkit.verify); JSON text as the payload, for the same reasons
-        Column("proofs", "json", sql="VARCHAR USING COMPRESSION zstd"),
-        # JSON text kept as VARCHAR on this high-volume table: DuckDB's JSON functions and ->> read it the same,
-        # and loading skips a second validation of every payload (about 20% of the insert time)
-        Column("payload", "json", sql="VARCHAR USING COMPRESSION zstd"),
-    ],
-    extra_sql="VARCHAR",
-)
-
-TABLES: dict[str, TableSpec] = {
-    t.name: t for t in (NETWORKS, CHANNELS, WALLETS, WATCHERS, OPERATIONS, OPERATION_TRANSACTIONS, QUERIES, EVENTS)
-}
-
-
-def _data_size(data: Any) -> int | None:
-    if not isinstance(data, str):
-        return None
-    hexpart = data[2:] if data.startswith(("0x", "0X")) else data
-    return len(hexpart) // 2
-
-
-def _selector(data: Any) -> str | None:
-    if not isinstance(data, str):
-        return None
-    hexpart = data[2:] if data.startswith(("0x", "0X")) else data
-    return "0x" + hexpart[:8].lower() if len(hexpart) >= 8 else None
 
 
 # ---- value coercion (the slow path, used only for a column that holds a bad value) ------------------------------
@@ -456,7 +162,7 @@ def to_batch(
         from .event_batches import events_batch  # the high-volume table has its own module
 
         return events_batch(records, channel_id=(defaults or {}).get("channel_id"))
-    tspec = TABLES[table]
+    tspec = RAW_TABLES[table]
     rejected: list[RejectedRecord] = []
     kept: dict[Any, int] = {}
     for i, rec in enumerate(records):

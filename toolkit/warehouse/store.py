@@ -28,8 +28,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import SyncLockedError, WarehouseError
-from .arrow import TABLES
-from .ddl import KEYLESS_TABLES, schema_sql
 from .dictionary import apply_comments
 from .failures import write_failure
 from .identity import (
@@ -41,9 +39,10 @@ from .identity import (
     missing_warehouse_message,
     open_error,
 )
+from .migrations import migrate
+from .schema import RAW_TABLES, schema_sql
 from .sync_queries import SyncQueries
 from .views import view_statements
-from .write_seq import migrate as migrate_write_seq
 from .write_seq import next_write_seq
 
 #: Seconds a reader waits for a running sync to make room before giving up.
@@ -262,7 +261,7 @@ class Warehouse(SyncQueries):
 
         DuckDB then lets go of what it held for the file, such as the primary-key index nodes that upserts loaded
         (it keeps them in memory, against the memory limit, until the connection closes; the large tables have no
-        such index, see ddl.py), and loads again only what is used. Settings made with :meth:`configure` are
+        such index, see schema.py), and loads again only what is used. Settings made with :meth:`configure` are
         applied again (a plain ``SET`` is not); a reader that got in meanwhile is waited for up to ``wait`` seconds.
         Call only between transactions, from the thread that owns the connection.
         """
@@ -286,67 +285,15 @@ class Warehouse(SyncQueries):
         return f"Warehouse({str(self.path)!r}, read_only={self.read_only})"
 
     def ensure_schema(self) -> None:
-        """Create missing tables, drop the primary keys an older warehouse may still hold on the large tables, and
-        (re)create the views."""
+        """Create missing tables (:mod:`.schema`), bring an older warehouse up to date (:mod:`.migrations`), and
+        (re)create the views and the data dictionary's comments."""
         self.con.execute(schema_sql())
         self.con.execute(MARKER_SQL)
-        self._drop_primary_keys()
-        self._migrate_query_target()
-        if migrate_write_seq(self.con):
-            self._column_cache.clear()
-        # sync_runs.event_window came with event windows: added to warehouses made before them
-        self.con.execute("ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS event_window JSON")
-        # events.proofs came with verification (toolkit.verify): NULL in the rows synced before, until re-read
-        if "proofs" not in self.columns("events"):
-            self.con.execute("ALTER TABLE events ADD COLUMN proofs VARCHAR")
+        if migrate(self.con):
             self._column_cache.clear()
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
-
-    def _drop_primary_keys(self) -> None:
-        """Rebuild without its PRIMARY KEY each of :data:`KEYLESS_TABLES` that still has one (warehouses made before
-        the keys were dropped; see ddl.py). DuckDB cannot drop a constraint, so the rows are copied to a new table
-        that takes the old one's name, in one transaction: a crash leaves the table as it was."""
-        keyed = [
-            name
-            for (name,) in self.con.execute(
-                "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE database_name = current_database() "
-                "AND constraint_type = 'PRIMARY KEY' AND list_contains(?, table_name)",
-                [list(KEYLESS_TABLES)],
-            ).fetchall()
-        ]
-        if not keyed:
-            return
-        with self.transaction() as con:
-            for name in keyed:
-                con.execute(f'CREATE TABLE "{name}__keyless" AS SELECT * FROM "{name}"')
-                con.execute(f'DROP TABLE "{name}"')
-                con.execute(f'ALTER TABLE "{name}__keyless" RENAME TO "{name}"')
-
-    def _migrate_query_target(self) -> None:
-        """Turn the JSON ``queries.target`` of a warehouse made before 0.8 alignment into the contract address
-        (VARCHAR), in one transaction: an object becomes its ``contract_address`` and is kept whole in
-        ``extra.target``; a JSON string becomes that string; any other value is kept under ``extra._invalid``
-        (NULL in the column, or its digits for a number), as a sync would store it."""
-        kind = self.con.execute(
-            "SELECT data_type FROM information_schema.columns WHERE table_catalog = current_database() "
-            "AND table_name = 'queries' AND column_name = 'target'"
-        ).fetchall()
-        if not kind or kind[0][0] != "JSON":
-            return
-        with self.transaction() as con:
-            con.execute(
-                "UPDATE queries SET extra = json_merge_patch(coalesce(extra, '{}'), "
-                "CASE json_type(target) WHEN 'OBJECT' THEN json_object('target', target) "
-                "ELSE json_object('_invalid', json_object('target', target)) END) "
-                "WHERE target IS NOT NULL AND json_type(target) NOT IN ('VARCHAR', 'NULL')"
-            )
-            con.execute(
-                "ALTER TABLE queries ALTER target SET DATA TYPE VARCHAR USING (CASE json_type(target) "
-                "WHEN 'OBJECT' THEN target->>'$.contract_address' WHEN 'VARCHAR' THEN target->>'$' "
-                "WHEN 'BIGINT' THEN CAST(target AS VARCHAR) WHEN 'UBIGINT' THEN CAST(target AS VARCHAR) END)"
-            )
 
     def close(self) -> None:
         """Close the connection (and let go of the writer lock, if this warehouse took it)."""
@@ -384,7 +331,7 @@ class Warehouse(SyncQueries):
         """
         if batch.num_rows == 0:
             return 0, 0
-        tspec = TABLES[table]
+        tspec = RAW_TABLES[table]
         with self._registered(table, batch) as view:
             # delete + insert (one transaction) is faster than INSERT OR REPLACE and counts the replaced rows;
             # an operation's transactions are replaced as a whole
@@ -407,7 +354,7 @@ class Warehouse(SyncQueries):
         """Note the stored rows of ``table`` that the rows in ``view`` are about to replace although they belong to
         another channel: one id in two channels, of which the warehouse keeps one row (the one written last)."""
         rows = self.con.execute(
-            f'SELECT t.{key}::VARCHAR, t.channel_id, v.channel_id FROM "{TABLES[table].name}" t '
+            f'SELECT t.{key}::VARCHAR, t.channel_id, v.channel_id FROM "{RAW_TABLES[table].name}" t '
             f"JOIN {view} v ON t.{key} = v.{key} WHERE t.channel_id IS DISTINCT FROM v.channel_id"
         ).fetchall()
         if rows:
@@ -435,7 +382,7 @@ class Warehouse(SyncQueries):
         those with its number."""
         if len(keys) == 0:
             return 0
-        tspec = TABLES[table]
+        tspec = RAW_TABLES[table]
         key = tspec.key[0]
         with self._registered(f"{table}_keys", pa.table({key: keys})) as view:
             deleted = self.con.execute(
@@ -465,7 +412,7 @@ class Warehouse(SyncQueries):
         if "write_seq" in columns:
             extra_cols += ", ? AS write_seq"
             params.append(self._current_write_seq())
-        self.con.execute(f'INSERT INTO "{TABLES[table].name}" BY NAME SELECT *{extra_cols} FROM {view}', params)
+        self.con.execute(f'INSERT INTO "{RAW_TABLES[table].name}" BY NAME SELECT *{extra_cols} FROM {view}', params)
 
     def _current_write_seq(self) -> int:
         """The open transaction's number (see :mod:`.write_seq`); outside :meth:`transaction` and :meth:`begin`,

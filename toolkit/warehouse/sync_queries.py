@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from . import patch
-from .arrow import TABLES
 from .memory import raise_memory_limit, with_more_memory
+from .schema import RAW_TABLES
 from .write_seq import next_write_seq
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class SyncQueries(_Base):
 
     def ids_in_statuses(self, table: str, channel_ids: Sequence[str], statuses: Sequence[str]) -> list[tuple[str, str]]:
         """``(channel_id, id)`` of the ``operations`` or ``queries`` rows of ``channel_ids`` held in ``statuses``."""
-        (key,) = TABLES[table].key
+        (key,) = RAW_TABLES[table].key
         rows = self.con.execute(
             f"SELECT channel_id, {key} FROM {table} "
             "WHERE list_contains(?, channel_id) AND list_contains(?, status) ORDER BY 1, 2",

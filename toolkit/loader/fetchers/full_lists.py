@@ -17,17 +17,18 @@ from ..context import FetchContext
 from ..unit_of_work import Write
 from .paged import Buffer, Streams, consume
 
-TABLES = ("operations", "queries")
+#: The tables listed whole per channel (limit/offset pages), each with its saved offset per channel.
+LISTED_TABLES = ("operations", "queries")
 
 
 def fetch(ctx: FetchContext, channel_ids: Sequence[str]) -> Iterator[Write]:
     """Yield each channel's operations and queries past the saved offsets, each batch with its cursor."""
     saved: dict[tuple[str, str], Any] = ctx.read(
-        lambda wh: {(t, c): wh.get_cursor(f"{t}:{c}") or {} for t in TABLES for c in channel_ids}
+        lambda wh: {(t, c): wh.get_cursor(f"{t}:{c}") or {} for t in LISTED_TABLES for c in channel_ids}
     )
     streams: Streams = {}
     starts: dict[tuple[str, str], tuple[int, bool]] = {}
-    for table in TABLES:
+    for table in LISTED_TABLES:
         pages_of = ctx.client.operation_pages if table == "operations" else ctx.client.query_pages
         for cid in channel_ids:
             cursor = saved[(table, cid)]
@@ -49,7 +50,7 @@ def fetch(ctx: FetchContext, channel_ids: Sequence[str]) -> Iterator[Write]:
 def listed_channels(wh: Warehouse, channel_ids: Sequence[str]) -> list[str]:
     """The channels whose operations and queries were listed whole before this run: only their in-flight rows are
     re-listed (one channel whose list stopped at a bad page does not turn that off for the others)."""
-    return [c for c in channel_ids if all((wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in TABLES)]
+    return [c for c in channel_ids if all((wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in LISTED_TABLES)]
 
 
 def restart(wh: Warehouse, channel_ids: Sequence[str]) -> None:

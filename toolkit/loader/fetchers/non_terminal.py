@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 
 from ... import spec
-from ...warehouse import TABLES, Warehouse
+from ...warehouse import RAW_TABLES, Warehouse
 from ..context import FetchContext
 from ..unit_of_work import Write
 from .paged import Streams, consume
@@ -57,7 +57,7 @@ def fetch(
     problems = len(ctx.result.problems)
     returned: dict[str, set[str]] = {table: set() for table in _KIND}
     for write in consume(ctx, streams, lambda key, buf: None):
-        (key,) = TABLES[write.table].key
+        (key,) = RAW_TABLES[write.table].key
         returned[write.table].update(str(v) for v in write.batch.column(key).to_pylist())
         yield write
     if len(ctx.result.problems) != problems:  # a re-list that stopped early says nothing of what moved
