@@ -89,7 +89,10 @@ CEILING = (
     + """
 import json, sys, threading, time
 import httpx, orjson
-from toolkit.loader.run import MODELS_THREADS, SYNC_CHECKPOINT_THRESHOLD, SYNC_MEMORY_LIMIT, SYNC_THREADS
+from toolkit.loader.tuning import DEFAULT_TUNING as T
+
+MODELS_THREADS, SYNC_CHECKPOINT_THRESHOLD = T.models_threads, T.checkpoint_threshold
+SYNC_MEMORY_LIMIT, SYNC_THREADS = T.sync_memory_limit, T.sync_threads
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse.schema import RAW_TABLES as TABLES
 from toolkit.warehouse.model_tables import refresh_models

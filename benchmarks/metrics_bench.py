@@ -453,7 +453,9 @@ def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> tup
 
 def time_refresh(path: str | os.PathLike[str], *, full: bool = False) -> tuple[float, object]:
     """Run one ``refresh_models`` under the sync's memory ceiling. Returns (seconds, its result)."""
-    from toolkit.loader.run import SYNC_MEMORY_LIMIT
+    from toolkit.loader.tuning import DEFAULT_TUNING
+
+    SYNC_MEMORY_LIMIT = DEFAULT_TUNING.sync_memory_limit
     from toolkit.warehouse.model_tables import refresh_models
 
     with Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:

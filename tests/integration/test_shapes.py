@@ -9,14 +9,14 @@ the work spills, goes in smaller pieces or retries with more, and the sync compl
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
-from toolkit.loader import SyncResult, sync
-from toolkit.loader import run as loader_run
+from toolkit.loader import DEFAULT_TUNING, SyncResult, Tuning, sync
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import memory, model_tables, patch
 
@@ -37,8 +37,10 @@ SHAPES = [
 ]
 
 
-def run_sync(base_url: str, path) -> SyncResult:
-    return sync(Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
+def run_sync(base_url: str, path, tuning: Tuning = DEFAULT_TUNING) -> SyncResult:
+    return sync(
+        Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True, tuning=tuning
+    )
 
 
 def expected(sandbox: Sandbox) -> dict[str, Counter]:
@@ -73,11 +75,12 @@ def stored(path) -> dict[str, Counter]:
 @pytest.mark.slow
 @pytest.mark.parametrize(("shape", "days", "per_day"), SHAPES)
 def test_each_shape_syncs_completely_under_a_tight_memory_ceiling(shape, days, per_day, tmp_path, monkeypatch):
-    monkeypatch.setattr(loader_run, "MODELS_MEMORY_LIMIT", TIGHT_MEMORY)
     sandbox = Sandbox(orgs=(TEST_KEY,), seed=3, days=days, operations_per_day=per_day, shape=shape, start=START)
     want = expected(sandbox)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
-        result = run_sync(server.base_url, tmp_path / "w.duckdb")
+        result = run_sync(
+            server.base_url, tmp_path / "w.duckdb", replace(DEFAULT_TUNING, models_memory_limit=TIGHT_MEMORY)
+        )
     assert result.outcome == "ok", result.summary()
     assert stored(tmp_path / "w.duckdb") == want
     with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
@@ -108,8 +111,8 @@ def test_loading_under_a_ceiling_too_low_for_one_batch_retries_with_more_and_com
     busy_transactions, tmp_path, monkeypatch
 ) -> None:
     sandbox, server = busy_transactions
-    monkeypatch.setattr(loader_run, "SYNC_MEMORY_LIMIT", "8MB")  # an upsert of one batch needs more than this
-    result = run_sync(server.base_url, tmp_path / "w.duckdb")
+    tight = replace(DEFAULT_TUNING, sync_memory_limit="8MB")  # an upsert of one batch needs more than this
+    result = run_sync(server.base_url, tmp_path / "w.duckdb", tight)
     assert result.outcome == "ok", result.summary()
     assert stored(tmp_path / "w.duckdb") == expected(sandbox)
 
@@ -150,10 +153,9 @@ def test_models_that_cannot_be_built_at_the_ceiling_end_partial_with_every_row_s
     busy_transactions, tmp_path, monkeypatch
 ) -> None:
     sandbox, server = busy_transactions
-    monkeypatch.setattr(loader_run, "MODELS_MEMORY_LIMIT", "2MB")
     monkeypatch.setattr(memory, "CEILING_BYTES", 2 * 2**20)  # no retry may go higher
     path = tmp_path / "w.duckdb"
-    result = run_sync(server.base_url, path)
+    result = run_sync(server.base_url, path, replace(DEFAULT_TUNING, models_memory_limit="2MB"))
     assert result.outcome == "partial"
     assert "model tables were not refreshed" in result.message
     assert stored(path) == expected(sandbox)

@@ -13,7 +13,8 @@ from tests.integration.test_incremental import TABLES, snapshot
 from tests.latency_proxy import LatencyProxy
 from tests.support.kill import signal_at_request, start_sync
 from toolkit.config import Settings
-from toolkit.loader.run import _outcome_of, sync
+from toolkit.loader.outcome import outcome_of as _outcome_of
+from toolkit.loader.run import sync
 from toolkit.warehouse import Warehouse
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pytest
 
 from tests.conftest import TEST_KEY
 from toolkit.config import Settings
 from toolkit.errors import ChainopsError
-from toolkit.loader import run as loader_run
-from toolkit.loader import sync
+from toolkit.loader import DEFAULT_TUNING, sync
 from toolkit.warehouse import Warehouse
 
 
@@ -44,12 +45,11 @@ def test_a_failed_sync_restores_the_default_pool_too(server, tmp_path, monkeypat
         entered.append("pool")
         return pa.system_memory_pool()
 
-    monkeypatch.setattr(loader_run, "SYNC_ARROW_POOL", system_pool)
     settings = Settings.load(
         base_url=server.base_url, api_key="not-a-key-of-this-sandbox", warehouse=tmp_path / "w.duckdb", environ={}
     )
     with pytest.raises(ChainopsError):
-        sync(settings, quiet=True)
+        sync(settings, quiet=True, tuning=replace(DEFAULT_TUNING, arrow_pool=system_pool))
     assert entered  # the run had switched pools before the key was refused
     assert pa.default_memory_pool().backend_name == before
 

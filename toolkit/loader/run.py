@@ -32,8 +32,10 @@ the last committed transaction, and the next run continues from there. Against a
 concurrently (a bounded pool shared by all walks); on loopback one thread fetches and converts (see
 :func:`default_workers`). Either way DuckDB's writes overlap the fetching.
 
-This module holds the run itself: the phase order, the out-of-memory retry, the models and checkpoint, and the
-precedence of errors when several happen (the run's own error wins over a failed last commit or audit row).
+This module holds the run itself: the phase order (:class:`Run`) and the run's lifecycle (:class:`SyncRun`: open,
+load with its out-of-memory retry, build models, record outcome). How it ends when several things fail is the rule
+of :mod:`toolkit.loader.outcome` (the run's own error wins over a failed last commit or audit row); the values it is
+tuned with are a :class:`~toolkit.loader.tuning.Tuning` passed in.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import time
 import uuid
 from collections import Counter
@@ -55,7 +58,7 @@ import pyarrow as pa
 from ..api import Client
 from ..config import Settings, is_loopback_host
 from ..errors import ChainopsError
-from ..signals import check_stop, is_interruption, sigterm_received
+from ..signals import check_stop
 from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.memory import is_out_of_memory, memory_ceiling
@@ -65,39 +68,26 @@ from .context import FetchContext
 from .event_window import Ask, requested
 from .fetchers import changed_watchers, events, full_lists, gaps, non_terminal, refetch, small_lists, watchers
 from .fetchers.event_windows import EventWindows
+from .outcome import error_to_raise, loaded_outcome, recorded_outcome
 from .progress import Progress, interactive
 from .result import SyncResult
+from .tuning import DEFAULT_TUNING, Tuning
 from .unit_of_work import UnitOfWork, Write
 
 log = logging.getLogger("toolkit.loader")
 R = TypeVar("R")
 
-#: DuckDB settings while a sync writes. A low checkpoint threshold: a commit larger than it (a full transaction of
-#: rows) is checkpointed straight into the file, compressed, instead of being written to the WAL first and copied
-#: again later (DuckDB skips the WAL for such commits); measured at 1M events, commits cost a third less than with
-#: 128 MB. A memory ceiling so a long history never grows the process (raised for the models, whose first build
-#: needs more). One thread: appends gain nothing from a second, which only takes CPU from the fetching thread; the
-#: models, built once fetching is over, use two.
-SYNC_MEMORY_LIMIT = "96MB"
-MODELS_MEMORY_LIMIT = "128MB"
-MODELS_THREADS = 2
-SYNC_THREADS = 1
-SYNC_CHECKPOINT_THRESHOLD = "16MB"
-#: Concurrent fetches (threads sharing one client) from a remote service, where they hide network latency.
-WORKERS = 4
-#: Arrow's memory pool while a sync runs (the process default is restored after). pyarrow's default, mimalloc,
-#: keeps the pages it has used for the many short-lived batches a sync converts: with the system allocator, which
-#: hands them back, a 1M-event sync peaks about 30 MB lower (355 against 387 MB, four alternating runs), no slower.
-SYNC_ARROW_POOL: Callable[[], pa.MemoryPool] = pa.system_memory_pool
+#: Concurrent fetches from a remote service (:attr:`Tuning.workers` of :data:`DEFAULT_TUNING`).
+WORKERS = DEFAULT_TUNING.workers
 
 
-def default_workers(base_url: str) -> int:
-    """Concurrent fetches for a service: :data:`WORKERS` over a network, 1 on loopback.
+def default_workers(base_url: str, tuning: Tuning = DEFAULT_TUNING) -> int:
+    """Concurrent fetches for a service: ``tuning.workers`` over a network, 1 on loopback.
 
     A service on this machine answers at once and shares its CPU; there, more threads only contend for the GIL
     (measured by benchmarks/sync_bench.py: one thread fetching, decoding and converting in turn beats four).
     """
-    return 1 if is_loopback_host(urlsplit(base_url).hostname) else WORKERS
+    return 1 if is_loopback_host(urlsplit(base_url).hostname) else tuning.workers
 
 
 def drive(fetcher: Iterator[Write], uow: UnitOfWork) -> object:
@@ -216,6 +206,7 @@ def sync(
     workers: int | None = None,
     since: Any = None,
     event_types: Sequence[str] | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
 ) -> SyncResult:
     """Sync the organisation into the warehouse and return what the run did.
 
@@ -225,7 +216,8 @@ def sync(
     ``since`` (an age such as ``"30d"``, an ISO time, a datetime, or ``"all"``) and ``event_types`` (event types of
     :data:`toolkit.spec.EVENT_TYPES`) read the channels' event logs through event search, only the events of those
     types created since then; later runs continue that window, and a wider one fills in what it lacks
-    (:mod:`toolkit.loader.event_window`). ``full`` reads a window again from its start.
+    (:mod:`toolkit.loader.event_window`). ``full`` reads a window again from its start. ``tuning`` sets DuckDB's
+    memory and threads and the fetches' concurrency (:class:`~toolkit.loader.tuning.Tuning`; default: measured).
     Raises a :class:`~toolkit.errors.ChainopsError` that says what failed and what to do; the run is recorded in
     ``sync_runs`` either way, and the next run resumes from the last committed batch.
     """
@@ -235,89 +227,151 @@ def sync(
     own_client = client is None
     client = client or Client.from_settings(settings)
     result = SyncResult(run_id=str(uuid.uuid4()), started_at=datetime.now(UTC), full=full)
-    requests0, retries0 = client.requests, client.retries
-    workers = max(1, workers or default_workers(client.base_url))
-    show_progress = not quiet and interactive()
-
-    def committed(new: Counter[str], updated: Counter[str]) -> None:
-        result.rows.update(new)
-        result.updated.update(updated)
-
-    def attempt(uow: UnitOfWork, *, full: bool) -> tuple[Run, Progress]:
-        progress = Progress(show=show_progress)
-        ctx = FetchContext(client, result, progress, uow.call, workers=workers, full=full)
-        return Run(ctx, uow, window), progress
-
-    def open_warehouse() -> Warehouse:
-        wh = Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT)
-        wh.configure(checkpoint_threshold=SYNC_CHECKPOINT_THRESHOLD, threads=SYNC_THREADS)
-        return wh
-
+    lifecycle = SyncRun(
+        client,
+        result,
+        path,
+        window=window,
+        full=full,
+        workers=max(1, workers or default_workers(client.base_url, tuning)),
+        show_progress=not quiet and interactive(),
+        tuning=tuning,
+    )
     try:
-        with (
-            sync_lock(path),
-            client.channel_refusals_as_bad_pages(),  # one channel refused stops that channel, not the run
-            _arrow_pool(SYNC_ARROW_POOL()),
-            _gc_frozen(),
-            UnitOfWork(open_warehouse, on_commit=committed) as uow,
-        ):
-            uow.call(audit.mark_killed_runs)  # holding the lock: a run still "running" is not running
-            uow.call(lambda wh: audit.write_run(wh, result, client.base_url))
-            run, progress = attempt(uow, full=full)
+        with lifecycle.open() as uow:
+            run_error: BaseException | None = None
             try:
-                while True:
-                    try:
-                        run.run(channels)
-                        break
-                    except duckdb.Error as exc:
-                        if not is_out_of_memory(exc) or not uow.call(Warehouse.more_memory):
-                            raise
-                        log.info("DuckDB ran out of memory while loading: retrying under %s", _limit(uow))
-                    # out of memory while loading: the open transaction was rolled back; a new run continues from
-                    # the committed cursors (never from the start, even with --full) under the doubled limit
-                    run.ctx.close()
-                    uow.commit()
-                    progress.close()
-                    run, progress = attempt(uow, full=False)
-                for text in clash_problems(uow.call(Warehouse.take_channel_clashes)):
-                    run.ctx.problem(text)
-                started = time.perf_counter()
-                uow.call(lambda wh: _build_models(wh, result))
-                result.phases["models"] = round(time.perf_counter() - started, 3)
-                started = time.perf_counter()
-                uow.call(Warehouse.checkpoint)
-                result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
-                result.outcome = "partial" if result.rejected or result.gaps or result.problems else "ok"
-            except BaseException as exc:
-                result.outcome, result.message = _outcome_of(exc)
-                raise
-            finally:
-                commit_error: Exception | None = None
-                run.ctx.close()
-                try:
-                    uow.commit()
-                except Exception as exc:  # raised below unless the run's own error is already on its way
-                    if result.outcome not in ("failed", "interrupted"):
-                        commit_error = exc
-                        result.outcome = "failed"
-                        result.message = f"the last commit failed: {type(exc).__name__}: {exc}"
-                progress.close()
-                result.event_window = run.windows.record()
-                result.window_line = run.windows.summary_line()
-                _finish(result, client, requests0, retries0)
-                try:
-                    uow.call(lambda wh: audit.write_run(wh, result, client.base_url))
-                except duckdb.Error:
-                    if result.outcome not in ("failed", "interrupted"):
-                        raise  # otherwise the run's own error, on its way, says more than the audit row's
-                if commit_error is not None:
-                    raise commit_error
+                lifecycle.load(uow, channels)
+                lifecycle.build_models(uow)
+            except BaseException as exc:  # recorded first, then raised (it wins over what fails after it)
+                run_error = exc
+            error = lifecycle.record_outcome(uow, run_error)
+            if error is not None:
+                raise error
     except WRITE_FAILURES as exc:
         raise write_failure(path, exc) from exc
     finally:
         if own_client:
             client.close()
     return result
+
+
+class SyncRun:
+    """The lifecycle of one sync run: :meth:`open` the warehouse (lock, settings, audit row), :meth:`load` every
+    phase (again after an out-of-memory error), :meth:`build_models`, and :meth:`record_outcome` (the last commit
+    and the audit row, with the precedence of :mod:`.outcome` when several things fail)."""
+
+    def __init__(
+        self,
+        client: Client,
+        result: SyncResult,
+        path: str | os.PathLike[str],
+        *,
+        window: Ask | None,
+        full: bool,
+        workers: int,
+        show_progress: bool,
+        tuning: Tuning,
+    ) -> None:
+        self.client = client
+        self.result = result
+        self.path = path
+        self.window = window
+        self.full = full
+        self.workers = workers
+        self.show_progress = show_progress
+        self.tuning = tuning
+        self.requests0, self.retries0 = client.requests, client.retries
+        #: The current attempt at the phases, and its progress display (set by :meth:`open`, renewed by :meth:`load`).
+        self.run: Run
+        self.progress: Progress
+
+    def _attempt(self, uow: UnitOfWork, *, full: bool) -> None:
+        self.progress = Progress(show=self.show_progress)
+        ctx = FetchContext(self.client, self.result, self.progress, uow.call, workers=self.workers, full=full)
+        self.run = Run(ctx, uow, self.window)
+
+    def _open_warehouse(self) -> Warehouse:
+        wh = Warehouse(self.path, memory_limit=self.tuning.sync_memory_limit)
+        wh.configure(checkpoint_threshold=self.tuning.checkpoint_threshold, threads=self.tuning.sync_threads)
+        return wh
+
+    def _committed(self, new: Counter[str], updated: Counter[str]) -> None:
+        self.result.rows.update(new)
+        self.result.updated.update(updated)
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[UnitOfWork]:
+        """Hold the warehouse's lock, open it with the tuning's settings (on the unit of work's thread), mark runs
+        killed before as such, write this run's audit row, and make the first attempt at the phases."""
+        with (
+            sync_lock(self.path),
+            self.client.channel_refusals_as_bad_pages(),  # one channel refused stops that channel, not the run
+            _arrow_pool(self.tuning.arrow_pool()),
+            _gc_frozen(),
+            UnitOfWork(self._open_warehouse, on_commit=self._committed) as uow,
+        ):
+            uow.call(audit.mark_killed_runs)  # holding the lock: a run still "running" is not running
+            uow.call(lambda wh: audit.write_run(wh, self.result, self.client.base_url))
+            self._attempt(uow, full=self.full)
+            yield uow
+
+    def load(self, uow: UnitOfWork, channels: Sequence[str] | None) -> None:
+        """Every phase; should DuckDB run out of memory while loading, again under a doubled limit (up to the
+        ceiling), continuing from the committed cursors (never from the start, even with ``full``)."""
+        while True:
+            try:
+                self.run.run(channels)
+                return
+            except duckdb.Error as exc:
+                if not is_out_of_memory(exc) or not uow.call(Warehouse.more_memory):
+                    raise
+                log.info("DuckDB ran out of memory while loading: retrying under %s", _limit(uow))
+            # the open transaction was rolled back; a new attempt continues from the committed cursors
+            self.run.ctx.close()
+            uow.commit()
+            self.progress.close()
+            self._attempt(uow, full=False)
+
+    def build_models(self, uow: UnitOfWork) -> None:
+        """Note ids that came in two channels, refresh the model tables, checkpoint, and set the outcome of a run
+        that got this far (ok or partial)."""
+        for text in clash_problems(uow.call(Warehouse.take_channel_clashes)):
+            self.run.ctx.problem(text)
+        started = time.perf_counter()
+        uow.call(lambda wh: _build_models(wh, self.result, self.tuning))
+        self.result.phases["models"] = round(time.perf_counter() - started, 3)
+        started = time.perf_counter()
+        uow.call(Warehouse.checkpoint)
+        self.result.phases["checkpoint"] = round(time.perf_counter() - started, 3)
+        self.result.outcome = loaded_outcome(self.result)
+
+    def record_outcome(self, uow: UnitOfWork, run_error: BaseException | None) -> BaseException | None:
+        """Commit what is pending, complete the result and write the audit row, whatever happened before; returns
+        the error the run raises (:func:`.outcome.error_to_raise`), None when all went well."""
+        result = self.result
+        if run_error is not None:
+            result.outcome, result.message = recorded_outcome(None, None, run_error=run_error, commit_error=None)
+        commit_error: Exception | None = None
+        self.run.ctx.close()
+        try:
+            uow.commit()
+        except Exception as exc:  # recorded and raised unless the run's own error is already on its way
+            if run_error is None:
+                commit_error = exc
+                result.outcome, result.message = recorded_outcome(
+                    result.outcome, result.message, run_error=None, commit_error=exc
+                )
+        self.progress.close()
+        result.event_window = self.run.windows.record()
+        result.window_line = self.run.windows.summary_line()
+        _finish(result, self.client, self.requests0, self.retries0)
+        audit_error: duckdb.Error | None = None
+        try:
+            uow.call(lambda wh: audit.write_run(wh, result, self.client.base_url))
+        except duckdb.Error as exc:
+            audit_error = exc
+        return error_to_raise(run_error=run_error, commit_error=commit_error, audit_error=audit_error)
 
 
 def clash_problems(clashes: dict[str, list[tuple[str, str, str]]]) -> list[str]:
@@ -351,16 +405,16 @@ def _limit(uow: UnitOfWork) -> str:
     return uow.call(Warehouse.memory_limit_setting)
 
 
-def _build_models(wh: Warehouse, result: SyncResult) -> None:
+def _build_models(wh: Warehouse, result: SyncResult, tuning: Tuning) -> None:
     """(On the unit of work's thread.) Refresh the model tables after the load, letting readers in between pieces.
     Should DuckDB run out of memory even at the highest limit a retry may set, the run is ``partial`` (a problem),
     not failed: everything fetched is committed and the views are exact without the models (only slower); the next
     sync tries again."""
     wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
     loading_limit = wh.memory_limit_setting()
-    wh.configure(memory_limit=MODELS_MEMORY_LIMIT)
+    wh.configure(memory_limit=tuning.models_memory_limit)
     try:
-        refresh_models(wh, threads=MODELS_THREADS, between=lambda: check_stop() or wh.yield_to_readers())
+        refresh_models(wh, threads=tuning.models_threads, between=lambda: check_stop() or wh.yield_to_readers())
     except duckdb.Error as exc:
         if not is_out_of_memory(exc):
             raise
@@ -380,15 +434,6 @@ def _out_of_memory(what: str, exc: BaseException, then: str) -> str:
         f"{what}: DuckDB ran out of memory even at {memory_ceiling() / 2**20:.0f} MiB "
         f"({str(exc).splitlines()[0]}); {then}"
     )
-
-
-def _outcome_of(exc: BaseException) -> tuple[str, str]:
-    """The ``sync_runs`` outcome and message of a run that ``exc`` ended: Ctrl-C and SIGTERM (a KeyboardInterrupt,
-    see :mod:`toolkit.signals`) are ``interrupted``, anything else ``failed``."""
-    if is_interruption(exc):
-        why = "SIGTERM" if sigterm_received() else "Ctrl-C"
-        return "interrupted", f"interrupted ({why}); the next run continues from the last commit"
-    return "failed", str(exc) if isinstance(exc, ChainopsError) else f"{type(exc).__name__}: {exc}"
 
 
 @contextlib.contextmanager

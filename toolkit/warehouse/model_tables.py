@@ -43,7 +43,7 @@ BYTES_PER_OPERATION = 2_000
 CHUNK_BOUNDS = (10_000, 1_000_000)
 MIN_PIECE = 500
 #: Under a memory limit below this, the refresh runs on one thread (each thread holds its own working set) unless
-#: its caller asks for more (a sync asks for two: see ``toolkit.sync.MODELS_THREADS``).
+#: its caller asks for more (a sync asks for two: see ``toolkit.loader.tuning.Tuning.models_threads``).
 ONE_THREAD_BELOW = 1e9
 #: Time buckets the stale operations are counted in to plan the pieces (by creation time, without sorting them).
 PLAN_BUCKETS = 4096
