@@ -1,7 +1,8 @@
 """Records from the service -> Arrow record batches with one fixed schema per table.
 
-A page of records becomes one :class:`pyarrow.RecordBatch` whose columns match the warehouse table. Nothing is lost
-and nothing crashes on a messy feed:
+A page of records becomes one :class:`pyarrow.RecordBatch` whose columns match the warehouse table (declared, with
+how each column is read from a record, in :mod:`toolkit.warehouse.schema`). Nothing is lost and nothing crashes on
+a messy feed:
 
 - fields the schema does not know are kept in the ``extra`` JSON column;
 - a value of the wrong type (text where a timestamp belongs, ...) is stored as NULL in its column and kept verbatim
