@@ -24,7 +24,7 @@ PATIENT = RetryPolicy(attempts=12, initial=0.01, maximum=0.1, floor=0.01, deadli
 
 FAULTS = {
     "5xx": {"fail_rate": 0.25},
-    "429": {"rate_limit": 20.0},
+    "429": {"limit_rate": 0.2},  # at random, not a bucket: a slow machine must see them too
     "slow": {"slow_rate": 0.1, "slow_seconds": 1.5},
     "truncated": {"truncate_rate": 0.2},
     "dropped": {"drop_rate": 0.2},

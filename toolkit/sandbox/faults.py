@@ -28,13 +28,16 @@ class Fault(Enum):
 
 @dataclass(frozen=True)
 class FaultConfig:
-    """Rates are probabilities per request; ``rate_limit`` is requests per second per API key (None = off).
+    """Rates are probabilities per request; ``rate_limit`` is requests per second per API key (None = off);
+    ``limit_rate`` answers a 429 at random, as a limit shared with other clients would, whatever this client's pace
+    (tests that must see 429s on a machine of any speed use it; ``rate_limit`` depends on how fast requests come).
 
     A 429 carries no ``Retry-After``, as the service's does not (WIRE.md section 4); ``retry_after`` (seconds) adds
     one, to exercise a client's header path."""
 
     fail_rate: float = 0.0
     rate_limit: float | None = None
+    limit_rate: float = 0.0
     retry_after: float | None = None
     slow_rate: float = 0.0
     slow_seconds: float = 5.0
@@ -51,7 +54,14 @@ class FaultConfig:
     @property
     def active(self) -> bool:
         """Whether any fault can happen."""
-        rates = (self.fail_rate, self.slow_rate, self.truncate_rate, self.drop_rate, self.malformed_rate)
+        rates = (
+            self.fail_rate,
+            self.limit_rate,
+            self.slow_rate,
+            self.truncate_rate,
+            self.drop_rate,
+            self.malformed_rate,
+        )
         return self.rate_limit is not None or any(r > 0 for r in rates)
 
 
@@ -99,6 +109,7 @@ class FaultInjector:
             for fault, rate in (
                 (Fault.DROP, c.drop_rate),
                 (Fault.FAIL, c.fail_rate),
+                (Fault.RATE_LIMIT, c.limit_rate),
                 (Fault.TRUNCATE, c.truncate_rate),
                 (Fault.MALFORMED, c.malformed_rate),
                 (Fault.SLOW, c.slow_rate),

@@ -39,8 +39,9 @@ class Sandbox:
     The first key of ``orgs`` holds the seeded history (``days`` of it, ``operations_per_day``, ending at ``start``);
     the other keys are onboarded but empty; ``not_onboarded`` keys answer 401 ``ORGANIZATION_NOT_FOUND``. ``speed``
     is simulated seconds per wall second (0 = a frozen clock moved only by :meth:`advance`). The fault rates apply
-    to ``/v1`` (never to the health check, the OpenAPI description nor ``/sandbox``); a 429 of ``rate_limit`` carries
-    ``Retry-After: rate_limit_retry_after`` only when that is set. ``shape`` lays the seeded history out as one of
+    to ``/v1`` (never to the health check, the OpenAPI description nor ``/sandbox``); a 429 of ``rate_limit`` (a
+    token bucket) or of ``limit_rate`` (at random, whatever the pace) carries ``Retry-After: rate_limit_retry_after``
+    only when that is set. ``shape`` lays the seeded history out as one of
     :data:`~toolkit.sandbox.scenarios.SHAPES` (``one-channel``, ``many-channels``, ``many-transactions``,
     ``long-lived``, ``query-heavy``, ``messy``; default the usual five channels). Proofs are signed by a committee
     of keys derived from ``seed`` (:meth:`signers`); ``forge_share`` of them are forged, each in one way of
@@ -60,6 +61,7 @@ class Sandbox:
         fail_rate: float = 0.0,
         rate_limit: float | None = None,
         rate_limit_retry_after: float | None = None,
+        limit_rate: float = 0.0,
         slow_rate: float = 0.0,
         slow_seconds: float = 5.0,
         truncate_rate: float = 0.0,
@@ -106,6 +108,7 @@ class Sandbox:
             fail_rate=fail_rate,
             rate_limit=rate_limit,
             retry_after=rate_limit_retry_after,
+            limit_rate=limit_rate,
             slow_rate=slow_rate,
             slow_seconds=slow_seconds,
             truncate_rate=truncate_rate,
