@@ -64,6 +64,21 @@ t0 = time.perf_counter()
 from toolkit.config import Settings
 from toolkit.loader import sync
 settings = Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={})
+# CPU seconds of the whole process (every thread: DuckDB's too) and resident MB at the end of each phase
+import toolkit.loader.run as run_module
+phase_cpu, phase_rss, last_end = {}, {}, [0.0]
+_timed = run_module.Run.timed
+def timed(self, name, work):
+    cpu = time.process_time()
+    try:
+        return _timed(self, name, work)
+    finally:
+        phase_cpu[name] = round(phase_cpu.get(name, 0) + time.process_time() - cpu, 2)
+        phase_cpu["(imports and opening)"] = phase_cpu.get("(imports and opening)", round(cpu, 2))
+        last_end[0] = time.process_time()
+        with open("/proc/self/status") as status:
+            phase_rss[name] = next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) // 1024
+run_module.Run.timed = timed
 if len(sys.argv) > 4:
     import cProfile
     profiler = cProfile.Profile()
@@ -71,8 +86,10 @@ if len(sys.argv) > 4:
     profiler.dump_stats(sys.argv[4])
 else:
     r = sync(settings, quiet=True)
+phase_cpu["(after the phases: models, checkpoint, audit)"] = round(time.process_time() - last_end[0], 2)
 print(json.dumps({"seconds": r.seconds, "wall": time.perf_counter() - t0, "requests": r.requests,
-                  "rows": dict(r.rows), "phases": r.phases, "outcome": r.outcome, "peak_mb": peak_rss_mb()}))
+                  "rows": dict(r.rows), "phases": r.phases, "outcome": r.outcome, "peak_mb": peak_rss_mb(),
+                  "phase_cpu": phase_cpu, "phase_rss_mb": phase_rss}))
 """
 )
 
@@ -278,6 +295,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"events/s; process wall {sync['wall']:.2f}s with imports; peak RSS {sync['peak_mb']:.0f} MB"
                 )
                 print(f"  phases (s): {sync['phases']}")
+                print(f"  phases (CPU-s, all threads; nested phases counted in theirs too): {sync['phase_cpu']}")
+                print(f"  resident MB at the end of each phase: {sync['phase_rss_mb']}")
                 base_cpu = (before_cpu + after_cpu) / 2
                 print(
                     f"  CPU seconds: baseline {base_cpu:.2f}, sync {sync['cpu']:.2f} (process, imports included) = "
@@ -300,7 +319,8 @@ def main(argv: list[str] | None = None) -> None:
                     print(
                         f"  compared: the toolkit in {args.compare} synced in {other['seconds']:.2f}s "
                         f"({base / other['seconds']:.2f}x), CPU {other['cpu']:.2f}s, "
-                        f"peak RSS {other['peak_mb']:.0f} MB; phases (s): {other['phases']}",
+                        f"peak RSS {other['peak_mb']:.0f} MB; phases (s): {other['phases']}; phases (CPU-s): "
+                        f"{other.get('phase_cpu')}",
                         flush=True,
                     )
             print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}")
