@@ -118,8 +118,8 @@ class EventColumns:
     fields: dict[str, list[Any]]
     proof_counts: list[int]
     signature_counts: list[int | None]
-    #: ``headers.proofs`` as compact JSON text (``None``: the event had none)
-    proofs: list[bytes | None]
+    #: ``headers.proofs`` as the JSON text the service sent (``None``: the event had none)
+    proofs: Sequence[bytes | Raw | None]
     #: each payload as the JSON text the service sent (``None``: the event had none)
     payloads: Sequence[bytes | Raw | None]
     typed: bool
@@ -223,16 +223,6 @@ def key_problem(value: Any) -> str | None:
 # ---- a page decoded in the documented shape ---------------------------------------------------------------------
 
 
-def _compact(raw: bytes) -> bytes:
-    """A JSON text as :func:`json_text` writes it (orjson, compact), so both paths store proofs alike."""
-    if raw == b"[]":
-        return raw
-    try:
-        return orjson.dumps(orjson.loads(raw))
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError):
-        return raw
-
-
 def _first_signature_count(proofs: Sequence[WireProof]) -> int | None:
     for proof in proofs:
         if type(proof.signatures) is list:
@@ -264,7 +254,7 @@ def columns_from_structs(
         fields={name: list(map(attrgetter(name), payloads)) for name in PAYLOAD_TEXT_FIELDS},
         proof_counts=[len(x) for x in proofs],
         signature_counts=[_first_signature_count(x) if x else None for x in proofs],
-        proofs=[_compact(bytes(h.proofs)) for h in heads],
+        proofs=[h.proofs for h in heads],
         payloads=[e.payload for e in events],
         typed=True,
         kept=kept,
@@ -302,11 +292,15 @@ def _unknown_fields(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     return unknown or None
 
 
-def columns_from_records(records: Sequence[Any], payload_texts: Sequence[bytes | None] | None = None) -> EventColumns:
-    """The columns of events of any shape, value by value. ``payload_texts`` (aligned with ``records``) are the
-    payloads as the service sent them; without one a payload is stored as compact JSON. A record that is not an
-    object, or has no usable ``event_id``, is rejected by name; of two records with one ``event_id`` the last is
-    kept."""
+def columns_from_records(
+    records: Sequence[Any],
+    payload_texts: Sequence[bytes | None] | None = None,
+    proof_texts: Sequence[bytes | None] | None = None,
+) -> EventColumns:
+    """The columns of events of any shape, value by value. ``payload_texts`` and ``proof_texts`` (aligned with
+    ``records``) are the payloads and proofs as the service sent them; without one a value is stored as compact
+    JSON. A record that is not an object, or has no usable ``event_id``, is rejected by name; of two records with
+    one ``event_id`` the last is kept."""
     rejected: list[RejectedEvent] = []
     rows: list[dict[str, Any]] = []
     positions: list[int] = []  # each row's index in ``records``
@@ -345,6 +339,12 @@ def columns_from_records(records: Sequence[Any], payload_texts: Sequence[bytes |
         sent = payload_texts[index] if payload_texts is not None else None
         return sent if sent is not None else json_text(payload)
 
+    def proof_text(value: Any, index: int) -> bytes | None:
+        if value is None:
+            return None
+        sent = proof_texts[index] if proof_texts is not None else None
+        return sent if sent is not None else json_text(value)
+
     extras = [_unknown_fields(r) for r in rows]
     return EventColumns(
         event_ids=[r.get("event_id") for r in rows],
@@ -354,7 +354,7 @@ def columns_from_records(records: Sequence[Any], payload_texts: Sequence[bytes |
         fields=fields,
         proof_counts=[len(x) if type(x) is list else 0 for x in proofs],
         signature_counts=[_signature_count_of(x) for x in proofs],
-        proofs=[json_text(x) for x in proofs],
+        proofs=[proof_text(x, i) for x, i in zip(proofs, positions, strict=True)],
         payloads=[payload_text(r, i) for r, i in zip(rows, positions, strict=True)],
         typed=False,
         subjects=[

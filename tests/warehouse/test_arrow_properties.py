@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolkit import spec
-from toolkit.api.wire import decode_event_page, raw_payloads
+from toolkit.api.wire import decode_event_page, raw_texts
 from toolkit.event_wire import EventColumns
 from toolkit.warehouse import TABLES, to_batch
 from toolkit.warehouse.event_batches import columns_batch, events_batch
@@ -83,6 +83,12 @@ def page_body(records, *, pretty: bool) -> bytes:
     return json.dumps(page, ensure_ascii=False).encode() if pretty else orjson.dumps(page)
 
 
+def texts_of(body: bytes) -> dict:
+    """The careful path's raw texts of a page, as the paginator passes them."""
+    payloads, proofs = raw_texts(body)
+    return {"payload_texts": payloads, "proof_texts": proofs}
+
+
 @PROFILE
 @given(st.lists(events(documented=True), max_size=20), st.booleans())
 def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
@@ -92,7 +98,7 @@ def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
     assert decoded[0].typed
     fast, fast_rejected = columns_batch(decoded[0], channel_id="ch", stream_channel=True)
     careful, careful_rejected = events_batch(
-        orjson.loads(body)["events"], channel_id="ch", stream_channel=True, payload_texts=raw_payloads(body)
+        orjson.loads(body)["events"], channel_id="ch", stream_channel=True, **texts_of(body)
     )
     assert fast.schema == careful.schema
     assert fast.to_pylist() == careful.to_pylist()
@@ -101,6 +107,10 @@ def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
         fast.to_pylist(), (r["payload"] for r in {r["event_id"]: r for r in records}.values()), strict=True
     ):
         assert json.loads(row["payload"]) == text  # the payload text is the one sent, whatever its spacing
+    sent = {r["event_id"]: r["headers"]["proofs"] for r in records}
+    for row in fast.to_pylist():  # the proofs too: stored as sent (spaces and all), never serialised again
+        proofs = sent[row["event_id"]]
+        assert row["proofs"] == (json.dumps(proofs, ensure_ascii=False) if pretty else orjson.dumps(proofs).decode())
 
 
 @PROFILE
@@ -135,9 +145,7 @@ def test_pages_in_another_shape_take_the_careful_path(records) -> None:
         assert decoded is None, "an unknown field must reach the careful path, which keeps it in extra"
     if decoded is not None:  # every event happened to be documented: both paths must then agree
         fast, _ = columns_batch(decoded[0], channel_id="ch", stream_channel=True)
-        careful, _ = events_batch(
-            orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body), stream_channel=True
-        )
+        careful, _ = events_batch(orjson.loads(body)["events"], channel_id="ch", stream_channel=True, **texts_of(body))
         assert fast.to_pylist() == careful.to_pylist()
 
 

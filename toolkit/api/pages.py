@@ -23,9 +23,11 @@ from typing import Any, Generic, TypeVar
 from ..errors import ResponseFormatError
 from ..event_wire import EventColumns, columns_from_records, offset_value
 from . import exactjson
-from .wire import decode_event_page, raw_payloads
+from .wire import decode_event_page, raw_texts
 
 Params = dict[str, Any]
+#: The payloads and proofs of a page's events as the raw JSON texts the service sent (:func:`.wire.raw_texts`).
+Texts = tuple[list[bytes | None], list[bytes | None]]
 
 
 @dataclass(frozen=True)
@@ -284,13 +286,13 @@ class EventCursorPaginator(Paginator[EventPage]):
         return self.offset
 
 
-def parse_event_page(content: bytes) -> tuple[EventColumns, bool] | tuple[Any, list[bytes | None] | None]:
+def parse_event_page(content: bytes) -> tuple[EventColumns, bool] | tuple[Any, Texts | None]:
     """The typed decode of an event page (its columns and ``has_more``), or the generic parse with each payload's
-    raw text."""
+    and proofs' raw text."""
     decoded = decode_event_page(content)
     if decoded is not None:
         return decoded
-    return exactjson.loads(content), raw_payloads(content)
+    return exactjson.loads(content), raw_texts(content)
 
 
 class WireEventPaginator(EventCursorPaginator):
@@ -309,16 +311,14 @@ class WireEventPaginator(EventCursorPaginator):
         if not isinstance(body[0], EventColumns):
             super().check(body[0])
 
-    def read(self, body: Any, request: Params) -> tuple[EventColumns, bool] | tuple[Page, list[bytes | None] | None]:
+    def read(self, body: Any, request: Params) -> tuple[EventColumns, bool] | tuple[Page, Texts | None]:
         """The decoded page as it is, or the generic envelope checked, with the payload texts."""
         if isinstance(body[0], EventColumns):
             return body
         parsed, texts = body
         return super().read(parsed, request), texts
 
-    def turn(
-        self, read: tuple[EventColumns, bool] | tuple[Page, list[bytes | None] | None], request: Params
-    ) -> WireEventPage:
+    def turn(self, read: tuple[EventColumns, bool] | tuple[Page, Texts | None], request: Params) -> WireEventPage:
         """Advance past the page; a :class:`WireEventPage` naming the offset to ask for next."""
         if isinstance(read[0], EventColumns):
             columns, has_more = read
@@ -327,7 +327,7 @@ class WireEventPaginator(EventCursorPaginator):
                 [], has_more, self.path, request, problem=self.problem, next_offset=next_offset, columns=columns
             )
         page, texts = read
-        if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
+        if texts is not None and len(texts[0]) != len(page.records):  # an envelope the two read differently
             texts = None
         next_offset = self.update(page)
         return WireEventPage(
@@ -338,5 +338,5 @@ class WireEventPaginator(EventCursorPaginator):
             rejected=page.rejected,
             problem=self.problem,
             next_offset=next_offset,
-            columns=columns_from_records(page.records, texts),
+            columns=columns_from_records(page.records, *(texts or ())),
         )

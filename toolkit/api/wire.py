@@ -40,6 +40,7 @@ __all__ = [
     "WireProof",
     "decode_event_page",
     "raw_payloads",
+    "raw_texts",
 ]
 
 
@@ -77,15 +78,31 @@ class _RawEventList(Struct):
     data: list[Raw] | UnsetType = UNSET
 
 
-class _RawPayload(Struct):
+class _RawEvent(Struct):
     payload: Raw | UnsetType = UNSET
+    headers: Raw | UnsetType = UNSET
+    proofs: Raw | UnsetType = UNSET
 
 
-def raw_payloads(body: bytes) -> list[bytes | None] | None:
-    """The payload of each object in the page's event array, as the raw JSON text the service sent (``None`` where
-    an event has none), in page order; items that are not objects are skipped, as the generic parse skips them.
-    ``None`` when the page has no event array. Used by the generic path so that a payload is stored as the same
-    text whichever path converted its page."""
+class _RawHeaders(Struct):
+    proofs: Raw | UnsetType = UNSET
+
+
+def _text(raw: Raw | UnsetType) -> bytes | None:
+    text = None if isinstance(raw, UnsetType) else bytes(raw)
+    return None if text == b"null" else text
+
+
+def _is_object(raw: Raw | UnsetType) -> bool:
+    return not isinstance(raw, UnsetType) and bytes(raw).lstrip()[:1] == b"{"
+
+
+def raw_texts(body: bytes) -> tuple[list[bytes | None], list[bytes | None]] | None:
+    """The payload and the proofs of each object in the page's event array, as the raw JSON texts the service sent
+    (``None`` where an event has none), in page order; items that are not objects are skipped, as the generic parse
+    skips them. The proofs are ``headers.proofs`` (a top-level ``proofs`` where the headers hold none, as the
+    generic parse reads them). ``None`` when the page has no event array. Used by the generic path so that an event
+    is stored as the same texts whichever path converted its page."""
     try:
         page = msgspec.json.decode(body, type=_RawEventList)
     except (msgspec.DecodeError, RecursionError):
@@ -93,14 +110,27 @@ def raw_payloads(body: bytes) -> list[bytes | None] | None:
     items = page.events if not isinstance(page.events, UnsetType) else page.data
     if isinstance(items, UnsetType):
         return None
-    out: list[bytes | None] = []
+    payloads: list[bytes | None] = []
+    proofs: list[bytes | None] = []
     for item in items:
-        if bytes(item).lstrip()[:1] != b"{":
+        if not _is_object(item):
             continue
         try:
-            payload = msgspec.json.decode(item, type=_RawPayload).payload
+            event = msgspec.json.decode(item, type=_RawEvent)
         except (msgspec.DecodeError, RecursionError):
-            payload = UNSET
-        text = None if isinstance(payload, UnsetType) else bytes(payload)
-        out.append(None if text == b"null" else text)
-    return out
+            event = _RawEvent()
+        proof = UNSET
+        if _is_object(event.headers):
+            try:
+                proof = msgspec.json.decode(event.headers, type=_RawHeaders).proofs
+            except (msgspec.DecodeError, RecursionError):
+                proof = UNSET
+        payloads.append(_text(event.payload))
+        proofs.append(_text(event.proofs if isinstance(proof, UnsetType) else proof))
+    return payloads, proofs
+
+
+def raw_payloads(body: bytes) -> list[bytes | None] | None:
+    """The payloads of :func:`raw_texts`."""
+    texts = raw_texts(body)
+    return None if texts is None else texts[0]

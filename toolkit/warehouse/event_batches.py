@@ -136,10 +136,10 @@ def events_batch(
     *,
     channel_id: str | None,
     payload_texts: Sequence[bytes | None] | None = None,
+    proof_texts: Sequence[bytes | None] | None = None,
     stream_channel: bool = False,
 ) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
     """Events of any shape as a record batch (see :func:`columns_batch` and
     :func:`~toolkit.event_wire.columns_from_records`)."""
-    return columns_batch(
-        columns_from_records(records, payload_texts), channel_id=channel_id, stream_channel=stream_channel
-    )
+    columns = columns_from_records(records, payload_texts, proof_texts)
+    return columns_batch(columns, channel_id=channel_id, stream_channel=stream_channel)
