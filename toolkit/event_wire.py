@@ -17,6 +17,7 @@ the warehouse in one shape whichever way it was read, :class:`EventColumns`:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -171,7 +172,7 @@ class EventColumns:
             raise ValueError("only clean (typed, nothing rejected) columns are concatenated")
 
         def joined(get: Any) -> list[Any]:
-            return [value for part in parts for value in get(part)]
+            return list(itertools.chain.from_iterable(map(get, parts)))
 
         return EventColumns(
             event_ids=joined(attrgetter("event_ids")),

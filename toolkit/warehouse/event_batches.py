@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from .. import spec
 from ..event_wire import ONLY_FOR_TYPE, EventColumns, columns_from_records, json_text
-from .arrow import EVENTS, RejectedRecord, _build_column
+from .arrow import EVENTS, TIMESTAMP, UTC_SECONDS, Column, RejectedRecord, _build_column
 
 Record = dict[str, Any]
 _S = pa.string()
@@ -42,8 +42,16 @@ def _texts(values: Sequence[Any], *, checked: bool) -> pa.Array:
     """JSON texts (bytes) as a string array; ``checked``: known valid UTF-8 and none missing, so not copied one by
     one."""
     if checked:
-        return _text_array(b"".join(values), [len(v) for v in values])
+        return _text_array(b"".join(values), list(map(len, values)))
     return pa.array([None if v is None else bytes(v) for v in values], _S)
+
+
+def _typed_column(col: Column, values: Sequence[Any]) -> pa.Array:
+    """A column of values known to be of its type (the typed decode): built without inferring or checking them."""
+    if col.kind == "text":
+        return pa.array(values, _S)
+    array = pa.array(values, pa.int64())
+    return array.cast(UTC_SECONDS).cast(TIMESTAMP) if col.kind == "ts" else array
 
 
 def columns_batch(
@@ -87,8 +95,10 @@ def columns_batch(
     if cols.subjects is not None:
         values["subject_id"] = pick(cols.subjects)
     invalid: dict[int, dict[str, Any]] = {}
-    # built in table order, so that ``extra._invalid`` names a row's fields in that order
-    arrays = {c.name: _build_column(c, values[c.name], invalid) for c in EVENTS.columns if c.name in values}
+    # built in table order, so that ``extra._invalid`` names a row's fields in that order; typed columns hold only
+    # values of their column's type, so they need no check
+    build = _typed_column if cols.typed else (lambda c, v: _build_column(c, v, invalid))
+    arrays = {c.name: build(c, values[c.name]) for c in EVENTS.columns if c.name in values}
     types = arrays["type"]
     for name, kind in ONLY_FOR_TYPE.items():
         arrays[name] = pc.if_else(pc.equal(types, kind), arrays[name], pa.nulls(n, _S))
