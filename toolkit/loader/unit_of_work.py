@@ -42,7 +42,7 @@ T = TypeVar("T")
 #: (each writes and syncs the WAL). A crash loses at most this much work, never data, since every cursor is
 #: committed with the rows it covers. DuckDB holds a transaction's rows in memory until its commit, so this bounds
 #: the sync's peak too: 30,000 events (about 1.4 KB each) peak at about 370 MB where 50,000 reached 410 MB, at the
-#: same CPU-seconds (benchmarks/cpu_bench.py, 200,000 events); 20,000 cost more CPU (the patch and the models slower).
+#: same CPU-seconds (benchmarks/cpu_bench.py, 200,000 events); 20,000 cost more CPU in the same runs.
 TRANSACTION_ROWS = 30_000
 
 
