@@ -64,6 +64,47 @@ t0 = time.perf_counter()
 from toolkit.config import Settings
 from toolkit.loader import sync
 settings = Settings.load(base_url=sys.argv[1], api_key=sys.argv[2], warehouse=sys.argv[3], environ={})
+# CPU seconds of the whole process (every thread: DuckDB's too) and resident MB at the end of each phase
+import toolkit.loader.run as run_module
+phase_cpu, phase_rss, last_end = {}, {}, [0.0]
+_timed = run_module.Run.timed
+def timed(self, name, work):
+    cpu = time.process_time()
+    outer, current[0] = current[0], name
+    try:
+        return _timed(self, name, work)
+    finally:
+        phase_cpu[name] = round(phase_cpu.get(name, 0) + time.process_time() - cpu, 2)
+        phase_cpu["(imports and opening)"] = phase_cpu.get("(imports and opening)", round(cpu, 2))
+        last_end[0] = time.process_time()
+        current[0] = outer if outer != "(opening)" else "(after the phases: models, checkpoint, audit)"
+        with open("/proc/self/status") as status:
+            phase_rss[name] = next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) // 1024
+run_module.Run.timed = timed
+# CPU seconds of the writer thread (the unit of work's: DuckDB runs there, SYNC_THREADS = 1), by phase
+from toolkit.warehouse import writer as writer_module
+writer_cpu, current = {}, ["(opening)"]
+_submit = writer_module.Writer.submit
+def submit(self, work):
+    phase = current[0]
+    def measured():
+        cpu = time.thread_time()
+        try:
+            work()
+        finally:
+            writer_cpu[phase] = writer_cpu.get(phase, 0) + time.thread_time() - cpu
+    _submit(self, measured)
+writer_module.Writer.submit = submit
+# the highest resident MB seen in each phase (sampled every 20 ms)
+import threading
+phase_peak = {}
+def sample():
+    while True:
+        with open("/proc/self/status") as status:
+            rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) // 1024
+        phase_peak[current[0]] = max(phase_peak.get(current[0], 0), rss)
+        time.sleep(0.02)
+threading.Thread(target=sample, daemon=True).start()
 if len(sys.argv) > 4:
     import cProfile
     profiler = cProfile.Profile()
@@ -71,8 +112,11 @@ if len(sys.argv) > 4:
     profiler.dump_stats(sys.argv[4])
 else:
     r = sync(settings, quiet=True)
+phase_cpu["(after the phases: models, checkpoint, audit)"] = round(time.process_time() - last_end[0], 2)
 print(json.dumps({"seconds": r.seconds, "wall": time.perf_counter() - t0, "requests": r.requests,
-                  "rows": dict(r.rows), "phases": r.phases, "outcome": r.outcome, "peak_mb": peak_rss_mb()}))
+                  "rows": dict(r.rows), "phases": r.phases, "outcome": r.outcome, "peak_mb": peak_rss_mb(),
+                  "phase_cpu": phase_cpu, "phase_rss_mb": phase_rss,
+                  "writer_cpu": {k: round(v, 2) for k, v in writer_cpu.items()}, "phase_peak_mb": phase_peak}))
 """
 )
 
@@ -281,6 +325,10 @@ def main(argv: list[str] | None = None) -> None:
                     f"events/s; process wall {sync['wall']:.2f}s with imports; peak RSS {sync['peak_mb']:.0f} MB"
                 )
                 print(f"  phases (s): {sync['phases']}")
+                print(f"  phases (CPU-s, all threads; nested phases counted in theirs too): {sync['phase_cpu']}")
+                print(f"  of which on the writer thread (DuckDB; CPU-s): {sync['writer_cpu']}")
+                print(f"  resident MB at the end of each phase: {sync['phase_rss_mb']}")
+                print(f"  highest resident MB in each phase (innermost): {sync['phase_peak_mb']}")
                 base_cpu = (before_cpu + after_cpu) / 2
                 print(
                     f"  CPU seconds: baseline {base_cpu:.2f}, sync {sync['cpu']:.2f} (process, imports included) = "
@@ -303,7 +351,8 @@ def main(argv: list[str] | None = None) -> None:
                     print(
                         f"  compared: the toolkit in {args.compare} synced in {other['seconds']:.2f}s "
                         f"({base / other['seconds']:.2f}x), CPU {other['cpu']:.2f}s, "
-                        f"peak RSS {other['peak_mb']:.0f} MB; phases (s): {other['phases']}",
+                        f"peak RSS {other['peak_mb']:.0f} MB; phases (s): {other['phases']}; phases (CPU-s): "
+                        f"{other.get('phase_cpu')}",
                         flush=True,
                     )
             print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}")

@@ -43,7 +43,14 @@ PLANNED_MODULES = {"toolkit.loader"}
 #: The foundation every layer may use: the service's vocabulary, errors, settings, times, signals, file writing and
 #: text for terminals. It imports nothing of the toolkit but itself.
 FOUNDATION = ("toolkit.spec", "toolkit.errors", "toolkit.config", "toolkit.times", "toolkit.signals")
-FOUNDATION_EXTRA = ("toolkit.atomic", "toolkit.display", "toolkit.streams", "toolkit.present", "toolkit.registry")
+FOUNDATION_EXTRA = (
+    "toolkit.atomic",
+    "toolkit.display",
+    "toolkit.streams",
+    "toolkit.present",
+    "toolkit.registry",
+    "toolkit.event_wire",
+)
 #: The toolkit's layers above the foundation, by package or module.
 SYNC = ("toolkit.sync", "toolkit.loader")
 ANALYSIS = ("toolkit.metrics", "toolkit.report", "toolkit.plots", "toolkit.dashboard_app", "toolkit.known_values")

@@ -111,15 +111,14 @@ def test_wire_pages_decode_documented_pages_and_parse_others_keeping_the_payload
     with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=httpx.MockTransport(handler)) as client:
         pages = list(client.event_wire_pages("c1"))
     fast, careful = pages
-    assert [len(fast.decoded), len(careful.records)] == [200, 100]
-    assert fast.decoded is not None and careful.decoded is None
-    assert [e.event_id for e in fast.decoded.events] == [f"e{i}" for i in range(200)]
-    assert fast.decoded.payloads[0].status == "accepted"
-    blob, sizes = fast.decoded.payload_texts()
-    first = blob[: sizes[0]]
-    assert first == b'{\n    "status": "accepted"\n   }'  # verbatim, not re-serialised
-    assert [r["event_id"] for r in careful.records] == [f"e{i}" for i in range(200, 300)]
-    assert careful.payload_texts[50] == b'{\n    "status": "accepted"\n   }'
+    assert [len(fast.columns), len(careful.columns)] == [200, 100]
+    assert fast.columns.typed and not careful.columns.typed  # one shape, two ways of reading it
+    assert fast.columns.event_ids == [f"e{i}" for i in range(200)]
+    assert fast.columns.fields["status"][0] == "accepted"
+    assert bytes(fast.columns.payloads[0]) == b'{\n    "status": "accepted"\n   }'  # verbatim, not re-serialised
+    assert careful.columns.event_ids == [f"e{i}" for i in range(200, 300)]
+    assert careful.columns.payloads[50] == b'{\n    "status": "accepted"\n   }'
+    assert careful.columns.extras[50] == {"headers": {"region": "eu"}}
     assert (fast.next_offset, careful.next_offset) == (200, 300)
 
 

@@ -53,7 +53,7 @@ def test_every_event_is_read_whatever_the_order_within_pages() -> None:
     with Client("https://service.test/v1", TEST_KEY, transport=shuffled_search(events, seen)) as client:
         filters = {"type": ["operation.status", "query.status"], "created.gte": 1_700_000_100, "created.lt": None}
         pages = list(search_wire_pages(client, "c1", filters))
-    got = [e.event_id for p in pages for e in (p.decoded.events if p.decoded else [])]
+    got = [i for p in pages for i in (p.columns.event_ids if p.columns else [])]
     want = [e["event_id"] for e in events if e["headers"]["type"] != "watcher.event" and e["headers"]["offset"] >= 100]
     assert sorted(got) == sorted(want) and len(got) == len(set(got))
     assert len(seen) == -(-len(want) // 200)  # one request per page, none repeated

@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolkit import spec
-from toolkit.api.wire import decode_event_page, merge_decoded, raw_payloads
+from toolkit.api.wire import decode_event_page, raw_texts
+from toolkit.event_wire import EventColumns
 from toolkit.warehouse import RAW_TABLES, to_batch
-from toolkit.warehouse.event_batches import events_batch, wire_events_batch
+from toolkit.warehouse.event_batches import columns_batch, events_batch
 
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -82,15 +83,22 @@ def page_body(records, *, pretty: bool) -> bytes:
     return json.dumps(page, ensure_ascii=False).encode() if pretty else orjson.dumps(page)
 
 
+def texts_of(body: bytes) -> dict:
+    """The careful path's raw texts of a page, as the paginator passes them."""
+    payloads, proofs = raw_texts(body)
+    return {"payload_texts": payloads, "proof_texts": proofs}
+
+
 @PROFILE
 @given(st.lists(events(documented=True), max_size=20), st.booleans())
 def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
     body = page_body(records, pretty=pretty)
     decoded = decode_event_page(body)
     assert decoded is not None, "a page in the documented shape takes the fast path"
-    fast, fast_rejected = wire_events_batch(decoded, channel_id="ch")
+    assert decoded[0].typed
+    fast, fast_rejected = columns_batch(decoded[0], channel_id="ch", stream_channel=True)
     careful, careful_rejected = events_batch(
-        orjson.loads(body)["events"], channel_id="ch", stream_channel=True, payload_texts=raw_payloads(body)
+        orjson.loads(body)["events"], channel_id="ch", stream_channel=True, **texts_of(body)
     )
     assert fast.schema == careful.schema
     assert fast.to_pylist() == careful.to_pylist()
@@ -99,6 +107,10 @@ def test_fast_and_careful_event_paths_agree(records, pretty) -> None:
         fast.to_pylist(), (r["payload"] for r in {r["event_id"]: r for r in records}.values()), strict=True
     ):
         assert json.loads(row["payload"]) == text  # the payload text is the one sent, whatever its spacing
+    sent = {r["event_id"]: r["headers"]["proofs"] for r in records}
+    for row in fast.to_pylist():  # the proofs too: stored as sent (spaces and all), never serialised again
+        proofs = sent[row["event_id"]]
+        assert row["proofs"] == (json.dumps(proofs, ensure_ascii=False) if pretty else orjson.dumps(proofs).decode())
 
 
 @PROFILE
@@ -108,14 +120,14 @@ def test_pages_converted_together_equal_one_page_holding_them_all(pages, pretty,
     # record seen twice) is stored once, as its last copy, exactly as if one page had held every event in order
     if len(pages) > 1 and pages[0] and data.draw(st.booleans()):
         pages[-1].append({**pages[0][0], "payload": {"status": "seen again"}})
-    parts = [decode_event_page(page_body(records, pretty=pretty)) for records in pages]
-    assert all(part is not None for part in parts)
-    merged, merged_rejected = wire_events_batch(merge_decoded(parts), channel_id="ch")
-    whole = decode_event_page(page_body([r for records in pages for r in records], pretty=pretty))
-    expected, expected_rejected = wire_events_batch(whole, channel_id="ch")
+    decoded = [decode_event_page(page_body(records, pretty=pretty)) for records in pages]
+    assert all(part is not None for part in decoded)
+    parts = [columns for columns, _ in decoded]
+    merged, merged_rejected = columns_batch(EventColumns.concat(parts), channel_id="ch", stream_channel=True)
+    whole, _ = decode_event_page(page_body([r for records in pages for r in records], pretty=pretty))
+    expected, expected_rejected = columns_batch(whole, channel_id="ch", stream_channel=True)
     assert merged.to_pylist() == expected.to_pylist()
     assert [str(r) for r in merged_rejected] == [str(r) for r in expected_rejected]
-    assert merge_decoded(parts).has_more is parts[-1].has_more
 
 
 @PROFILE
@@ -132,10 +144,8 @@ def test_pages_in_another_shape_take_the_careful_path(records) -> None:
     if any("surprise" in r for r in records):
         assert decoded is None, "an unknown field must reach the careful path, which keeps it in extra"
     if decoded is not None:  # every event happened to be documented: both paths must then agree
-        fast, _ = wire_events_batch(decoded, channel_id="ch")
-        careful, _ = events_batch(
-            orjson.loads(body)["events"], channel_id="ch", payload_texts=raw_payloads(body), stream_channel=True
-        )
+        fast, _ = columns_batch(decoded[0], channel_id="ch", stream_channel=True)
+        careful, _ = events_batch(orjson.loads(body)["events"], channel_id="ch", stream_channel=True, **texts_of(body))
         assert fast.to_pylist() == careful.to_pylist()
 
 

@@ -21,10 +21,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ..errors import ResponseFormatError
+from ..event_wire import EventColumns, columns_from_records, offset_value
 from . import exactjson
-from .wire import DecodedEvents, decode_event_page, raw_payloads
+from .wire import decode_event_page, raw_texts
 
 Params = dict[str, Any]
+#: The payloads and proofs of a page's events as the raw JSON texts the service sent (:func:`.wire.raw_texts`).
+Texts = tuple[list[bytes | None], list[bytes | None]]
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,11 @@ class EventPage(Page):
 
 @dataclass(frozen=True)
 class WireEventPage(EventPage):
-    """A page of events as the loaders read it: ``decoded`` (typed, payloads as raw text) when the page has exactly
-    the documented shape; otherwise ``records`` (generic dicts) with ``payload_texts``, each payload's raw JSON
-    text in the same order (``None`` where there is none)."""
+    """A page of events as the loaders read it: its events in ``columns``, one shape whichever way the page was
+    read (:class:`~toolkit.event_wire.EventColumns`: typed when the page has exactly the documented shape, else
+    from the generic parse, unknown fields kept); ``records`` stays empty. ``None`` for a page not read."""
 
-    decoded: DecodedEvents | None = None
-    payload_texts: list[bytes | None] | None = None
+    columns: EventColumns | None = None
 
 
 #: The arrays an event list's envelope may hold its events in (WIRE.md's ``events``; ``data`` as API.md has it).
@@ -113,14 +115,7 @@ def _kind(value: Any) -> str:
 def event_offset(event: Mapping[str, Any]) -> int | None:
     """``headers.offset`` of an event as an int, or ``None`` when it is missing or not an integer."""
     headers = event.get("headers")
-    value = headers.get("offset") if isinstance(headers, dict) else None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    return None
+    return offset_value(headers.get("offset")) if isinstance(headers, dict) else None
 
 
 PageT = TypeVar("PageT", bound=Page)
@@ -291,18 +286,19 @@ class EventCursorPaginator(Paginator[EventPage]):
         return self.offset
 
 
-def parse_event_page(content: bytes) -> DecodedEvents | tuple[Any, list[bytes | None] | None]:
-    """The typed decode of an event page, or the generic parse with each payload's raw text."""
+def parse_event_page(content: bytes) -> tuple[EventColumns, bool] | tuple[Any, Texts | None]:
+    """The typed decode of an event page (its columns and ``has_more``), or the generic parse with each payload's
+    and proofs' raw text."""
     decoded = decode_event_page(content)
     if decoded is not None:
         return decoded
-    return exactjson.loads(content), raw_payloads(content)
+    return exactjson.loads(content), raw_texts(content)
 
 
 class WireEventPaginator(EventCursorPaginator):
     """The event log's message-offset paging as the loaders read it: a page in the documented shape is decoded
-    straight from the bytes (:class:`~.wire.DecodedEvents`), any other is parsed generically with each payload's raw
-    JSON text kept beside it."""
+    straight from the bytes, any other is parsed generically with each payload's raw JSON text kept beside it; both
+    are put in the same columns here (:class:`~toolkit.event_wire.EventColumns`)."""
 
     parse = staticmethod(parse_event_page)
 
@@ -312,35 +308,35 @@ class WireEventPaginator(EventCursorPaginator):
 
     def check(self, body: Any) -> None:
         """A decoded page has the documented shape; the generic parse is checked as an event envelope."""
-        if not isinstance(body, DecodedEvents):
+        if not isinstance(body[0], EventColumns):
             super().check(body[0])
 
-    def read(self, body: Any, request: Params) -> DecodedEvents | tuple[Page, list[bytes | None] | None]:
+    def read(self, body: Any, request: Params) -> tuple[EventColumns, bool] | tuple[Page, Texts | None]:
         """The decoded page as it is, or the generic envelope checked, with the payload texts."""
-        if isinstance(body, DecodedEvents):
+        if isinstance(body[0], EventColumns):
             return body
         parsed, texts = body
         return super().read(parsed, request), texts
 
-    def turn(self, read: DecodedEvents | tuple[Page, list[bytes | None] | None], request: Params) -> WireEventPage:
+    def turn(self, read: tuple[EventColumns, bool] | tuple[Page, Texts | None], request: Params) -> WireEventPage:
         """Advance past the page; a :class:`WireEventPage` naming the offset to ask for next."""
-        if isinstance(read, DecodedEvents):
-            highest = max((e.headers.offset for e in read.events), default=None)
-            next_offset = self.advance(highest, read.has_more)
+        if isinstance(read[0], EventColumns):
+            columns, has_more = read
+            next_offset = self.advance(max(columns.offsets, default=None), has_more)
             return WireEventPage(
-                [], read.has_more, self.path, request, problem=self.problem, next_offset=next_offset, decoded=read
+                [], has_more, self.path, request, problem=self.problem, next_offset=next_offset, columns=columns
             )
         page, texts = read
-        if texts is not None and len(texts) != len(page.records):  # an envelope the two read differently
+        if texts is not None and len(texts[0]) != len(page.records):  # an envelope the two read differently
             texts = None
         next_offset = self.update(page)
         return WireEventPage(
-            page.records,
+            [],
             page.has_more,
             self.path,
             request,
             rejected=page.rejected,
             problem=self.problem,
             next_offset=next_offset,
-            payload_texts=texts,
+            columns=columns_from_records(page.records, *(texts or ())),
         )

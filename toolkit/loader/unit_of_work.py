@@ -40,8 +40,10 @@ T = TypeVar("T")
 
 #: Rows written before the open transaction is committed: a few large commits cost less than many small ones
 #: (each writes and syncs the WAL). A crash loses at most this much work, never data, since every cursor is
-#: committed with the rows it covers.
-TRANSACTION_ROWS = 50_000
+#: committed with the rows it covers. DuckDB holds a transaction's rows in memory until its commit, so this bounds
+#: the sync's peak too: 30,000 events (about 1.4 KB each) peak at about 370 MB where 50,000 reached 410 MB, at the
+#: same CPU-seconds (benchmarks/cpu_bench.py, 200,000 events); 20,000 cost more CPU in the same runs.
+TRANSACTION_ROWS = 30_000
 
 
 @dataclass(frozen=True)

@@ -1,189 +1,144 @@
-"""Event pages -> record batches of the ``events`` table, by one of two paths with the same schema and rules.
+"""Events -> record batches of the ``events`` table: one converter, :func:`columns_batch`.
 
-- :func:`wire_events_batch`, the fast path: a page the API layer decoded in the documented shape (typed structs,
-  payloads as raw JSON text). Columns come from attribute lists, and the payload column is built from the raw
-  texts without parsing or serialising them again.
-- :func:`events_batch`, the careful path: generic dicts of any shape, value by value. Unknown fields go to
-  ``extra`` (``headers`` extras under ``extra.headers``), a value of the wrong type is NULL in its column and kept
-  in ``extra._invalid`` under its wire path, and an event without a usable ``event_id`` is rejected by name.
+Whichever way a page of events was read, it arrives here as :class:`~toolkit.event_wire.EventColumns` (the typed
+decode of a page in the documented shape, or the generic parse of any other; see :mod:`toolkit.event_wire`). Each
+column's values are checked against its kind: a value of the wrong type is NULL in its column and kept in
+``extra._invalid`` under its wire path; unknown fields go to ``extra`` (``headers`` extras under ``extra.headers``).
+Payloads are stored as the text the service sent, never serialised again, so an event is stored identically
+whichever way its page was read. The last copy of an ``event_id`` wins.
 
-Both store the payload as the text the service sent when it is known, so an event is stored identically whichever
-path its page took. Within a page the last copy of an ``event_id`` wins.
+:func:`events_batch` converts generic records (``to_batch("events", ...)``, tests, benchmarks) the same way.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import spec
-from .arrow import EVENTS, TIMESTAMP, UTC_SECONDS, RejectedRecord, _build_column, _json_text, _key_problem
+from ..event_wire import ONLY_FOR_TYPE, EventColumns, columns_from_records, json_text
+from .arrow import EVENTS, TIMESTAMP, UTC_SECONDS, Column, RejectedRecord, _build_column
 
 Record = dict[str, Any]
 _S = pa.string()
-_EVENT_TOP = frozenset({"event_id", "headers", "payload", "type", "event_hash", "proofs", "channel_id"})
-_EMPTY: dict[str, Any] = {}
-_PAYLOAD_TEXT_FIELDS = (
-    "status",
-    "status_reason",
-    "operation_id",
-    "query_id",
-    "watcher_id",
-    "wallet_id",
-    "chain_selector",
-    "address",
-    "event_hash",
-)
-#: Columns filled only for the event type that names that kind of subject.
-_ONLY_FOR_TYPE = {"operation_id": "operation.status", "query_id": "query.status", "wallet_id": "wallet.status"}
-
-
-# ---- the fast path: typed structs decoded from the wire ---------------------------------------------------------
-
-
-def _first_signature_count(proofs: Sequence[Any]) -> int | None:
-    for proof in proofs:
-        if type(proof.signatures) is list:
-            return len(proof.signatures)
-    return None
-
-
-def _compact(raw: bytes) -> bytes:
-    """A JSON text as the careful path writes it (orjson, compact), so both paths store proofs alike."""
-    try:
-        return orjson.dumps(orjson.loads(raw))
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError):
-        return raw
+#: Wire paths of the nested fields, for ``extra._invalid``.
+_WIRE_PATHS = {"offset": "headers.offset", "ts": "payload.timestamp", "type": "headers.type"}
 
 
 def _text_array(blob: bytes, sizes: Sequence[int]) -> pa.Array:
     """A string array over concatenated texts, without copying each one into a Python object."""
-    offsets = pa.array(list(itertools.accumulate(sizes, initial=0)), pa.int32()) if len(blob) < 2**31 else None
-    if offsets is None:  # a page over 2 GB of payloads: large offsets
+    if len(blob) >= 2**31:  # over 2 GB of text: large offsets
         big = pa.array(list(itertools.accumulate(sizes, initial=0)), pa.int64())
         return pa.LargeStringArray.from_buffers(len(sizes), big.buffers()[1], pa.py_buffer(blob)).cast(_S)
+    offsets = pa.array(list(itertools.accumulate(sizes, initial=0)), pa.int32())
     return pa.StringArray.from_buffers(len(sizes), offsets.buffers()[1], pa.py_buffer(blob))
 
 
-def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
-    """The events of a page decoded in the documented shape (see :mod:`toolkit.api.wire`) as a record batch."""
-    events, payloads, proof_lists = decoded.events, decoded.payloads, decoded.proofs
-    payload_texts = _text_array(*decoded.payload_texts())
-    ids = [e.event_id for e in events]
-    kept = dict(zip(ids, range(len(ids)), strict=True))
-    rejected: list[RejectedRecord] = []
-    blank = [k for k in kept if not k.strip()]
-    if blank or len(kept) != len(ids):
-        for key in blank:
-            del kept[key]
-        for i, key in enumerate(ids):
-            if not key.strip():  # every copy is reported, as the careful path does
-                rejected.append(
-                    RejectedRecord(
-                        "events",
-                        i,
-                        "event_id",
-                        _key_problem(key) or "is empty",
-                        key=f"offset {events[i].headers.offset}",
-                    )
-                )
-        order = sorted(kept.values())
-        events = [events[i] for i in order]
-        payloads = [payloads[i] for i in order]
-        proof_lists = [proof_lists[i] for i in order]
-        ids = [e.event_id for e in events]
-        payload_texts = payload_texts.take(pa.array(order, pa.int64()))
-    n = len(events)
-    heads = [e.headers for e in events]
-    types = pa.array([h.type for h in heads], _S)
-    fields = {name: pa.array(list(map(attrgetter(name), payloads)), _S) for name in _PAYLOAD_TEXT_FIELDS}
-    for name, kind in _ONLY_FOR_TYPE.items():
-        fields[name] = pc.if_else(pc.equal(types, kind), fields[name], pa.nulls(n, _S))
-    subject = (
-        pc.case_when(
-            pc.make_struct(*(pc.fill_null(pc.equal(types, t), False) for t in spec.EVENT_SUBJECT_FIELD)),
-            *(fields[f] for f in spec.EVENT_SUBJECT_FIELD.values()),
+def _texts(values: Sequence[Any], *, checked: bool) -> pa.Array:
+    """JSON texts (bytes) as a string array; ``checked``: known valid UTF-8 and none missing, so not copied one by
+    one."""
+    if checked:
+        return _text_array(b"".join(values), list(map(len, values)))
+    return pa.array([None if v is None else bytes(v) for v in values], _S)
+
+
+def _typed_column(col: Column, values: Sequence[Any]) -> pa.Array:
+    """A column of values known to be of its type (the typed decode): built without inferring or checking them."""
+    if col.kind == "text":
+        return pa.array(values, _S)
+    array = pa.array(values, pa.int64())
+    return array.cast(UTC_SECONDS).cast(TIMESTAMP) if col.kind == "ts" else array
+
+
+def columns_batch(
+    cols: EventColumns, *, channel_id: str | None, stream_channel: bool = False
+) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
+    """Events in columns as a record batch of the ``events`` table, plus the events rejected (each by name).
+
+    ``channel_id`` fills in events that name no channel; with ``stream_channel`` it is the channel whose log the
+    events came from and is stored for every event (an event's own differing ``channel_id`` is kept in ``extra``).
+    """
+    rejected = [RejectedRecord("events", r.index, r.field, r.reason, key=r.key) for r in cols.rejected]
+    rows: list[int] | None = cols.kept
+    ids = cols.event_ids if rows is None else [cols.event_ids[i] for i in rows]
+    last = dict(zip(ids, range(len(ids)), strict=True))
+    if len(last) < len(ids):  # an event seen twice (pages converted together): its last copy is stored
+        order = sorted(last.values())
+        rows = order if rows is None else [rows[i] for i in order]
+        ids = [ids[i] for i in order]
+
+    def pick(values: Sequence[Any]) -> Sequence[Any]:
+        return values if rows is None else [values[i] for i in rows]
+
+    n = len(ids)
+    stream = stream_channel and channel_id is not None
+    named = cols.channel_ids or {}
+    positions = range(len(cols)) if rows is None else rows
+    if stream or not named:
+        channels: Sequence[Any] = [channel_id] * n
+    else:
+        channels = [named.get(i, channel_id) for i in positions]
+    values: dict[str, Sequence[Any]] = {
+        "event_id": ids,
+        "channel_id": channels,
+        "type": pick(cols.types),
+        "offset": pick(cols.offsets),
+        "ts": pick(cols.timestamps),
+        **{name: pick(v) for name, v in cols.fields.items()},
+        "proof_count": pick(cols.proof_counts),
+        "signature_count": pick(cols.signature_counts),
+    }
+    if cols.subjects is not None:
+        values["subject_id"] = pick(cols.subjects)
+    invalid: dict[int, dict[str, Any]] = {}
+    # built in table order, so that ``extra._invalid`` names a row's fields in that order; typed columns hold only
+    # values of their column's type, so they need no check
+    build = _typed_column if cols.typed else (lambda c, v: _build_column(c, v, invalid))
+    arrays = {c.name: build(c, values[c.name]) for c in EVENTS.columns if c.name in values}
+    types = arrays["type"]
+    for name, kind in ONLY_FOR_TYPE.items():
+        arrays[name] = pc.if_else(pc.equal(types, kind), arrays[name], pa.nulls(n, _S))
+    if "subject_id" not in arrays:
+        arrays["subject_id"] = (
+            pc.case_when(
+                pc.make_struct(*(pc.fill_null(pc.equal(types, t), False) for t in spec.EVENT_SUBJECT_FIELD)),
+                *(arrays[f] for f in spec.EVENT_SUBJECT_FIELD.values()),
+            )
+            if n
+            else pa.nulls(0, _S)
         )
-        if n
-        else pa.nulls(0, _S)
-    )
-    proofs = proof_lists
-    proof_texts = [_compact(bytes(h.proofs)) for h in heads]
-    arrays = [
-        pa.array(ids, _S),
-        pa.array([channel_id] * n, _S),
-        types,
-        pa.array([h.offset for h in heads], pa.int64()),
-        pa.array([p.timestamp for p in payloads], pa.int64()).cast(UTC_SECONDS).cast(TIMESTAMP),
-        fields["status"],
-        fields["status_reason"],
-        subject,
-        fields["operation_id"],
-        fields["query_id"],
-        fields["watcher_id"],
-        fields["wallet_id"],
-        fields["chain_selector"],
-        fields["address"],
-        fields["event_hash"],
-        pa.array([len(x) for x in proofs], pa.int64()),
-        pa.array([_first_signature_count(x) if x else None for x in proofs], pa.int64()),
-        _text_array(b"".join(proof_texts), [len(t) for t in proof_texts]),
-        payload_texts,
-        pa.nulls(n, _S),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema), rejected
+    proofs, payloads = pick(cols.proofs), pick(cols.payloads)
+    arrays["proofs"] = _texts(proofs, checked=cols.typed)
+    arrays["payload"] = _texts(payloads, checked=cols.typed)
+    arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
+    columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
+    return pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema), rejected
 
 
-# ---- the careful path: generic dicts, value by value --------------------------------------------------------------
-
-
-def _signature_count_of(proofs: Any) -> int | None:
-    if not proofs or not isinstance(proofs, list):
-        return None
-    for proof in proofs:
-        if isinstance(proof, dict) and "signatures" in proof:
-            sigs = proof["signatures"]
-            return len(sigs) if isinstance(sigs, list) else None
-    return None
-
-
-def _event_columns(rows: Sequence[Record], channel_id: Any, *, stream: bool) -> list[list[Any]]:
-    """The event table's columns but ``payload``, each built by one list comprehension."""
-    heads = [h if type(h) is dict else _EMPTY for h in (r.get("headers") for r in rows)]
-    pays = [p if type(p) is dict else _EMPTY for p in (r.get("payload") for r in rows)]
-    types = [h.get("type") if "type" in h else r.get("type") for h, r in zip(heads, rows, strict=True)]
-    proofs = [h.get("proofs") if "proofs" in h else r.get("proofs") for h, r in zip(heads, rows, strict=True)]
-    subject = spec.EVENT_SUBJECT_FIELD
-
-    def only(kind: str, field: str) -> list[Any]:
-        return [p.get(field) if t == kind else None for p, t in zip(pays, types, strict=True)]
-
-    return [
-        [r.get("event_id") for r in rows],
-        [channel_id] * len(rows) if stream else [r.get("channel_id", channel_id) for r in rows],
-        types,
-        [h.get("offset") for h in heads],
-        [p.get("timestamp") for p in pays],
-        [p.get("status") for p in pays],
-        [p.get("status_reason") for p in pays],
-        [p.get(subject[t]) if t in subject else None for p, t in zip(pays, types, strict=True)],
-        only("operation.status", "operation_id"),
-        only("query.status", "query_id"),
-        [p.get("watcher_id") for p in pays],
-        only("wallet.status", "wallet_id"),
-        [p.get("chain_selector") for p in pays],
-        [p.get("address") for p in pays],
-        [p.get("event_hash") if "event_hash" in p else r.get("event_hash") for p, r in zip(pays, rows, strict=True)],
-        [len(x) if type(x) is list else 0 for x in proofs],
-        [_signature_count_of(x) for x in proofs],
-        proofs,
-    ]
+def _extras(
+    cols: EventColumns, positions: Sequence[int], stream: str | None, invalid: dict[int, dict[str, Any]]
+) -> pa.Array:
+    """The ``extra`` column: unknown fields, a differing ``channel_id`` of a stream's event, values not stored as
+    sent (``_invalid``, by wire path)."""
+    named = {i: c for i, c in (cols.channel_ids or {}).items() if c != stream} if stream is not None else {}
+    if cols.extras is None and not named and not invalid:
+        return pa.nulls(len(positions), _S)
+    texts: list[bytes | None] = []
+    for j, i in enumerate(positions):
+        unknown = dict((cols.extras[i] if cols.extras is not None else None) or {})
+        if i in named:  # the stream's channel is stored; the record's own is kept (before its headers, as ever)
+            headers = unknown.pop("headers", None)
+            unknown["channel_id"] = named[i]
+            if headers is not None:
+                unknown["headers"] = headers
+        if j in invalid:
+            unknown["_invalid"] = {_WIRE_PATHS.get(k, k): v for k, v in invalid[j].items()}
+        texts.append(json_text(unknown) if unknown else None)
+    return pa.array(texts, _S)
 
 
 def events_batch(
@@ -191,67 +146,10 @@ def events_batch(
     *,
     channel_id: str | None,
     payload_texts: Sequence[bytes | None] | None = None,
+    proof_texts: Sequence[bytes | None] | None = None,
     stream_channel: bool = False,
 ) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
-    """Events of any shape as a record batch, plus the events rejected for want of a usable ``event_id``.
-
-    ``payload_texts`` (aligned with ``records``) are the payloads as the service sent them; without them a payload
-    is stored as compact JSON. ``channel_id`` fills in events that name no channel; with ``stream_channel`` it is
-    the channel whose log the events came from and is stored for every event (an event's own differing
-    ``channel_id`` field is then kept in ``extra``), as the fast path does.
-    """
-    rejected: list[RejectedRecord] = []
-    kept: dict[str, int] = {}
-    for i, rec in enumerate(records):
-        if not isinstance(rec, dict):
-            rejected.append(RejectedRecord("events", i, "<record>", f"is a {type(rec).__name__}, not an object"))
-            continue
-        key = rec.get("event_id")
-        problem = _key_problem(key)
-        if problem:
-            rejected.append(RejectedRecord("events", i, "event_id", problem, key=_offset_name(rec)))
-            continue
-        kept[str(key)] = i
-    order = sorted(kept.values())
-    rows = [records[i] for i in order]
-    stream = stream_channel and channel_id is not None
-    columns = _event_columns(rows, channel_id, stream=stream)
-    invalid: dict[int, dict[str, Any]] = {}
-    arrays = [_build_column(col, values, invalid) for col, values in zip(EVENTS.columns[:-1], columns, strict=True)]
-
-    def payload_text(row: Record, index: int) -> bytes | None:
-        payload = row.get("payload")
-        if payload is None:
-            return None
-        sent = payload_texts[index] if payload_texts is not None else None
-        return sent if sent is not None else _json_text(payload)
-
-    arrays.append(pa.array([payload_text(r, i) for r, i in zip(rows, order, strict=True)], _S))
-    extras: list[bytes | None] = []
-    for i, rec in enumerate(rows):
-        unknown = {k: v for k, v in rec.items() if k not in _EVENT_TOP} if len(rec) > 3 else {}
-        if stream and rec.get("channel_id", channel_id) != channel_id:
-            unknown["channel_id"] = rec["channel_id"]  # the stream's channel is stored; the record's own is kept
-        headers = rec.get("headers")
-        if isinstance(headers, dict) and len(headers) > 3:
-            more = {k: v for k, v in headers.items() if k not in ("type", "offset", "proofs")}
-            if more:
-                unknown["headers"] = more
-        if i in invalid:
-            unknown["_invalid"] = _invalid_names(invalid[i])
-        extras.append(_json_text(unknown) if unknown else None)
-    arrays.append(pa.array(extras, _S))
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema), rejected
-
-
-def _invalid_names(bad: dict[str, Any]) -> dict[str, Any]:
-    # event columns read nested fields; name them by their wire path
-    paths = {"offset": "headers.offset", "ts": "payload.timestamp", "type": "headers.type"}
-    return {paths.get(k, k): v for k, v in bad.items()}
-
-
-def _offset_name(rec: Record) -> str | None:
-    headers = rec.get("headers")
-    if isinstance(headers, dict) and "offset" in headers:
-        return f"offset {headers['offset']}"
-    return None
+    """Events of any shape as a record batch (see :func:`columns_batch` and
+    :func:`~toolkit.event_wire.columns_from_records`)."""
+    columns = columns_from_records(records, payload_texts, proof_texts)
+    return columns_batch(columns, channel_id=channel_id, stream_channel=stream_channel)

@@ -1,9 +1,10 @@
 """Each channel's event log, read forward from its saved message offset through poll (the event source of a
 normal sync), and the writing of event pages that any event source shares (:func:`event_writes`).
 
-Event pages take the fast path: decoded straight from the bytes as they are fetched into small structs that keep
-each payload as the raw text of the page, then converted to Arrow and written a few thousand rows at a time (one
-conversion per flush costs half as much as one per page).
+Event pages come in columns (:class:`~toolkit.event_wire.EventColumns`), decoded as they are fetched; a channel's
+pages in the documented shape are converted to Arrow together and written a few thousand rows at a time (one
+conversion per flush costs half as much as one per page); any other page is converted alone, so that what it
+rejected or changed is reported with its request.
 
 Another event source (event search over a window, say) builds its own per-channel page streams and cursor, and
 hands them to :func:`event_writes`: batching, conversion, rejected events, the progress bar and stopped walks are
@@ -24,9 +25,9 @@ from ... import spec
 from ...api import WireEventPage
 from ...api.concurrency import prefetch
 from ...api.pages import event_offset
-from ...api.wire import DecodedEvents, merge_decoded
 from ...errors import ChainopsError
-from ...warehouse.event_batches import events_batch, wire_events_batch
+from ...event_wire import EventColumns
+from ...warehouse.event_batches import columns_batch
 from ..context import FetchContext
 from ..unit_of_work import Write
 from .paged import COMMIT_ROWS, tolerant
@@ -73,8 +74,8 @@ def event_writes(ctx: FetchContext, streams: EventStreams, cursor_of: EventCurso
     """Fetch channels' event pages concurrently; yield them converted, a few thousand rows (or
     :data:`COMMIT_EVENT_BYTES`) of one channel at a time, each with ``cursor_of(channel, last page)``. A page with a
     problem stops its channel: nothing of it is stored, and the offsets not read are recorded as a gap."""
-    # per channel: pages decoded in the documented shape (converted together when flushed) or converted batches
-    pending: dict[str, list[DecodedEvents | pa.RecordBatch]] = defaultdict(list)
+    # per channel: clean columns (converted together when flushed) or converted batches
+    pending: dict[str, list[EventColumns | pa.RecordBatch]] = defaultdict(list)
     pending_rows: Counter[str] = Counter()
     pending_bytes: Counter[str] = Counter()
     bar = ctx.progress.bar("events")
@@ -95,12 +96,12 @@ def event_writes(ctx: FetchContext, streams: EventStreams, cursor_of: EventCurso
             if (flushed := flush(cid, page)) is not None:
                 yield flushed
             continue
-        decoded = page.decoded
-        if decoded is not None and all(e.event_id.strip() for e in decoded.events):
-            pending[cid].append(decoded)  # converted on flush, with the channel's other pages
-            rows = len(decoded)
-            pending_bytes[cid] += sum(len(e.payload) for e in decoded.events)
-        else:  # the careful path, or a page with an event to reject (reported with this page's request)
+        columns = page.columns
+        if columns is not None and columns.clean:
+            pending[cid].append(columns)  # converted on flush, with the channel's other pages
+            rows = len(columns)
+            pending_bytes[cid] += columns.payload_bytes
+        else:  # another shape, or a page with an event to reject (reported with this page's request)
             batch = event_batch(ctx, page, cid)
             pending[cid].append(batch)
             rows = batch.num_rows
@@ -176,15 +177,14 @@ def note_stopped(ctx: FetchContext, channel_id: str, page: WireEventPage) -> Non
 
 
 def convert_events(
-    ctx: FetchContext, parts: Sequence[DecodedEvents | pa.RecordBatch], channel_id: str
+    ctx: FetchContext, parts: Sequence[EventColumns | pa.RecordBatch], channel_id: str
 ) -> list[pa.RecordBatch]:
-    """A channel's pending event pages as record batches: each run of decoded pages converted at once."""
+    """A channel's pending event pages as record batches: each run of clean columns converted at once."""
     batches: list[pa.RecordBatch] = []
-    for decoded, run in itertools.groupby(parts, key=lambda part: isinstance(part, DecodedEvents)):
-        if decoded:
-            batch, rejected = wire_events_batch(merge_decoded(list(run)), channel_id=channel_id)
-            ctx.note_rejected(rejected, None)  # none: pages with an event to reject are converted alone
-            batches.append(batch)
+    for clean, run in itertools.groupby(parts, key=lambda part: isinstance(part, EventColumns)):
+        if clean:
+            batch, _ = columns_batch(EventColumns.concat(list(run)), channel_id=channel_id, stream_channel=True)
+            batches.append(batch)  # clean columns reject nothing and hold no value of another type
         else:
             batches.extend(run)
     return batches
@@ -192,12 +192,8 @@ def convert_events(
 
 def event_batch(ctx: FetchContext, page: WireEventPage, channel_id: str) -> pa.RecordBatch:
     """One event page as a record batch of the events table (rejected events noted with the page's request)."""
-    if page.decoded is not None:
-        batch, rejected = wire_events_batch(page.decoded, channel_id=channel_id)
-    else:
-        batch, rejected = events_batch(
-            page.records, channel_id=channel_id, payload_texts=page.payload_texts, stream_channel=True
-        )
+    columns = page.columns if page.columns is not None else EventColumns.empty()
+    batch, rejected = columns_batch(columns, channel_id=channel_id, stream_channel=True)
     ctx.note_rejected(rejected, page)
     ctx.note_invalid("events", batch, page)
     return batch

@@ -18,7 +18,6 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from ...api import WireEventPage
-from ...api.pages import event_offset
 from ..context import FetchContext
 from ..unit_of_work import Write
 from .events import EVENT_PAGE_LIMIT, event_batch
@@ -97,19 +96,13 @@ def _confirmed(state: object) -> dict[tuple[int, int], int]:
 
 def _offsets(page: WireEventPage) -> list[int]:
     """The offsets a page served."""
-    if page.decoded is not None:
-        return [int(e.headers.offset) for e in page.decoded.events]
-    return [int(o) for o in map(event_offset, (r for r in page.records if isinstance(r, dict))) if o is not None]
+    return page.columns.served_offsets() if page.columns is not None else []
 
 
 def _served_twice(ctx: FetchContext, page: WireEventPage, channel_id: str) -> set[int]:
     """Offsets of ``page`` whose event id is served at another offset too (in the page, or where the channel
     stores it)."""
-    if page.decoded is not None:
-        pairs = [(e.event_id, e.headers.offset) for e in page.decoded.events]
-    else:
-        pairs = [(r.get("event_id"), event_offset(r)) for r in page.records if isinstance(r, dict)]
-    pairs = [(i, o) for i, o in pairs if isinstance(i, str) and o is not None]
+    pairs = page.columns.served_ids() if page.columns is not None else []
     if not pairs:
         return set()
     stored = ctx.read(lambda wh: wh.event_offsets(channel_id, {i for i, _ in pairs}))

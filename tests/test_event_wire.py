@@ -1,0 +1,80 @@
+"""The one columnar form of event pages (toolkit/event_wire.py): what each way of reading a page puts in it, and
+what the gap pass and the loader read from it."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from toolkit.api.wire import decode_event_page, raw_texts
+from toolkit.event_wire import EventColumns, columns_from_records
+from toolkit.warehouse.event_batches import columns_batch
+
+
+def _event(i: int, **extra) -> dict:
+    return {
+        "event_id": f"e{i}",
+        "headers": {"type": "operation.status", "offset": i, "proofs": []},
+        "payload": {"operation_id": f"op{i}", "status": "sent", "timestamp": 1_700_000_000 + i},
+        **extra,
+    }
+
+
+def test_a_generic_page_keeps_rejected_events_served_and_stores_only_the_usable_ones() -> None:
+    records = [
+        _event(1),
+        {**_event(2), "event_id": "  "},  # blank id: rejected by name, its offset still served
+        {**_event(3), "event_id": None},  # no id: rejected
+        _event(4, surprise={"kept": True}),  # an unknown field: kept in extra
+        {**_event(5), "headers": {"type": "operation.status", "offset": "6"}},  # digits in a string count as served
+    ]
+    columns = columns_from_records(records)
+    assert not columns.typed and not columns.clean
+    assert columns.served_offsets() == [1, 2, 3, 4, 6]
+    assert columns.served_ids() == [("e1", 1), ("  ", 2), ("e4", 4), ("e5", 6)]
+    batch, rejected = columns_batch(columns, channel_id="c", stream_channel=True)
+    assert [str(r) for r in rejected] == [
+        "events record 'offset 2': field 'event_id' is empty",
+        "events record 'offset 3': field 'event_id' is missing",
+    ]
+    rows = batch.to_pylist()
+    assert [r["event_id"] for r in rows] == ["e1", "e4", "e5"]
+    assert json.loads(rows[1]["extra"]) == {"surprise": {"kept": True}}
+    # converted as a column of integers, and the value sent kept under its wire path
+    assert rows[2]["offset"] == 6 and json.loads(rows[2]["extra"]) == {"_invalid": {"headers.offset": "6"}}
+
+
+def test_a_documented_page_and_its_generic_parse_give_the_same_rows_and_texts() -> None:
+    records = [_event(i) for i in range(1, 4)]
+    records[1]["headers"]["proofs"] = [{"signatures": ["a", "b"], "report": "0x01"}]
+    body = json.dumps({"events": records, "has_more": False}, indent=2).encode()  # spaces the service may send
+    typed, has_more = decode_event_page(body)
+    assert typed.typed and has_more is False
+    payloads, proofs = raw_texts(body)
+    generic = columns_from_records(orjson.loads(body)["events"], payloads, proofs)
+    fast, _ = columns_batch(typed, channel_id="c", stream_channel=True)
+    careful, _ = columns_batch(generic, channel_id="c", stream_channel=True)
+    assert fast.to_pylist() == careful.to_pylist()
+    row = fast.to_pylist()[1]
+    assert row["proof_count"] == 1 and row["signature_count"] == 2 and row["subject_id"] == "op2"
+    # payload and proofs stored as the service sent them, spaces and all
+    for text, sent in ((row["proofs"], records[1]["headers"]["proofs"]), (row["payload"], records[1]["payload"])):
+        assert json.loads(text) == sent and "\n" in text and text.encode() in body
+
+
+def test_clean_pages_converted_together_keep_the_last_copy_of_an_event() -> None:
+    first, _ = decode_event_page(orjson.dumps({"events": [_event(1), _event(2)], "has_more": True}))
+    again = _event(2)
+    again["payload"]["status"] = "confirmed_latest"
+    second, _ = decode_event_page(orjson.dumps({"events": [again, _event(3)], "has_more": False}))
+    batch, rejected = columns_batch(EventColumns.concat([first, second]), channel_id="c", stream_channel=True)
+    assert rejected == []
+    assert [(r["event_id"], r["status"]) for r in batch.to_pylist()] == [
+        ("e1", "sent"),
+        ("e2", "confirmed_latest"),
+        ("e3", "sent"),
+    ]
+    with pytest.raises(ValueError, match="clean"):
+        EventColumns.concat([first, columns_from_records([_event(4)])])

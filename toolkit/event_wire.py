@@ -1,0 +1,368 @@
+"""The wire types of event pages and the one columnar form a page of events takes after decoding.
+
+Both the service client (``toolkit.api``), which decodes pages, and the warehouse (``toolkit.warehouse``), which
+stores them, import this module; it imports nothing of the toolkit but :mod:`toolkit.spec`. A page of events reaches
+the warehouse in one shape whichever way it was read, :class:`EventColumns`:
+
+- a page in exactly the documented shape is decoded straight from the bytes into the msgspec structs below
+  (``toolkit.api.wire``) and put in columns by :func:`columns_from_structs`: payloads and proofs stay the raw JSON
+  text the service sent;
+- a page in any other shape (an unknown field, a value of another type, a ``data`` envelope) is parsed generically
+  and put in columns by :func:`columns_from_records`, which keeps what the structs cannot: unknown fields (for the
+  ``extra`` column), values of any type (checked and converted by the warehouse, which keeps a wrong one under
+  ``extra._invalid``), and the events rejected for want of a usable ``event_id``.
+
+``toolkit.warehouse.event_batches.columns_batch`` is then the one converter of events to Arrow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Annotated, Any, NamedTuple
+
+import msgspec
+import orjson
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+from . import spec
+
+#: 9999-12-31T23:59:59Z: the last second a warehouse timestamp can hold.
+MAX_SECONDS = 253402300799
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Seconds = Annotated[int, msgspec.Meta(ge=0, le=MAX_SECONDS)]
+
+
+class WireProof(Struct, gc=False):
+    """One item of ``headers.proofs``: only its signatures (other keys, such as the report, are skipped)."""
+
+    signatures: list[Raw] | UnsetType = UNSET
+
+
+class WireHeaders(Struct, forbid_unknown_fields=True, gc=False):
+    """``headers`` of an event, exactly as documented."""
+
+    type: str
+    offset: Int64
+    proofs: Raw = Raw(b"[]")
+
+
+class WireEvent(Struct, forbid_unknown_fields=True, gc=False):
+    """One event, exactly as documented; ``payload`` is the raw JSON text."""
+
+    event_id: str
+    headers: WireHeaders
+    payload: Raw
+
+
+class WirePayload(Struct, gc=False):
+    """The payload fields the warehouse has columns for (any others stay in the payload text)."""
+
+    status: str | None = None
+    status_reason: str | None = None
+    operation_id: str | None = None
+    query_id: str | None = None
+    watcher_id: str | None = None
+    wallet_id: str | None = None
+    chain_selector: str | None = None
+    address: str | None = None
+    event_hash: str | None = None
+    timestamp: Seconds | None = None
+
+
+#: Payload fields stored in text columns of their own name.
+PAYLOAD_TEXT_FIELDS = (
+    "status",
+    "status_reason",
+    "operation_id",
+    "query_id",
+    "watcher_id",
+    "wallet_id",
+    "chain_selector",
+    "address",
+    "event_hash",
+)
+#: Columns filled only for the event type that names that kind of subject.
+ONLY_FOR_TYPE = {"operation_id": "operation.status", "query_id": "query.status", "wallet_id": "wallet.status"}
+#: Top-level fields of an event that have columns (any other goes to ``extra``).
+_EVENT_TOP = frozenset({"event_id", "headers", "payload", "type", "event_hash", "proofs", "channel_id"})
+_EMPTY: dict[str, Any] = {}
+
+
+class RejectedEvent(NamedTuple):
+    """An event left out: its position in the page, the field that made it so, why, and a name for it."""
+
+    index: int
+    field: str
+    reason: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class EventColumns:
+    """Events in columns, one list per column of the warehouse's ``events`` table (before any check of their values).
+
+    Rows are every event object of the page(s), rejected ones included (the gap pass asks which offsets a page
+    served); ``kept`` lists the rows to store, in order (``None``: all). ``typed`` columns hold only values of the
+    documented types (the typed decode), so nothing needs checking or keeping under ``extra``; otherwise
+    ``subjects`` is given and ``extras`` holds each row's unknown fields.
+    """
+
+    event_ids: list[Any]
+    types: list[Any]
+    offsets: list[Any]
+    timestamps: list[Any]
+    #: one list per name of :data:`PAYLOAD_TEXT_FIELDS` (those of :data:`ONLY_FOR_TYPE` need not be masked)
+    fields: dict[str, list[Any]]
+    proof_counts: list[int]
+    signature_counts: list[int | None]
+    #: ``headers.proofs`` as the JSON text the service sent (``None``: the event had none)
+    proofs: Sequence[bytes | Raw | None]
+    #: each payload as the JSON text the service sent (``None``: the event had none)
+    payloads: Sequence[bytes | Raw | None]
+    typed: bool
+    #: ``subject_id`` per row; ``None``: derived from each event's type
+    subjects: list[Any] | None = None
+    #: each row's fields without a column (``None`` for none); ``None``: no row has any
+    extras: list[dict[str, Any] | None] | None = None
+    #: the ``channel_id`` that rows name themselves, by row
+    channel_ids: Mapping[int, Any] | None = None
+    kept: list[int] | None = None
+    rejected: tuple[RejectedEvent, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.event_ids)
+
+    @property
+    def clean(self) -> bool:
+        """Typed, and nothing rejected: may be converted together with a stream's other clean pages."""
+        return self.typed and not self.rejected
+
+    @property
+    def payload_bytes(self) -> int:
+        """The size of the payload texts."""
+        return sum(len(p) for p in self.payloads if p is not None)
+
+    def served_offsets(self) -> list[int]:
+        """The message offsets the page served (rejected events too), those that are integers."""
+        if self.typed:
+            return list(self.offsets)
+        return [o for o in map(offset_value, self.offsets) if o is not None]
+
+    def served_ids(self) -> list[tuple[str, int]]:
+        """``(event_id, offset)`` of every event served with a text id and an integer offset."""
+        pairs = zip(self.event_ids, map(offset_value, self.offsets), strict=True)
+        return [(i, o) for i, o in pairs if isinstance(i, str) and o is not None]
+
+    @staticmethod
+    def empty() -> EventColumns:
+        """No events."""
+        return columns_from_structs([], [], [])
+
+    @staticmethod
+    def concat(parts: Sequence[EventColumns]) -> EventColumns:
+        """Clean columns of several pages of one stream as one, in order (converting a few thousand events at once
+        costs less than page by page)."""
+        if len(parts) == 1:
+            return parts[0]
+        if not all(part.clean for part in parts):
+            raise ValueError("only clean (typed, nothing rejected) columns are concatenated")
+
+        def joined(get: Any) -> list[Any]:
+            return list(itertools.chain.from_iterable(map(get, parts)))
+
+        return EventColumns(
+            event_ids=joined(attrgetter("event_ids")),
+            types=joined(attrgetter("types")),
+            offsets=joined(attrgetter("offsets")),
+            timestamps=joined(attrgetter("timestamps")),
+            fields={name: joined(lambda p, n=name: p.fields[n]) for name in PAYLOAD_TEXT_FIELDS},
+            proof_counts=joined(attrgetter("proof_counts")),
+            signature_counts=joined(attrgetter("signature_counts")),
+            proofs=joined(attrgetter("proofs")),
+            payloads=joined(attrgetter("payloads")),
+            typed=True,
+        )
+
+
+def offset_value(value: Any) -> int | None:
+    """A ``headers.offset`` value as an int, or ``None`` when it is not an integer (digits in a string count)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
+def json_text(value: Any) -> bytes | None:
+    """Compact JSON (UTF-8 bytes). Values JSON cannot hold are kept as their repr."""
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        # integers beyond 64 bits and other rarities: the standard library writes them exactly
+        return json.dumps(value, ensure_ascii=False, default=repr).encode()
+
+
+def key_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be an event's key, or ``None`` when it can."""
+    if value is None:
+        return "is missing"
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return f"is not a string ({type(value).__name__})"
+    if isinstance(value, str) and not value.strip():
+        return "is empty"
+    return None
+
+
+# ---- a page decoded in the documented shape ---------------------------------------------------------------------
+
+
+def _first_signature_count(proofs: Sequence[WireProof]) -> int | None:
+    for proof in proofs:
+        if type(proof.signatures) is list:
+            return len(proof.signatures)
+    return None
+
+
+def columns_from_structs(
+    events: Sequence[WireEvent], payloads: Sequence[WirePayload], proofs: Sequence[Sequence[WireProof]]
+) -> EventColumns:
+    """The columns of events decoded in the documented shape (``payloads[i]`` and ``proofs[i]`` decoded from
+    ``events[i]``'s raw texts). An event with a blank ``event_id`` is rejected by name (its offset)."""
+    heads = [e.headers for e in events]
+    ids = [e.event_id for e in events]
+    rejected: tuple[RejectedEvent, ...] = ()
+    kept = None
+    if not all(key.strip() for key in ids):
+        rejected = tuple(
+            RejectedEvent(i, "event_id", key_problem(key) or "is empty", f"offset {heads[i].offset}")
+            for i, key in enumerate(ids)
+            if not key.strip()
+        )
+        kept = [i for i, key in enumerate(ids) if key.strip()]
+    return EventColumns(
+        event_ids=ids,
+        types=[h.type for h in heads],
+        offsets=[h.offset for h in heads],
+        timestamps=[p.timestamp for p in payloads],
+        fields={name: list(map(attrgetter(name), payloads)) for name in PAYLOAD_TEXT_FIELDS},
+        proof_counts=[len(x) for x in proofs],
+        signature_counts=[_first_signature_count(x) if x else None for x in proofs],
+        proofs=[h.proofs for h in heads],
+        payloads=[e.payload for e in events],
+        typed=True,
+        kept=kept,
+        rejected=rejected,
+    )
+
+
+# ---- a page in any other shape ----------------------------------------------------------------------------------
+
+
+def _signature_count_of(proofs: Any) -> int | None:
+    if not proofs or not isinstance(proofs, list):
+        return None
+    for proof in proofs:
+        if isinstance(proof, dict) and "signatures" in proof:
+            sigs = proof["signatures"]
+            return len(sigs) if isinstance(sigs, list) else None
+    return None
+
+
+def _offset_name(rec: Mapping[str, Any]) -> str | None:
+    headers = rec.get("headers")
+    if isinstance(headers, dict) and "offset" in headers:
+        return f"offset {headers['offset']}"
+    return None
+
+
+def _unknown_fields(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    unknown = {k: v for k, v in rec.items() if k not in _EVENT_TOP} if len(rec) > 3 else {}
+    headers = rec.get("headers")
+    if isinstance(headers, dict) and len(headers) > 3:
+        more = {k: v for k, v in headers.items() if k not in ("type", "offset", "proofs")}
+        if more:
+            unknown["headers"] = more
+    return unknown or None
+
+
+def columns_from_records(
+    records: Sequence[Any],
+    payload_texts: Sequence[bytes | None] | None = None,
+    proof_texts: Sequence[bytes | None] | None = None,
+) -> EventColumns:
+    """The columns of events of any shape, value by value. ``payload_texts`` and ``proof_texts`` (aligned with
+    ``records``) are the payloads and proofs as the service sent them; without one a value is stored as compact
+    JSON. A record that is not an object, or has no usable ``event_id``, is rejected by name; of two records with
+    one ``event_id`` the last is kept."""
+    rejected: list[RejectedEvent] = []
+    rows: list[dict[str, Any]] = []
+    positions: list[int] = []  # each row's index in ``records``
+    kept: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            rejected.append(RejectedEvent(i, "<record>", f"is a {type(rec).__name__}, not an object"))
+            continue
+        key = rec.get("event_id")
+        problem = key_problem(key)
+        if problem:
+            rejected.append(RejectedEvent(i, "event_id", problem, _offset_name(rec)))
+        else:
+            kept[str(key)] = len(rows)
+        rows.append(rec)
+        positions.append(i)
+    heads = [h if type(h) is dict else _EMPTY for h in (r.get("headers") for r in rows)]
+    pays = [p if type(p) is dict else _EMPTY for p in (r.get("payload") for r in rows)]
+    types = [h.get("type") if "type" in h else r.get("type") for h, r in zip(heads, rows, strict=True)]
+    proofs = [h.get("proofs") if "proofs" in h else r.get("proofs") for h, r in zip(heads, rows, strict=True)]
+    subject = spec.EVENT_SUBJECT_FIELD
+
+    def only(kind: str, field: str) -> list[Any]:
+        return [p.get(field) if t == kind else None for p, t in zip(pays, types, strict=True)]
+
+    fields = {name: [p.get(name) for p in pays] for name in PAYLOAD_TEXT_FIELDS}
+    fields.update({name: only(kind, name) for name, kind in ONLY_FOR_TYPE.items()})
+    fields["event_hash"] = [
+        p.get("event_hash") if "event_hash" in p else r.get("event_hash") for p, r in zip(pays, rows, strict=True)
+    ]
+
+    def payload_text(row: dict[str, Any], index: int) -> bytes | None:
+        payload = row.get("payload")
+        if payload is None:
+            return None
+        sent = payload_texts[index] if payload_texts is not None else None
+        return sent if sent is not None else json_text(payload)
+
+    def proof_text(value: Any, index: int) -> bytes | None:
+        if value is None:
+            return None
+        sent = proof_texts[index] if proof_texts is not None else None
+        return sent if sent is not None else json_text(value)
+
+    extras = [_unknown_fields(r) for r in rows]
+    return EventColumns(
+        event_ids=[r.get("event_id") for r in rows],
+        types=types,
+        offsets=[h.get("offset") for h in heads],
+        timestamps=[p.get("timestamp") for p in pays],
+        fields=fields,
+        proof_counts=[len(x) if type(x) is list else 0 for x in proofs],
+        signature_counts=[_signature_count_of(x) for x in proofs],
+        proofs=[proof_text(x, i) for x, i in zip(proofs, positions, strict=True)],
+        payloads=[payload_text(r, i) for r, i in zip(rows, positions, strict=True)],
+        typed=False,
+        subjects=[
+            p.get(subject[t]) if isinstance(t, str) and t in subject else None for p, t in zip(pays, types, strict=True)
+        ],
+        extras=extras if any(e is not None for e in extras) else None,
+        channel_ids={j: r["channel_id"] for j, r in enumerate(rows) if "channel_id" in r},
+        kept=sorted(kept.values()),
+        rejected=tuple(rejected),
+    )
