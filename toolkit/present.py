@@ -395,7 +395,7 @@ def hide_rows(df: pd.DataFrame, metric: str | bool) -> tuple[pd.DataFrame, list[
     dropped = keep.count(False)
     if not dropped:
         return df, []
-    return df[keep], [f"{dropped} row(s) for {m.hidden_why} not shown (--wide shows them)"]
+    return df[keep], [f"{plural(dropped, 'row')} for {m.hidden_why} not shown (--wide shows them)"]
 
 
 # ---- terminal ----------------------------------------------------------------------------------------------------

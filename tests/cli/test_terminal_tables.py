@@ -115,7 +115,7 @@ def test_status_latency_hides_final_statuses_unless_wide(synced, capsys, monkeyp
     rows = [line.split() for line in out.splitlines()]
     statuses = {word for row in rows for word in row}
     assert not statuses & {"confirmed", "failed", "cancelled", "expired"}
-    assert f"{len(final)} row(s) for final statuses" in out
+    assert f"{len(final)} {'row' if len(final) == 1 else 'rows'} for final statuses" in out
     _code, out, _ = run(capsys, monkeypatch, 400, "metrics", "status-latency", "--wide", "--warehouse", synced)
     assert {"confirmed", "failed"} <= {word for line in out.splitlines() for word in line.split()}
 
