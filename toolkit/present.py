@@ -432,7 +432,10 @@ def _widths(columns: list[Column], width: int) -> dict[Column, int]:
     :data:`_TEXT_WIDTH` (elided past it) and more from what is left over, in order; the others their need."""
     kept: dict[Column, int] = {}
     used = 0
-    for col in columns:
+    # when not everything fits, a column with no value in any row (a JSON column nobody filled) is left out first
+    # (named below the table), not shown in place of one with values
+    fits = sum(_need(col) + _GAP for col in columns) <= width  # as the loop below counts
+    for col in columns if fits else [col for col in columns if not _blank(col)] or columns:
         need = _need(col)
         if kept and used + need + _GAP > width:
             continue
@@ -445,6 +448,11 @@ def _widths(columns: list[Column], width: int) -> dict[Column, int]:
             kept[col] += extra
             slack -= extra
     return kept
+
+
+def _blank(col: Column) -> bool:
+    """Whether every cell of a column with rows is missing (``-``)."""
+    return bool(col.cells) and all(c == "-" for c in col.cells)
 
 
 #: Characters a text column is sure to get before it is elided.
@@ -494,7 +502,8 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     notes = list(shown.notes)
     if left_out:
         notes.append(
-            f"{len(left_out)} more column(s) not shown: {', '.join(left_out)} (--wide shows all, --columns picks)"
+            f"{plural(len(left_out), 'more column')} not shown: {', '.join(left_out)} "
+            "(--wide shows all, --columns picks)"
         )
     if not shown.rows:
         notes.append("no rows")
