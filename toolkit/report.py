@@ -732,12 +732,16 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     )
 
 
+#: Summary values that are shares in [0, 1] but whose names do not end in ``rate`` or ``coverage``.
+_SUMMARY_SHARES = frozenset({"proof_verified"})
+
+
 def _summary_display(report: Report) -> pd.DataFrame:
     rows = []
     for name, value in report.summary.items():
         if value is None or math.isnan(value):
             text = "unknown"
-        elif name.endswith(("rate", "coverage")):
+        elif name.endswith(("rate", "coverage")) or name in _SUMMARY_SHARES:
             text = format_percent(value)
         elif name.endswith(("change", "change_low", "change_high")):
             text = _points(value)

@@ -68,3 +68,14 @@ def test_the_report_summary_has_the_change_interval_and_p() -> None:
     for name in ("failure_rate_change_low", "failure_rate_change_high", "failure_rate_change_p", "overdue_queries"):
         assert name in report.SUMMARY_VALUES
     assert "whole 95% interval" in report.SUMMARY_VALUES["failure_rate_change"]
+
+
+def test_the_summary_shows_every_share_as_a_percentage() -> None:
+    """proof_verified is a share like proof_coverage: 0.5 reads "50%", not "0" or "1" (it read "1" for 100%)."""
+    rep = _report(pd.DataFrame(), pd.DataFrame())
+    rep.summary.update({"proof_verified": 0.5, "proof_coverage": 1.0, "proof_invalid": 129.0, "stuck": 2.0})
+    shown = dict(zip(*report._summary_display(rep)[["name", "value"]].T.values, strict=True))
+    assert (shown["proof_verified"], shown["proof_coverage"]) == ("50%", "100%")
+    assert (shown["proof_invalid"], shown["stuck"]) == ("129", "2")
+    shares = [n for n, meaning in report.SUMMARY_VALUES.items() if meaning.startswith("share of")]
+    assert shares and all(shown[n].endswith("%") or shown[n] == "unknown" for n in shares), shares
