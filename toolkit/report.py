@@ -34,7 +34,18 @@ from .metrics import proofs as proof_metrics
 from .metrics.common import with_channel_names
 from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
-from .present import TABLE_CSS, Display, format_duration, format_percent, hide_rows, plural, present, shorten, to_html
+from .present import (
+    TABLE_CSS,
+    Display,
+    clean_for_terminal,
+    format_duration,
+    format_percent,
+    hide_rows,
+    plural,
+    present,
+    shorten,
+    to_html,
+)
 from .registry import ReportTable, report_tables
 from .times import now_utc, parse_period
 from .warehouse import Warehouse
@@ -472,8 +483,9 @@ def _points(value: float) -> str:
 
 
 def _short(value: Any) -> str:
-    """A value from the service as it reads in a finding (a name of any length stays one line long)."""
-    return shorten(str(value), 80)
+    """A value from the service as it reads in a finding: one line long whatever its length, its control
+    characters written out (``\\x1b``) as the tables show them."""
+    return shorten(clean_for_terminal(str(value)), 80)
 
 
 def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
