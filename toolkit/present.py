@@ -529,9 +529,9 @@ div.chainops-scroll { max-width: 100%; overflow-x: auto; }
 table.chainops { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; color: #222; }
 table.chainops th, table.chainops td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right;
   white-space: nowrap; }
-table.chainops th { background: #f2f2f2; font-weight: 600; }
+table.chainops th { background: #f2f2f2; font-weight: 600; white-space: normal; vertical-align: bottom; }
 table.chainops td.text, table.chainops th.text { text-align: left; }
-table.chainops td.text { white-space: normal; max-width: 24rem; overflow-wrap: anywhere; }
+table.chainops td.text { white-space: normal; max-width: 24rem; overflow-wrap: break-word; }
 table.chainops tbody tr:nth-child(even) { background: #fafafa; }
 div.chainops-scroll + details > summary { cursor: pointer; color: #555; }
 """
@@ -540,7 +540,10 @@ div.chainops-scroll + details > summary { cursor: pointer; color: #555; }
 def _html_rows(shown: Shown, start: int, stop: int) -> str:
     e = html.escape
     text_class = ' class="text"'
-    head = "".join(f"<th{'' if c.right else text_class}>{e(c.header)}</th>" for c in shown.columns)
+    # a long snake_case header may break after its underscores (<wbr>) when the table is wider than the page
+    head = "".join(
+        f"<th{'' if c.right else text_class}>{e(c.header).replace('_', '_<wbr>')}</th>" for c in shown.columns
+    )
     body = []
     for i in range(start, stop):
         cells = []

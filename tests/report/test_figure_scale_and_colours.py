@@ -83,6 +83,19 @@ def test_stuck_figure_marks_each_operations_own_threshold_in_plain_numbers() -> 
     assert "its threshold" in [t.get_text() for t in ax.get_legend().get_texts()]
 
 
+def _legend_beside(fig) -> bool:
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    return ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # right of the plot, over no bar
+
+
+def test_query_latency_legend_sits_beside_the_bars() -> None:
+    row = {f"{stage}_p{q}_s": 2.0 * q for stage in ("accepted_to_sending", "sending_to_sent", "sent_to_terminal")
+           for q in (50, 90)}  # fmt: skip
+    latency = pd.DataFrame([{"network": "Base", "outcome": "completed", **row}])
+    assert _legend_beside(plots.query_latency_bars(latency))
+
+
 def test_finality_legend_sits_beside_the_bars() -> None:
     rows = pd.DataFrame(
         {
@@ -94,8 +107,4 @@ def test_finality_legend_sits_beside_the_bars() -> None:
             "latest_only": [False, False],
         }
     )
-    fig = plots.finality_funnel(rows)
-    fig.draw_without_rendering()
-    ax = fig.axes[0]
-    legend, axes_box = ax.get_legend().get_window_extent(), ax.get_window_extent()
-    assert legend.x0 >= axes_box.x1  # right of the plotting area, over no bar
+    assert _legend_beside(plots.finality_funnel(rows))
