@@ -350,7 +350,7 @@ METRICS: tuple[Metric, ...] = (
             "event; a status nobody on the network has left yet takes the other networks' p90, else the state "
             "machine's default (threshold_basis)."
         ),
-        period="as of the newest event (--now), not the period",
+        period="as of the newest event or --now, not the period",
         filters=_ALL,
         needs="operation.status",
         columns=_cols(
@@ -412,7 +412,7 @@ METRICS: tuple[Metric, ...] = (
         function="overdue_queries",
         title="Overdue queries",
         definition="Chain queries past their expires_at with no terminal status, as of the newest event.",
-        period="as of the newest event (--now); created in the period",
+        period="as of the newest event or --now; created in the period",
         filters=_NO_STATUS,
         needs="query.status",
         columns=_cols(
