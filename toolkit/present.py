@@ -643,11 +643,52 @@ def show(df: pd.DataFrame, metric: str | bool | None = None, columns: Sequence[s
     return Display(df, chosen, columns)
 
 
+#: Rows a metric result may have for a notebook to show it as :class:`Display` (folded past 50); a longer one is
+#: left to pandas' own display, which shows its head and tail.
+NOTEBOOK_ROWS = 1000
+
+
+def notebook_html(df: pd.DataFrame) -> str:
+    """The HTML a notebook shows for ``df`` as a cell's value: a metric's result (its ``attrs["metric"]`` is a
+    registry name) as every surface shows it (:class:`Display`, the first 50 rows, the rest folded), anything
+    else as pandas shows it."""
+    from .registry import BY_NAME
+
+    name = df.attrs.get("metric")
+    if isinstance(name, str) and name in BY_NAME and len(df) <= NOTEBOOK_ROWS:
+        return Display(df, name, max_rows=50)._repr_html_()
+    return str(df._repr_html_())
+
+
+def use_in_notebook() -> bool:
+    """Show the metrics' results in a running IPython (Jupyter) as every surface shows them (:func:`notebook_html`):
+    registers an HTML formatter for DataFrames. Does nothing outside IPython, or when it is registered already.
+    Returns whether it is registered. The metrics call it: ``tk.metrics.failure_rates(wh)`` as a cell's last value
+    reads as ``tk.show`` shows it; the DataFrame itself is unchanged."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    import pandas as pd
+
+    formatter = shell.display_formatter.formatters["text/html"]
+    try:
+        current = formatter.lookup_by_type(pd.DataFrame)
+    except KeyError:
+        current = None
+    if current is not notebook_html:
+        formatter.for_type(pd.DataFrame, notebook_html)
+    return True
+
+
 __all__ = [
     "DEFAULT_WIDTH",
     "DISPLAY_LIMIT",
     "DURATION_UNITS",
     "KINDS",
+    "NOTEBOOK_ROWS",
     "TABLE_CSS",
     "Column",
     "Display",
@@ -665,6 +706,7 @@ __all__ = [
     "kind_by_name",
     "missing",
     "network_colour",
+    "notebook_html",
     "plural",
     "present",
     "short_id",
@@ -674,5 +716,6 @@ __all__ = [
     "to_html",
     "to_terminal",
     "unit_for",
+    "use_in_notebook",
     "wrap",
 ]
