@@ -711,7 +711,9 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
                 f" — {'BREACHED' if bad else 'ok'}</li>"
             )
         parts.append('<h2 id="thresholds">Thresholds</h2><ul>' + "".join(items) + "</ul>")
-    parts.append('<h2 id="summary">Summary</h2>' + html_table(_summary_display(report), metric=False))
+    parts.append(
+        '<h2 id="summary">Summary</h2>' + to_html(present(_summary_display(report), metric=False, limit=_MEANING_LIMIT))
+    )
     drawn = _figures(report) if figures else {}
     for kinds, section, inner in _sections():
         key = section.key
@@ -744,6 +746,8 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     )
 
 
+#: Characters of a summary value's meaning shown whole (our own text, not the service's: none is cut short).
+_MEANING_LIMIT = max(len(meaning) for meaning in SUMMARY_VALUES.values())
 #: Summary values that are shares in [0, 1] but whose names do not end in ``rate`` or ``coverage``.
 _SUMMARY_SHARES = frozenset({"proof_verified"})
 
