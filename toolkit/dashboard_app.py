@@ -25,27 +25,19 @@ import pandas as pd
 from . import metrics, plots, spec
 from .errors import ChainopsError
 from .present import hide_rows
-from .registry import metric
+from .registry import views
 from .report import TABLE_CSS, html_table, interval_safe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-#: The views, in tab order: key -> tab title.
-VIEWS: dict[str, str] = {
-    "latency": "Latency per status",
-    "failure": "Failure rates",
-    "finality": "Finality stages",
-    "stuck": "Stuck operations",
-}
-#: The metric behind each view (:mod:`toolkit.registry`): its default columns are the view's table.
-VIEW_METRICS: dict[str, str] = {
-    "latency": "status-latency",
-    "failure": "failure-rates",
-    "finality": "finality-breakdown",
-    "stuck": "stuck-operations",
-}
-_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {view: metric(name).default for view, name in VIEW_METRICS.items()}
+#: The views, in tab order: key -> tab title (the registry's ``view`` of each metric, :mod:`toolkit.registry`).
+VIEWS: dict[str, str] = {v.key: v.title for _, v in views()}
+#: The metric behind each view: its default columns are the view's table.
+VIEW_METRICS: dict[str, str] = {v.key: m.name for m, v in views()}
+#: What a view without rows says, in place of an empty figure.
+EMPTY: dict[str, str] = {v.key: v.empty for _, v in views()}
+_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {v.key: m.default for m, v in views()}
 #: Table rows shown before the rest is folded away (none is left out).
 _MAX_ROWS = 30
 
@@ -261,7 +253,13 @@ class Dashboard:
             return
         self.error = None
         for key in VIEWS:
+            if tables[key].empty:  # said in text, as the dashboard page says it: an empty figure tells nothing
+                self.images[key].value = b""
+                self.images[key].layout.display = "none"
+                self.html[key].value = f'<p class="chainops-empty">{html.escape(EMPTY[key])}</p>'
+                continue
             self.images[key].value = _png(figures[key])
+            self.images[key].layout.display = None
             rows, _ = hide_rows(tables[key], VIEW_METRICS[key])  # final statuses carry no time in them
             shown = html_table(rows, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
             self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
@@ -283,11 +281,9 @@ class Dashboard:
         from .report import table
 
         for key, title in VIEWS.items():
-            lines += [
-                "",
-                f"{title}:",
-                repr(table(self.tables.get(key, pd.DataFrame()), _TABLE_COLUMNS[key], max_rows=_MAX_ROWS)),
-            ]
+            df = self.tables.get(key, pd.DataFrame())
+            shown = EMPTY[key] if df.empty else repr(table(df, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS))
+            lines += ["", f"{title}:", shown]
         return "\n".join(lines)
 
     def to_html(self) -> str:
@@ -340,4 +336,4 @@ def _plain_summary(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
-__all__ = ["ALL", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]
+__all__ = ["ALL", "EMPTY", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]

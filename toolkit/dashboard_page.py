@@ -21,20 +21,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from . import metrics, spec
-from .dashboard_app import _TABLE_COLUMNS, VIEW_METRICS, VIEWS, compute_views
+from .dashboard_app import _TABLE_COLUMNS, EMPTY, VIEW_METRICS, VIEWS, compute_views
 from .errors import ChainopsError
 from .present import TABLE_CSS, format_percent, hide_rows, plural
 from .report import html_table
 
 #: Rows of a view's table shown before the rest is folded away (none is left out).
 MAX_ROWS = 30
-#: What a view without rows says, in place of an empty figure.
-EMPTY = {
-    "latency": "No operation entered a status in this period with these filters.",
-    "failure": "No operation was created in this period with these filters.",
-    "finality": "No relayed operation was created in this period with these filters.",
-    "stuck": "No stuck operations: none has been in a status longer than its threshold.",
-}
 _CSS = (
     """
 body { font-family: system-ui, sans-serif; margin: 1rem auto; max-width: 78rem; padding: 0 1rem; color: #222; }

@@ -335,7 +335,7 @@ def finality_funnel(breakdown: pd.DataFrame, *, title: str = "How far operations
     ax.set_ylim(0, 110)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(title="confirmation", fontsize="small", loc="lower right")
+    ax.legend(title="confirmation", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # off the bars
     return fig
 
 
@@ -402,7 +402,7 @@ def query_latency_bars(latency: pd.DataFrame, *, title: str = "Chain-query laten
     ax.set_ylabel("seconds (bar: p50)")
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, over no p90 mark
     return fig
 
 
@@ -422,17 +422,30 @@ def stuck_ages(stuck: pd.DataFrame, *, title: str = "Operations stuck in a statu
     for network in networks:
         sub = stuck[stuck["network"].astype(str) == network]
         xs = [statuses.index(s) + rng.uniform(-0.25, 0.25) for s in sub["status"]]
-        ax.scatter(xs, sub["age_s"] / size, s=14, color=network_colour(network), alpha=0.7, label=network)
-    for i, status in enumerate(statuses):
-        thr = stuck.loc[stuck["status"] == status, "threshold_s"].min() / size
-        ax.hlines(thr, i - 0.4, i + 0.4, colors="black", linestyles="dashed")
+        colour = network_colour(network)
+        # each operation's own threshold (they differ by network), joined to its age
+        ax.vlines(xs, sub["threshold_s"] / size, sub["age_s"] / size, colors=[colour], alpha=0.35)
+        ax.scatter(xs, sub["threshold_s"] / size, s=60, marker="_", color="black", linewidths=1.2)
+        ax.scatter(xs, sub["age_s"] / size, s=18, color=colour, alpha=0.8, label=network)
+    ax.scatter([], [], s=60, marker="_", color="black", label="its threshold")
     ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
+    ax.set_xlim(-0.6, len(statuses) - 0.4)
     ax.set_yscale("log")
-    ax.set_ylabel(f"{_UNIT_WORDS[unit]} in the status (dashed: lowest threshold)")
+    _plain_log_labels(ax)
+    ax.set_ylabel(f"{_UNIT_WORDS[unit]} in the status")
     ax.set_title(f"{title} ({len(stuck):,})")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="network", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
+
+
+def _plain_log_labels(ax: Any) -> None:
+    """Log-axis labels as plain numbers (``30``, ``0.5``), not ``3×10^1``: an axis within a decade or two reads
+    at a glance."""
+    from matplotlib.ticker import LogFormatter
+
+    ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
 
 
 def proof_coverage_bars(coverage: pd.DataFrame, *, title: str = "Events carrying the DON proofs they must") -> Figure:

@@ -395,7 +395,7 @@ def hide_rows(df: pd.DataFrame, metric: str | bool) -> tuple[pd.DataFrame, list[
     dropped = keep.count(False)
     if not dropped:
         return df, []
-    return df[keep], [f"{dropped} row(s) for {m.hidden_why} not shown (--wide shows them)"]
+    return df[keep], [f"{plural(dropped, 'row')} for {m.hidden_why} not shown (--wide shows them)"]
 
 
 # ---- terminal ----------------------------------------------------------------------------------------------------
@@ -432,7 +432,10 @@ def _widths(columns: list[Column], width: int) -> dict[Column, int]:
     :data:`_TEXT_WIDTH` (elided past it) and more from what is left over, in order; the others their need."""
     kept: dict[Column, int] = {}
     used = 0
-    for col in columns:
+    # when not everything fits, a column with no value in any row (a JSON column nobody filled) is left out first
+    # (named below the table), not shown in place of one with values
+    fits = sum(_need(col) + _GAP for col in columns) <= width  # as the loop below counts
+    for col in columns if fits else [col for col in columns if not _blank(col)] or columns:
         need = _need(col)
         if kept and used + need + _GAP > width:
             continue
@@ -445,6 +448,11 @@ def _widths(columns: list[Column], width: int) -> dict[Column, int]:
             kept[col] += extra
             slack -= extra
     return kept
+
+
+def _blank(col: Column) -> bool:
+    """Whether every cell of a column with rows is missing (``-``)."""
+    return bool(col.cells) and all(c == "-" for c in col.cells)
 
 
 #: Characters a text column is sure to get before it is elided.
@@ -494,7 +502,8 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     notes = list(shown.notes)
     if left_out:
         notes.append(
-            f"{len(left_out)} more column(s) not shown: {', '.join(left_out)} (--wide shows all, --columns picks)"
+            f"{plural(len(left_out), 'more column')} not shown: {', '.join(left_out)} "
+            "(--wide shows all, --columns picks)"
         )
     if not shown.rows:
         notes.append("no rows")
@@ -520,9 +529,9 @@ div.chainops-scroll { max-width: 100%; overflow-x: auto; }
 table.chainops { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; color: #222; }
 table.chainops th, table.chainops td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right;
   white-space: nowrap; }
-table.chainops th { background: #f2f2f2; font-weight: 600; }
+table.chainops th { background: #f2f2f2; font-weight: 600; white-space: normal; vertical-align: bottom; }
 table.chainops td.text, table.chainops th.text { text-align: left; }
-table.chainops td.text { white-space: normal; max-width: 24rem; overflow-wrap: anywhere; }
+table.chainops td.text { white-space: normal; max-width: 24rem; overflow-wrap: break-word; }
 table.chainops tbody tr:nth-child(even) { background: #fafafa; }
 div.chainops-scroll + details > summary { cursor: pointer; color: #555; }
 """
@@ -531,7 +540,10 @@ div.chainops-scroll + details > summary { cursor: pointer; color: #555; }
 def _html_rows(shown: Shown, start: int, stop: int) -> str:
     e = html.escape
     text_class = ' class="text"'
-    head = "".join(f"<th{'' if c.right else text_class}>{e(c.header)}</th>" for c in shown.columns)
+    # a long snake_case header may break after its underscores (<wbr>) when the table is wider than the page
+    head = "".join(
+        f"<th{'' if c.right else text_class}>{e(c.header).replace('_', '_<wbr>')}</th>" for c in shown.columns
+    )
     body = []
     for i in range(start, stop):
         cells = []
@@ -631,11 +643,52 @@ def show(df: pd.DataFrame, metric: str | bool | None = None, columns: Sequence[s
     return Display(df, chosen, columns)
 
 
+#: Rows a metric result may have for a notebook to show it as :class:`Display` (folded past 50); a longer one is
+#: left to pandas' own display, which shows its head and tail.
+NOTEBOOK_ROWS = 1000
+
+
+def notebook_html(df: pd.DataFrame) -> str:
+    """The HTML a notebook shows for ``df`` as a cell's value: a metric's result (its ``attrs["metric"]`` is a
+    registry name) as every surface shows it (:class:`Display`, the first 50 rows, the rest folded), anything
+    else as pandas shows it."""
+    from .registry import BY_NAME
+
+    name = df.attrs.get("metric")
+    if isinstance(name, str) and name in BY_NAME and len(df) <= NOTEBOOK_ROWS:
+        return Display(df, name, max_rows=50)._repr_html_()
+    return str(df._repr_html_())
+
+
+def use_in_notebook() -> bool:
+    """Show the metrics' results in a running IPython (Jupyter) as every surface shows them (:func:`notebook_html`):
+    registers an HTML formatter for DataFrames. Does nothing outside IPython, or when it is registered already.
+    Returns whether it is registered. The metrics call it: ``tk.metrics.failure_rates(wh)`` as a cell's last value
+    reads as ``tk.show`` shows it; the DataFrame itself is unchanged."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    import pandas as pd
+
+    formatter = shell.display_formatter.formatters["text/html"]
+    try:
+        current = formatter.lookup_by_type(pd.DataFrame)
+    except KeyError:
+        current = None
+    if current is not notebook_html:
+        formatter.for_type(pd.DataFrame, notebook_html)
+    return True
+
+
 __all__ = [
     "DEFAULT_WIDTH",
     "DISPLAY_LIMIT",
     "DURATION_UNITS",
     "KINDS",
+    "NOTEBOOK_ROWS",
     "TABLE_CSS",
     "Column",
     "Display",
@@ -653,6 +706,7 @@ __all__ = [
     "kind_by_name",
     "missing",
     "network_colour",
+    "notebook_html",
     "plural",
     "present",
     "short_id",
@@ -662,5 +716,6 @@ __all__ = [
     "to_html",
     "to_terminal",
     "unit_for",
+    "use_in_notebook",
     "wrap",
 ]

@@ -28,12 +28,40 @@ class Column:
 
 
 @dataclass(frozen=True)
+class ReportTable:
+    """A table of the report that holds a metric's result: ``key`` (the table's name: its CSV/Parquet file and the
+    HTML anchor), ``heading``, ``columns`` the HTML shows (the files hold every column; none: the section shows
+    its figure and note only), ``note`` (how the period selects the rows and how the numbers are computed),
+    ``within``: the key of the section it sits in under a sub-heading (None: a section of its own), and ``kinds``:
+    whether the metric's column kinds apply (False: a table of other columns, shown by the naming conventions)."""
+
+    key: str
+    heading: str
+    columns: tuple[str, ...] = ()
+    note: str = ""
+    within: str | None = None
+    kinds: bool = True
+
+
+@dataclass(frozen=True)
+class View:
+    """A tab of the dashboards (``tk.dashboard`` and ``chainops dashboard``): ``key``, ``title``, and what the tab
+    says in place of a figure when the metric has no rows (``empty``). Its table shows the metric's default
+    columns."""
+
+    key: str
+    title: str
+    empty: str
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: ``name`` (``chainops metrics NAME``), ``function`` (``tk.metrics.<function>``), ``title``,
     ``definition`` (one paragraph), ``period`` (how the period selects rows), ``filters`` it takes, the event
     type it ``needs`` (None: none in particular), ``columns`` (all of them, in order), ``default`` (the columns a
     terminal shows first), ``hidden`` (column -> values whose rows are not shown by default, with ``hidden_why``),
-    and ``companions``: other public functions computed from the same events."""
+    ``companions``: other public functions computed from the same events, ``report``: the report's tables that
+    show it, and ``view``: its dashboard tab (None: not on the dashboards)."""
 
     name: str
     function: str
@@ -47,6 +75,8 @@ class Metric:
     hidden: dict[str, frozenset[str]] = field(default_factory=dict)
     hidden_why: str = ""
     companions: tuple[str, ...] = ()
+    report: tuple[ReportTable, ...] = ()
+    view: View | None = None
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -81,6 +111,12 @@ def _cols(spec_text: str) -> tuple[Column, ...]:
 _ALL = ("channel", "network", "status", "since", "until")
 _NO_STATUS = ("channel", "network", "since", "until")
 _BY_CREATION = "operations created in the period, observed up to the newest event (as of)"
+#: The report's note on the tables of operations selected by creation.
+_PERIOD_BY_CREATION = (
+    "Period: operations created in it, observed up to the newest event in the warehouse. Operations still in "
+    "flight are projected from finished ones that were in the same status at the same age (see docs/metrics.md), "
+    "so each rate estimates the cohort's final value; in_flight says how many were projected."
+)
 
 METRICS: tuple[Metric, ...] = (
     Metric(
@@ -103,6 +139,18 @@ METRICS: tuple[Metric, ...] = (
         hidden={"status": spec.OPERATION_TERMINAL},
         hidden_why="final statuses (an operation spends no time in them)",
         companions=("status_durations",),
+        report=(
+            ReportTable(
+                "status_latency",
+                "Time spent in each status",
+                ("network", "status", "entered", "n", "censored", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
+                "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation "
+                "still in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from "
+                "n ≥ 10, p99 from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where "
+                "it is read, else empty with the reason in notes; n is beside each.",
+            ),
+        ),
+        view=View("latency", "Latency per status", "No operation entered a status in this period with these filters."),
     ),
     Metric(
         name="failure-rates",
@@ -133,6 +181,47 @@ METRICS: tuple[Metric, ...] = (
             "failure_rate",
             "expiry_rate",
         ),
+        report=(
+            ReportTable(
+                "failure_rates",
+                "Failure rates per network",
+                (
+                    "network",
+                    "operations",
+                    "terminal",
+                    "confirmed",
+                    "failed",
+                    "expired",
+                    "cancelled",
+                    "in_flight",
+                    "failure_rate",
+                    "failure_rate_low",
+                    "failure_rate_high",
+                    "expiry_rate",
+                ),
+                _PERIOD_BY_CREATION
+                + " Failure, expiry and cancel rates count the operations relayed so far (a draft joins when it is "
+                "relayed; the finality table's failed share is the same figure); drafts still waiting are projected "
+                "on their deadline's clock; 95% intervals.",
+            ),
+            ReportTable(
+                "failure_by_channel",
+                "Failure rates per channel",
+                (
+                    "channel",
+                    "channel_id",
+                    "operations",
+                    "terminal",
+                    "failed",
+                    "expired",
+                    "failure_rate",
+                    "failure_rate_low",
+                    "failure_rate_high",
+                ),
+                _PERIOD_BY_CREATION,
+            ),
+        ),
+        view=View("failure", "Failure rates", "No operation was created in this period with these filters."),
     ),
     Metric(
         name="failure-reasons",
@@ -150,6 +239,15 @@ METRICS: tuple[Metric, ...] = (
             "category_operations=count category_share rank=count"
         ),
         default=("category", "reason", "status", "operations", "share"),
+        report=(
+            ReportTable(
+                "failure_reasons",
+                "Failure reasons",
+                ("category", "reason", "status", "operations", "share"),
+                "Period: operations created in it that failed or expired. Categories: first matching rule, a "
+                "revert's own message first (docs/metrics.md, Failure reasons).",
+            ),
+        ),
     ),
     Metric(
         name="finality-breakdown",
@@ -175,6 +273,33 @@ METRICS: tuple[Metric, ...] = (
         ),
         default=("network", "operations", "latest_share", "finalized_share", "to_latest_p50_s", "to_finalized_p50_s"),
         companions=("finality_times",),
+        report=(
+            ReportTable(
+                "finality",
+                "Finality stages",
+                (
+                    "network",
+                    "operations",
+                    "reached_latest",
+                    "reached_safe",
+                    "reached_finalized",
+                    "latest_share",
+                    "safe_share",
+                    "finalized_share",
+                    "failed_share",
+                    "latest_only",
+                    "to_latest_p50_s",
+                    "to_finalized_p50_s",
+                    "to_finalized_p90_s",
+                    "to_finalized_censored",
+                ),
+                _PERIOD_BY_CREATION
+                + " Times to each stage are Kaplan–Meier estimates (an operation that ended in an unknown status is "
+                "not censored). Reorgs: moves back from a finality stage to broadcasting or earlier (duplicated "
+                "events are not revisits).",
+            ),
+        ),
+        view=View("finality", "Finality stages", "No relayed operation was created in this period with these filters."),
     ),
     Metric(
         name="query-latency",
@@ -197,6 +322,24 @@ METRICS: tuple[Metric, ...] = (
             "expiry_rate_high"
         ),
         default=("network", "outcome", "queries", "accepted_to_terminal_p50_s", "accepted_to_terminal_p90_s"),
+        report=(
+            ReportTable(
+                "query_latency",
+                "Chain queries",
+                (
+                    "network",
+                    "outcome",
+                    "queries",
+                    "accepted_to_terminal_p50_s",
+                    "accepted_to_terminal_p90_s",
+                    "accepted_to_terminal_censored",
+                    "failure_rate",
+                    "expiry_rate",
+                ),
+                "Period: queries created in it. Rates include the in-flight estimate; latencies are Kaplan–Meier "
+                "estimates. Overdue: past their expires_at with no terminal status as of the newest event.",
+            ),
+        ),
     ),
     Metric(
         name="stuck-operations",
@@ -207,7 +350,7 @@ METRICS: tuple[Metric, ...] = (
             "event; a status nobody on the network has left yet takes the other networks' p90, else the state "
             "machine's default (threshold_basis)."
         ),
-        period="as of the newest event (--now), not the period",
+        period="as of the newest event or --now, not the period",
         filters=_ALL,
         needs="operation.status",
         columns=_cols(
@@ -215,6 +358,29 @@ METRICS: tuple[Metric, ...] = (
             "entered_at=time age_s threshold_s threshold_basis=text network_p90_s"
         ),
         default=("operation_id", "network", "status", "age_s", "threshold_s", "entered_at"),
+        report=(
+            ReportTable(
+                "stuck_operations",
+                "Stuck operations",
+                (
+                    "operation_id",
+                    "channel_id",
+                    "network",
+                    "status",
+                    "entered_at",
+                    "age_s",
+                    "threshold_s",
+                    "threshold_basis",
+                ),
+                "As of the newest event (not the period): operations in a status longer than 3 × the network's p90 "
+                "of the stays that ended (at least 60 s; not the censored p90 above: the open stays are the ones "
+                "judged); a status nobody on the network has left yet takes the other networks' p90, else the state "
+                "machine's default (threshold_basis).",
+            ),
+        ),
+        view=View(
+            "stuck", "Stuck operations", "No stuck operations: none has been in a status longer than its threshold."
+        ),
     ),
     Metric(
         name="revisits",
@@ -232,13 +398,21 @@ METRICS: tuple[Metric, ...] = (
             "operations_reorged=count reorgs=count"
         ),
         default=("network", "operations", "operations_revisited", "revisits", "operations_reorged", "reorgs"),
+        report=(
+            ReportTable(
+                "revisits",
+                "Revisits and reorgs per network",
+                ("network", "operations", "operations_revisited", "revisits", "operations_reorged", "reorgs"),
+                within="finality",
+            ),
+        ),
     ),
     Metric(
         name="overdue-queries",
         function="overdue_queries",
         title="Overdue queries",
         definition="Chain queries past their expires_at with no terminal status, as of the newest event.",
-        period="as of the newest event (--now); created in the period",
+        period="as of the newest event or --now; created in the period",
         filters=_NO_STATUS,
         needs="query.status",
         columns=_cols(
@@ -246,6 +420,14 @@ METRICS: tuple[Metric, ...] = (
             "expires_at=time overdue_s"
         ),
         default=("query_id", "network", "status", "expires_at", "overdue_s"),
+        report=(
+            ReportTable(
+                "overdue_queries",
+                "Overdue queries",
+                ("query_id", "channel_id", "network", "status", "created_at", "expires_at", "overdue_s"),
+                within="query_latency",
+            ),
+        ),
     ),
     Metric(
         name="proof-coverage",
@@ -267,6 +449,35 @@ METRICS: tuple[Metric, ...] = (
             "verified_share_high"
         ),
         default=("type", "must_have_proof", "coverage", "verified_share", "invalid", "missing_proof", "events"),
+        report=(
+            ReportTable(
+                "proof_coverage",
+                "DON proofs",
+                (
+                    "type",
+                    "events",
+                    "must_have_proof",
+                    "with_proof",
+                    "missing_proof",
+                    "coverage",
+                    "too_few_signatures",
+                    "unexpected_proofs",
+                    "verified",
+                    "invalid",
+                    "verified_share",
+                ),
+                "Period: by event time. verified and invalid are what chainops verify stored (the official SDK's "
+                "rules: one OCR proof, the event hash, the workflow owner, at least 4 distinct trusted signers; "
+                "docs/verify.md); an event not verified yet counts against verified_share.",
+            ),
+            ReportTable(
+                "invalid_proofs",
+                "Invalid DON proofs (chainops verify), with the rule that failed",
+                ("event_id", "type", "status", "network", "ts", "reason"),
+                within="proof_coverage",
+                kinds=False,
+            ),
+        ),
     ),
     Metric(
         name="watcher-activity",
@@ -281,6 +492,7 @@ METRICS: tuple[Metric, ...] = (
             "name=text status=text"
         ),
         default=("watcher_id", "name", "bucket", "events", "with_proof", "status"),
+        report=(ReportTable("watcher_activity", "Watchers", note="Period: by event time."),),
     ),
     Metric(
         name="watcher-status-history",
@@ -339,6 +551,17 @@ def required_types() -> dict[str, str]:
     return out
 
 
+def report_tables() -> tuple[tuple[Metric, ReportTable], ...]:
+    """Every table of the report with its metric, in the report's order (the metrics' order, each metric's tables
+    in theirs)."""
+    return tuple((m, t) for m in METRICS for t in m.report)
+
+
+def views() -> tuple[tuple[Metric, View], ...]:
+    """The dashboards' tabs with their metrics, in tab order."""
+    return tuple((m, m.view) for m in METRICS if m.view is not None)
+
+
 def markdown() -> str:
     """``docs/metric-columns.md``: every metric with its definition, period, filters, needed events, default and
     all columns with their kinds (written by ``python -m toolkit.registry``; a test keeps the file equal)."""
@@ -367,6 +590,11 @@ def markdown() -> str:
         ]
         if m.hidden:
             lines.append(f"- Rows not shown by default (`--wide` shows them): {m.hidden_why}")
+        for t in m.report:
+            shown = ", ".join(f"`{c}`" for c in t.columns) if t.columns else "its figure only"
+            lines.append(f"- In the report: {t.heading} (`{t.key}`): {shown}")
+        if m.view is not None:
+            lines.append(f"- On the dashboards: the {m.view.title} tab")
         lines += ["", "| column | kind |", "|---|---|", *(f"| `{c.name}` | {c.kind} |" for c in m.columns)]
     return "\n".join(lines) + "\n"
 
@@ -377,11 +605,15 @@ __all__ = [
     "METRIC_NAMES",
     "Column",
     "Metric",
+    "ReportTable",
+    "View",
     "by_function",
     "declared_kinds",
     "markdown",
     "metric",
+    "report_tables",
     "required_types",
+    "views",
 ]
 
 

@@ -34,7 +34,19 @@ from .metrics import proofs as proof_metrics
 from .metrics.common import with_channel_names
 from .metrics.coverage import NotHeldError, coverage_of
 from .metrics.stats import difference_interval, two_proportion_p
-from .present import TABLE_CSS, Display, format_duration, format_percent, hide_rows, plural, present, shorten, to_html
+from .present import (
+    TABLE_CSS,
+    Display,
+    clean_for_terminal,
+    format_duration,
+    format_percent,
+    hide_rows,
+    plural,
+    present,
+    shorten,
+    to_html,
+)
+from .registry import ReportTable, report_tables
 from .times import now_utc, parse_period
 from .warehouse import Warehouse
 
@@ -471,8 +483,9 @@ def _points(value: float) -> str:
 
 
 def _short(value: Any) -> str:
-    """A value from the service as it reads in a finding (a name of any length stays one line long)."""
-    return shorten(str(value), 80)
+    """A value from the service as it reads in a finding: one line long whatever its length, its control
+    characters written out (``\\x1b``) as the tables show them."""
+    return shorten(clean_for_terminal(str(value)), 80)
 
 
 def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
@@ -541,88 +554,6 @@ img { max-width: 100%; }
     + TABLE_CSS
 )
 
-#: Per table: the columns shown in the HTML report (the CSV/Parquet files hold every column).
-_SHOWN: dict[str, tuple[str, ...]] = {
-    "status_latency": ("network", "status", "entered", "n", "censored", "mean_s", "p50_s", "p90_s", "p99_s", "max_s"),
-    "failure_rates": (
-        "network",
-        "operations",
-        "terminal",
-        "confirmed",
-        "failed",
-        "expired",
-        "cancelled",
-        "in_flight",
-        "failure_rate",
-        "failure_rate_low",
-        "failure_rate_high",
-        "expiry_rate",
-    ),
-    "failure_by_channel": (
-        "channel",
-        "channel_id",
-        "operations",
-        "terminal",
-        "failed",
-        "expired",
-        "failure_rate",
-        "failure_rate_low",
-        "failure_rate_high",
-    ),
-    "failure_reasons": ("category", "reason", "status", "operations", "share"),
-    "finality": (
-        "network",
-        "operations",
-        "reached_latest",
-        "reached_safe",
-        "reached_finalized",
-        "latest_share",
-        "safe_share",
-        "finalized_share",
-        "failed_share",
-        "latest_only",
-        "to_latest_p50_s",
-        "to_finalized_p50_s",
-        "to_finalized_p90_s",
-        "to_finalized_censored",
-    ),
-    "query_latency": (
-        "network",
-        "outcome",
-        "queries",
-        "accepted_to_terminal_p50_s",
-        "accepted_to_terminal_p90_s",
-        "accepted_to_terminal_censored",
-        "failure_rate",
-        "expiry_rate",
-    ),
-    "stuck_operations": (
-        "operation_id",
-        "channel_id",
-        "network",
-        "status",
-        "entered_at",
-        "age_s",
-        "threshold_s",
-        "threshold_basis",
-    ),
-    "overdue_queries": ("query_id", "channel_id", "network", "status", "created_at", "expires_at", "overdue_s"),
-    "revisits": ("network", "operations", "operations_revisited", "revisits", "operations_reorged", "reorgs"),
-    "proof_coverage": (
-        "type",
-        "events",
-        "must_have_proof",
-        "with_proof",
-        "missing_proof",
-        "coverage",
-        "too_few_signatures",
-        "unexpected_proofs",
-        "verified",
-        "invalid",
-        "verified_share",
-    ),
-    "invalid_proofs": ("event_id", "type", "status", "network", "ts", "reason"),
-}
 _MAX_ROWS = 50
 
 
@@ -729,80 +660,13 @@ def _figures(report: Report) -> dict[str, tuple[Figure, str]]:
     }
 
 
-_SECTIONS = (
-    ("status_latency", "Time spent in each status"),
-    ("failure_rates", "Failure rates per network"),
-    ("failure_by_channel", "Failure rates per channel"),
-    ("failure_reasons", "Failure reasons"),
-    ("finality", "Finality stages"),
-    ("query_latency", "Chain queries"),
-    ("stuck_operations", "Stuck operations"),
-    ("proof_coverage", "DON proofs"),
-    ("watcher_activity", "Watchers"),
-)
-
-
-_PERIOD_BY_CREATION = (
-    "Period: operations created in it, observed up to the newest event in the warehouse. Operations still in "
-    "flight are projected from finished ones that were in the same status at the same age (see docs/metrics.md), "
-    "so each rate estimates the cohort's final value; in_flight says how many were projected."
-)
-#: Per section: how the period selects its rows and how the numbers are computed (static text: same bytes).
-_NOTES: dict[str, str] = {
-    "status_latency": (
-        "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation still "
-        "in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from n ≥ 10, p99 "
-        "from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where it is read, else "
-        "empty with the reason in notes; n is beside each."
-    ),
-    "failure_rates": _PERIOD_BY_CREATION
-    + " Failure, expiry and cancel rates count the operations relayed so far (a draft joins when it is relayed; "
-    "the finality table's failed share is the same figure); drafts still waiting are projected on their "
-    "deadline's clock; 95% intervals.",
-    "failure_by_channel": _PERIOD_BY_CREATION,
-    "failure_reasons": (
-        "Period: operations created in it that failed or expired. Categories: first matching rule, a revert's own "
-        "message first (docs/metrics.md, Failure reasons)."
-    ),
-    "finality": _PERIOD_BY_CREATION
-    + " Times to each stage are Kaplan–Meier estimates (an operation that ended in an unknown status is not "
-    "censored). Reorgs: moves back from a finality stage to broadcasting "
-    "or earlier (duplicated events are not revisits).",
-    "query_latency": (
-        "Period: queries created in it. Rates include the in-flight estimate; latencies are Kaplan–Meier "
-        "estimates. Overdue: past their expires_at with no terminal status as of the newest event."
-    ),
-    "stuck_operations": (
-        "As of the newest event (not the period): operations in a status longer than 3 × the network's p90 of the "
-        "stays that ended (at least 60 s; not the censored p90 above: the open stays are the ones judged); a "
-        "status nobody on the network has left yet takes the other networks' p90, else the "
-        "state machine's default (threshold_basis)."
-    ),
-    "proof_coverage": (
-        "Period: by event time. verified and invalid are what chainops verify stored (the official SDK's rules: "
-        "one OCR proof, the event hash, the workflow owner, at least 4 distinct trusted signers; docs/verify.md); "
-        "an event not verified yet counts against verified_share."
-    ),
-    "watcher_activity": "Period: by event time.",
-}
-#: Tables shown inside another table's section, with their sub-heading.
-_EXTRA_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "finality": (("revisits", "Revisits and reorgs per network"),),
-    "query_latency": (("overdue_queries", "Overdue queries"),),
-    "proof_coverage": (("invalid_proofs", "Invalid DON proofs (chainops verify), with the rule that failed"),),
-}
-
-
-#: Report tables that hold another name's metric (the registry knows each metric by its function's name).
-_TABLE_METRICS = {"failure_by_channel": "failure_rates", "finality": "finality_breakdown"}
-
-
-def _metric_of(key: str) -> str | bool:
-    """The registry name of a report table's metric (its column kinds), or True for the naming conventions."""
-    from .registry import by_function
-
-    found = by_function(_TABLE_METRICS.get(key, key))
-    return found.name if found is not None else True
+def _sections() -> list[tuple[str | bool, ReportTable, list[tuple[str | bool, ReportTable]]]]:
+    """The report's sections from the registry, in order: each table of its own (with the registry name whose
+    column kinds apply, or True for the naming conventions) and the tables shown inside it."""
+    tables = [(m.name if t.kinds else True, t) for m, t in report_tables()]
+    return [
+        (kinds, t, [inner for inner in tables if inner[1].within == t.key]) for kinds, t in tables if t.within is None
+    ]
 
 
 def _when(ts: pd.Timestamp | None) -> str:
@@ -847,28 +711,31 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
                 f" — {'BREACHED' if bad else 'ok'}</li>"
             )
         parts.append('<h2 id="thresholds">Thresholds</h2><ul>' + "".join(items) + "</ul>")
-    parts.append('<h2 id="summary">Summary</h2>' + html_table(_summary_display(report), metric=False))
+    parts.append(
+        '<h2 id="summary">Summary</h2>' + to_html(present(_summary_display(report), metric=False, limit=_MEANING_LIMIT))
+    )
     drawn = _figures(report) if figures else {}
-    for key, heading in _SECTIONS:
-        parts.append(f'<h2 id="{key}">{e(heading)}</h2>')
+    for kinds, section, inner in _sections():
+        key = section.key
+        parts.append(f'<h2 id="{key}">{e(section.heading)}</h2>')
         if key in drawn:
             fig, alt = drawn[key]
             image = f'<img alt="{e(alt)}" src="{figure_png(fig)}">'
             parts.append(f"<figure>{image}<figcaption>{e(alt)}</figcaption></figure>")
-        if key in _NOTES:
-            parts.append(f'<p class="meta note">{e(_NOTES[key])}</p>')
-        if key in _SHOWN:
-            shown, hidden = hide_rows(report.tables[key], _metric_of(key))  # the CSV/Parquet tables keep them
-            parts.append(html_table(shown, _SHOWN[key], max_rows=_MAX_ROWS, metric=_metric_of(key)))
+        if section.note:
+            parts.append(f'<p class="meta note">{e(section.note)}</p>')
+        if section.columns:
+            shown, hidden = hide_rows(report.tables[key], kinds)  # the CSV/Parquet tables keep them
+            parts.append(html_table(shown, section.columns, max_rows=_MAX_ROWS, metric=kinds))
             parts += [
                 f'<p class="meta">{e(n.replace(" (--wide shows them)", " (the CSV tables hold them)"))}</p>'
                 for n in hidden
             ]
-        for extra, sub in _EXTRA_TABLES.get(key, ()):
-            if extra in report.tables:
-                parts.append(f'<h3 id="{extra}">{e(sub)}</h3>')
+        for sub_kinds, sub in inner:
+            if sub.key in report.tables:
+                parts.append(f'<h3 id="{sub.key}">{e(sub.heading)}</h3>')
                 parts.append(
-                    html_table(report.tables[extra], _SHOWN.get(extra), max_rows=_MAX_ROWS, metric=_metric_of(extra))
+                    html_table(report.tables[sub.key], sub.columns or None, max_rows=_MAX_ROWS, metric=sub_kinds)
                 )
     body = "\n".join(parts)
     if not full_page:
@@ -879,12 +746,18 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     )
 
 
+#: Characters of a summary value's meaning shown whole (our own text, not the service's: none is cut short).
+_MEANING_LIMIT = max(len(meaning) for meaning in SUMMARY_VALUES.values())
+#: Summary values that are shares in [0, 1] but whose names do not end in ``rate`` or ``coverage``.
+_SUMMARY_SHARES = frozenset({"proof_verified"})
+
+
 def _summary_display(report: Report) -> pd.DataFrame:
     rows = []
     for name, value in report.summary.items():
         if value is None or math.isnan(value):
             text = "unknown"
-        elif name.endswith(("rate", "coverage")):
+        elif name.endswith(("rate", "coverage")) or name in _SUMMARY_SHARES:
             text = format_percent(value)
         elif name.endswith(("change", "change_low", "change_high")):
             text = _points(value)

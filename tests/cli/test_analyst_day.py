@@ -148,7 +148,8 @@ def test_tables_show_percentages_and_files_keep_full_precision(synced, tmp_path)
     assert pd.read_parquet(as_parquet)["failure_rate"].tolist() == expected["failure_rate"].tolist()
     as_html = tmp_path / "rates.html"
     assert chainops("metrics", "failure-rates", "--warehouse", synced, "--out", str(as_html)).returncode == 0
-    assert "<table" in as_html.read_text() and "failure_rate %" in as_html.read_text()
+    page = as_html.read_text().replace("<wbr>", "")  # a long header may break after an underscore on a narrow page
+    assert "<table" in page and "<th>failure_rate %</th>" in page
 
 
 def test_sql_prints_small_numbers_with_significant_digits(synced) -> None:

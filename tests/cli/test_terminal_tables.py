@@ -67,7 +67,7 @@ def test_sql_tables_fit_and_name_what_they_leave_out(synced, capsys, monkeypatch
     code, out, _ = run(capsys, monkeypatch, 100, "sql", "select * from operations limit 3", "--warehouse", synced)
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 100
-    assert "more column(s) not shown" in out and "--wide" in out
+    assert re.search(r"\b(1 more column|\d+ more columns) not shown", out) and "--wide" in out
 
 
 def test_text_left_numbers_right_ids_short_times_in_utc(synced, capsys, monkeypatch) -> None:
@@ -115,7 +115,7 @@ def test_status_latency_hides_final_statuses_unless_wide(synced, capsys, monkeyp
     rows = [line.split() for line in out.splitlines()]
     statuses = {word for row in rows for word in row}
     assert not statuses & {"confirmed", "failed", "cancelled", "expired"}
-    assert f"{len(final)} row(s) for final statuses" in out
+    assert f"{len(final)} {'row' if len(final) == 1 else 'rows'} for final statuses" in out
     _code, out, _ = run(capsys, monkeypatch, 400, "metrics", "status-latency", "--wide", "--warehouse", synced)
     assert {"confirmed", "failed"} <= {word for line in out.splitlines() for word in line.split()}
 
@@ -254,3 +254,23 @@ def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypa
     assert f">{expected}</td>" in page and "failure_rate_low" not in page
     _, out, _ = run(capsys, monkeypatch, 200, "metrics", "failure-rates", "--warehouse", synced)
     assert expected in out
+
+
+def test_a_column_without_values_gives_way_when_the_table_does_not_fit() -> None:
+    """An all-missing column (a JSON column nobody filled) is left out before a column with values, and named."""
+    df = pd.DataFrame(
+        {
+            "id": ["a" * 10, "b" * 10],
+            "extra": [None, None],
+            "status": ["confirmed", "failed"],
+            "chain_selector": ["5009297550715157269", "4949039107694359620"],
+        }
+    )
+    narrow = to_terminal(present(df, metric=False), 50)
+    header = narrow.splitlines()[0].split()
+    assert header == ["id", "status", "chain_selector"], narrow
+    assert "1 more column not shown: extra" in narrow
+    assert all(len(line) <= 50 for line in narrow.splitlines())
+    wide = to_terminal(present(df, metric=False), 80)  # everything fits: the empty column is shown, as asked for
+    assert wide.splitlines()[0].split() == ["id", "extra", "status", "chain_selector"]
+    assert "not shown" not in wide

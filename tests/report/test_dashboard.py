@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 
 import toolkit as tk
 from tests.report.test_report import SCRIPT_CHANNEL, SCRIPT_NETWORK, warehouse  # noqa: F401  (the fixture)
-from toolkit.dashboard_app import ALL
+from toolkit.dashboard_app import ALL, EMPTY
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -71,6 +72,20 @@ def test_network_filter_redraws_every_view(dash) -> None:
     assert dash.filters["network"] is None
 
 
+def test_an_empty_tab_says_so_in_text(dash) -> None:
+    """A view with no rows shows a sentence, not a blank figure; it comes back when the filter brings rows."""
+    assert bytes(dash.images["stuck"].value).startswith(PNG)
+    dash.network.value = ("Ethereum Sepolia",)  # nothing stuck on Sepolia
+    assert dash.tables["stuck"].empty
+    assert bytes(dash.images["stuck"].value) == b"" and dash.images["stuck"].layout.display == "none"
+    assert EMPTY["stuck"] in dash.html["stuck"].value and "<table" not in dash.html["stuck"].value
+    for key in ("latency", "failure", "finality"):  # the tabs with rows keep their figure and table
+        assert bytes(dash.images[key].value).startswith(PNG) and "<table" in dash.html[key].value, key
+    dash.network.value = (ALL,)
+    assert bytes(dash.images["stuck"].value).startswith(PNG) and dash.images["stuck"].layout.display is None
+    assert '<table class="chainops">' in dash.html["stuck"].value
+
+
 def test_stuck_ages_are_in_one_unit_everywhere(dash) -> None:
     """The age column takes the unit in which its median is at least 2, in the table and the figure alike."""
     stuck = dash.tables["stuck"]
@@ -110,7 +125,10 @@ def test_a_static_render_shows_a_snapshot(dash) -> None:
     cell = nbformat.v4.new_code_cell("tk.dashboard(WAREHOUSE)")
     cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
     page, _ = HTMLExporter().from_notebook_node(nbformat.v4.new_notebook(cells=[cell]))
-    assert "operations created" in page and page.count("data:image/png;base64,") >= 4
+    # the stuck tab has no rows on Sepolia: it says so in text, with no figure
+    assert bundle["text/html"].count("data:image/png;base64,") == 3
+    assert "operations created" in page and page.count("data:image/png;base64,") >= 3
+    assert html.escape(EMPTY["stuck"]) in page and EMPTY["stuck"] in text
     assert "Ethereum Sepolia" in page and '<table class="chainops">' in page
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.colors as mcolors
 import pandas as pd
 import pytest
+from matplotlib.collections import PathCollection
 from matplotlib.text import Text
 
 from toolkit import plots
@@ -57,3 +58,53 @@ def test_a_network_keeps_its_colour_whatever_the_filter() -> None:
     colours = _line_colours(both)
     assert colours[b] == _line_colours(alone)[b]
     assert colours[a] != colours[b]
+
+
+def test_stuck_figure_marks_each_operations_own_threshold_in_plain_numbers() -> None:
+    """Two operations stuck in one status with different thresholds (per network): each gets its own threshold
+    mark, the axis reads in plain numbers (no 3×10^1) and the label fits the figure."""
+    stuck = pd.DataFrame(
+        {
+            "operation_id": ["a", "b"],
+            "network": ["Polygon", "Ethereum Sepolia"],
+            "status": ["pending_signature", "pending_signature"],
+            "age_s": [34.4 * 3600, 14.5 * 3600],
+            "threshold_s": [13 * 3600, 7.67 * 3600],
+        }
+    )
+    fig = plots.stuck_ages(stuck)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    points = {round(float(y), 2) for c in ax.collections if isinstance(c, PathCollection) for _, y in c.get_offsets()}
+    assert points == {34.4, 14.5, 13.0, 7.67}  # both ages and both thresholds, in hours
+    labels = [t.get_text() for t in (*ax.get_yticklabels(), *ax.get_yticklabels(minor=True)) if t.get_text()]
+    assert labels and not any("times" in t or "^" in t for t in labels), labels
+    assert ax.get_ylabel() == "hours in the status"
+    assert "its threshold" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _legend_beside(fig) -> bool:
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    return ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # right of the plot, over no bar
+
+
+def test_query_latency_legend_sits_beside_the_bars() -> None:
+    row = {f"{stage}_p{q}_s": 2.0 * q for stage in ("accepted_to_sending", "sending_to_sent", "sent_to_terminal")
+           for q in (50, 90)}  # fmt: skip
+    latency = pd.DataFrame([{"network": "Base", "outcome": "completed", **row}])
+    assert _legend_beside(plots.query_latency_bars(latency))
+
+
+def test_finality_legend_sits_beside_the_bars() -> None:
+    rows = pd.DataFrame(
+        {
+            "network": ["Base", "Polygon"],
+            "operations": [100, 100],
+            "latest_share": [0.97, 0.94],
+            "safe_share": [0.97, 0.94],
+            "finalized_share": [0.97, 0.94],
+            "latest_only": [False, False],
+        }
+    )
+    assert _legend_beside(plots.finality_funnel(rows))

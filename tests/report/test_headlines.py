@@ -68,3 +68,33 @@ def test_the_report_summary_has_the_change_interval_and_p() -> None:
     for name in ("failure_rate_change_low", "failure_rate_change_high", "failure_rate_change_p", "overdue_queries"):
         assert name in report.SUMMARY_VALUES
     assert "whole 95% interval" in report.SUMMARY_VALUES["failure_rate_change"]
+
+
+def test_the_summary_shows_every_share_as_a_percentage() -> None:
+    """proof_verified is a share like proof_coverage: 0.5 reads "50%", not "0" or "1" (it read "1" for 100%)."""
+    rep = _report(pd.DataFrame(), pd.DataFrame())
+    rep.summary.update({"proof_verified": 0.5, "proof_coverage": 1.0, "proof_invalid": 129.0, "stuck": 2.0})
+    shown = dict(zip(*report._summary_display(rep)[["name", "value"]].T.values, strict=True))
+    assert (shown["proof_verified"], shown["proof_coverage"]) == ("50%", "100%")
+    assert (shown["proof_invalid"], shown["stuck"]) == ("129", "2")
+    shares = [n for n, meaning in report.SUMMARY_VALUES.items() if meaning.startswith("share of")]
+    assert shares and all(shown[n].endswith("%") or shown[n] == "unknown" for n in shares), shares
+
+
+def test_a_finding_writes_control_characters_out() -> None:
+    """A network named with a terminal escape reads as its escape written out in a finding, as in the tables."""
+    evil = "\x1b[31mred\x1b]0;pwned\x07"
+    latency = pd.DataFrame({"network": [evil], "status": ["sent"], "n": [10], "p50_s": [30.0], "p90_s": [120.0]})
+    rates = pd.DataFrame(
+        {
+            "network": [evil],
+            "operations": [25],
+            "failure_rate": [0.2],
+            "failure_rate_low": [0.089],
+            "failure_rate_high": [0.39],
+        }
+    )
+    out = report._findings(_report(latency, rates), stuck_at=NOW)
+    assert out[0].startswith("Slowest status: sent on \\x1b[31mred\\x1b]0;pwned\\x07, ")
+    assert out[1].startswith("Worst network by failure rate: \\x1b[31mred")
+    assert not any(ch in line for line in out for ch in "\x1b\x07")

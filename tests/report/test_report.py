@@ -3,6 +3,7 @@ the exit codes a scheduler sees."""
 
 from __future__ import annotations
 
+import html
 import html.parser
 from datetime import UTC, datetime
 from pathlib import Path
@@ -391,3 +392,11 @@ def test_cli_csv_directory(warehouse: Path, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "tables" / "status_latency.csv").exists()
     assert (tmp_path / "tables" / "summary.csv").exists()
+
+
+def test_the_summary_shows_every_meaning_whole(page) -> None:
+    """The meanings are the toolkit's own text: none is cut short with an ellipsis in the report's summary."""
+    text, _, _ = page
+    summary = text[text.index('<h2 id="summary">') : text.index('<h2 id="status_latency">')]
+    for name, meaning in report.SUMMARY_VALUES.items():
+        assert html.escape(meaning) in summary, name
