@@ -8,7 +8,8 @@
   in ``extra._invalid`` under its wire path, and an event without a usable ``event_id`` is rejected by name.
 
 Both store the payload as the text the service sent when it is known, so an event is stored identically whichever
-path its page took. Within a page the last copy of an ``event_id`` wins.
+path its page took (a payload that repeats a name is stored as its last-value reading: see
+:mod:`.repeated_names`). Within a page the last copy of an ``event_id`` wins.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 
 from .. import spec
 from .arrow import EVENTS, TIMESTAMP, UTC_SECONDS, RejectedRecord, _build_column, _json_text, _key_problem
+from .repeated_names import settle_repeated_names
 
 Record = dict[str, Any]
 _S = pa.string()
@@ -137,7 +139,7 @@ def wire_events_batch(decoded: Any, *, channel_id: str | None) -> tuple[pa.Recor
         payload_texts,
         pa.nulls(n, _S),
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema), rejected
+    return settle_repeated_names(pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema)), rejected
 
 
 # ---- the careful path: generic dicts, value by value --------------------------------------------------------------
@@ -241,7 +243,7 @@ def events_batch(
             unknown["_invalid"] = _invalid_names(invalid[i])
         extras.append(_json_text(unknown) if unknown else None)
     arrays.append(pa.array(extras, _S))
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema), rejected
+    return settle_repeated_names(pa.RecordBatch.from_arrays(arrays, schema=EVENTS.schema)), rejected
 
 
 def _invalid_names(bad: dict[str, Any]) -> dict[str, Any]:

@@ -184,6 +184,7 @@ def convert_events(
         if decoded:
             batch, rejected = wire_events_batch(merge_decoded(list(run)), channel_id=channel_id)
             ctx.note_rejected(rejected, None)  # none: pages with an event to reject are converted alone
+            ctx.note_invalid("events", batch, None)  # a payload that repeats a name (its event is named)
             batches.append(batch)
         else:
             batches.extend(run)
