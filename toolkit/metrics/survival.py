@@ -14,7 +14,8 @@ Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
   tolerance) it is the midpoint between ``t`` and the next event time (R's ``quantile.survfit``). With nothing
   censored this is numpy's ``quantile(x, q, method="averaged_inverted_cdf")`` (Hyndman–Fan type 2). Where the curve
   stays at exactly ``1 − q`` to the end (every later observation censored) there is no next event time: the
-  percentile is ``t``, the lower end of the flat stretch.
+  percentile lies somewhere from ``t`` on, so under the rules below it is NULL with the reason (without them, as
+  in :func:`km_quantile`, it is ``t``, the lower end of the flat stretch).
 - the sample-size rule (:func:`min_observations`): percentile ``q`` is shown only for groups with at least
   ``ceil(1 / (1 − q))`` observations (p50 from 2, p90 from 10, p99 from 100) whose curve reaches ``1 − q``;
   otherwise it is NULL and the row's notes say why.
@@ -22,6 +23,11 @@ Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
   ``max(2, ceil(n × (1 − q) / 2))`` of the group's ``n`` observations are still at risk (half of what a group with
   nothing censored has there), and at least 10 once any was censored before that time; otherwise NULL, and the
   notes give the number at risk and the number needed.
+- the confidence rule (:func:`upper_confidence`): and, once any observation was censored before the time it is read
+  at (the percentile is then an estimate, not a count of what ended), only where its 95% confidence interval has an
+  upper end within the data (Brookmeyer–Crowley, as R's
+  ``quantile.survfit``: the first event time where the upper confidence curve falls to ``1 − q``); where the
+  curve's upper band never gets there, the data says the percentile is at least the value read, not what it is.
 """
 
 from __future__ import annotations
@@ -68,6 +74,25 @@ def min_at_risk(q: float, observations: int, censored_before: int = 0) -> int:
     """
     need = max(2, math.ceil(observations * (1 - q) / 2 - TOLERANCE))
     return max(need, MIN_AT_RISK_CENSORED) if censored_before > 0 else need
+
+
+#: The normal quantile of a two-sided 95% interval.
+Z95 = 1.959963984540054
+
+
+def upper_confidence(g: np.ndarray, dd: np.ndarray, at_risk: np.ndarray, surv: np.ndarray) -> np.ndarray:
+    """The upper end of the pointwise 95% confidence interval of each curve at each of its rows, as R's ``survfit``
+    computes it by default (``conf.type = "log"``): ``min(1, S(t) × exp(1.96 × σ(t)))`` with Greenwood's
+    ``σ²(t) = Σ_{t_i ≤ t} d_i / (n_i (n_i − d_i))``; NaN where ``S(t)`` is 0 (the log scale has no interval there).
+
+    Arguments: the rows of every curve sorted by group then time, ``g`` their group, ``dd`` the events and
+    ``at_risk`` the number at risk at each row, ``surv`` the curve. Returns one value per row.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        term = np.where(dd > 0, dd / (at_risk * (at_risk - dd)), 0.0)
+        sigma = np.sqrt(pd.Series(term).groupby(g).cumsum().to_numpy())
+        upper = np.minimum(1.0, surv * np.exp(Z95 * sigma))
+    return np.where(surv > 0, upper, np.nan)
 
 
 def percentile_name(q: float) -> str:
@@ -138,6 +163,7 @@ def km_percentiles(
     with np.errstate(invalid="ignore", divide="ignore"):
         factor = np.where(dd > 0, 1.0 - dd / at_risk, 1.0)
     surv = pd.Series(factor).groupby(g).cumprod().to_numpy()
+    upper = upper_confidence(g, dd, at_risk, surv)
     # the next event time after each row, within its group
     event_t = pd.Series(np.where(dd > 0, tt, np.nan))
     next_event = event_t.groupby(g).shift(-1).groupby(g).bfill().to_numpy()
@@ -153,6 +179,7 @@ def km_percentiles(
         risk = np.full(groups, np.nan)  # still at risk at the event time the percentile is read at
         early = np.zeros(groups)  # censored before that time
         read_at = np.full(groups, np.nan)
+        open_end = np.zeros(groups, bool)  # S is exactly 1 - q from the read time on and no event follows
         hit = np.flatnonzero((dd > 0) & (surv <= target + TOLERANCE))
         if len(hit):
             first = pd.Series(hit).groupby(g[hit]).first()
@@ -160,16 +187,24 @@ def km_percentiles(
             exact = np.abs(surv[idx] - target) <= TOLERANCE
             nxt = next_event[idx]
             value[grp] = np.where(exact & ~np.isnan(nxt), (tt[idx] + nxt) / 2, tt[idx])
+            open_end[grp] = exact & np.isnan(nxt)
             risk[grp], read_at[grp], early[grp] = at_risk[idx], tt[idx], censored_before[idx]
+        # the confidence rule: where some were censored before it, the upper curve must reach 1 - q at an event time
+        bounded = np.zeros(groups, bool)
+        bounded[g[(dd > 0) & (upper <= target + TOLERANCE)]] = True
         need = min_observations(q) if rule else 1
         small = n_obs < need
         need_risk = np.array([min_at_risk(q, int(n), int(e)) for n, e in zip(n_obs, early, strict=True)])
         need_risk = need_risk if rule else np.zeros(groups)
         thin = ~small & ~np.isnan(value) & (risk < need_risk)
+        passed = ~small & ~np.isnan(value) & ~thin if rule else np.zeros(groups, bool)
+        flat = passed & open_end
+        unbounded = passed & ~flat & (early > 0) & ~bounded
         unreached = ~small & np.isnan(value)
-        value[small | thin] = np.nan
+        read = value.copy()
+        value[small | thin | flat | unbounded] = np.nan
         out[f"{name}_s"] = value
-        for i in np.flatnonzero(small | unreached | thin):
+        for i in np.flatnonzero(small | unreached | thin | flat | unbounded):
             if n_obs[i] == 0:
                 if not notes[i]:
                     notes[i].append(f"{label or 'all'}: no observations")
@@ -179,6 +214,17 @@ def km_percentiles(
                 notes[i].append(
                     f"{prefix}{name}: {int(risk[i])} at risk at {read_at[i]:g} s < {int(need_risk[i])} needed "
                     f"({int(n_censored[i])} of {int(n_obs[i])} {pending})"
+                )
+            elif flat[i]:
+                notes[i].append(
+                    f"{prefix}{name}: survival is exactly {100 * target:g}% from {read[i]:g} s on and nothing ended "
+                    f"after it, so {name} is somewhere above {read[i]:g} s ({int(n_censored[i])} of "
+                    f"{int(n_obs[i])} {pending})"
+                )
+            elif unbounded[i]:
+                notes[i].append(
+                    f"{prefix}{name}: {read[i]:g} s has no upper 95% bound within the data "
+                    f"({int(n_censored[i])} of {int(n_obs[i])} {pending}; too few ended after it)"
                 )
             else:
                 notes[i].append(
