@@ -752,9 +752,8 @@ _NOTES: dict[str, str] = {
     "status_latency": (
         "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation still "
         "in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from n ≥ 10, p99 "
-        "from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where it is read and, "
-        "once some were censored before it, where its 95% interval has an upper end within the data, else empty "
-        "with the reason in notes; n is beside each."
+        "from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where it is read, else "
+        "empty with the reason in notes; n is beside each."
     ),
     "failure_rates": _PERIOD_BY_CREATION
     + " Failure, expiry and cancel rates count the operations relayed so far (a draft joins when it is relayed; "

@@ -12,24 +12,18 @@ def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float
     midpoint to the next event time where it equals ``1 - q`` (the lower end when no event follows); NaN when the
     curve never gets there, or (``rule``) when there are fewer than ``ceil(1 / (1 - q))`` observations, or when
     fewer than ``max(2, ceil(n (1 - q) / 2))`` observations are still at risk at the event time it is read at, or
-    fewer than 10 once one was censored before it (the at-risk rule of docs/metrics.md), or, once one was censored
-    before it, when the upper end of the 95% interval of the curve never falls to ``1 - q`` (the confidence rule),
-    or where the curve stays at exactly ``1 - q`` from it to the end (no event after it: an open interval)."""
+    fewer than 10 once one was censored before it (the at-risk rule of docs/metrics.md), or where the curve stays
+    at exactly ``1 - q`` from it to the end (no event after it: the percentile is anywhere from there on)."""
     if rule and len(durations) < math.ceil(round(1 / (1 - q), 9)):
         return math.nan
     times = sorted(set(float(t) for t, c in zip(durations, censored, strict=True) if not c))
-    surv, curve, greenwood, bounded = 1.0, [], 0.0, False
+    surv, curve = 1.0, []
     target = 1 - q
-    for t in times:  # the curve, and whether the upper end of its 95% interval ever falls to 1 - q
+    for t in times:
         at_risk = sum(1 for d in durations if d >= t)  # censored at t are still at risk at t: events first
         died = sum(1 for d, c in zip(durations, censored, strict=True) if d == t and not c)
         surv *= 1 - died / at_risk
         curve.append((t, surv))
-        # the upper end of the 95% interval of S(t) on the log scale (R's survfit default), Greenwood's variance
-        if surv > 0:
-            greenwood += died / (at_risk * (at_risk - died))
-            upper = min(1.0, surv * math.exp(1.959963984540054 * math.sqrt(greenwood)))
-            bounded = bounded or upper <= target + 1e-9
     for i, (t, s) in enumerate(curve):
         if abs(s - target) <= 1e-9 or s < target:
             at_risk = sum(1 for d in durations if d >= t)
@@ -38,9 +32,6 @@ def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float
                 need = max(need, 10)  # censored before the percentile: at least 10 still at risk
             if rule and at_risk < need:
                 return math.nan
-            early = any(c and d < t for d, c in zip(durations, censored, strict=True))
-            if rule and early and not bounded:
-                return math.nan  # censored before it: its interval must have an upper end within the data
             if abs(s - target) <= 1e-9 and i + 1 == len(curve):
                 # flat at exactly 1 - q to the end: somewhere from t on (censored later), no value under the rules
                 return math.nan if rule else t

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.metrics.km_reference import km_percentile
-from toolkit.metrics.survival import km_percentiles, km_quantile, min_observations, upper_confidence
+from toolkit.metrics.survival import km_percentiles, km_quantile, min_observations
 
 # Freireich et al. (1963), 6-MP arm of the leukaemia remission trial (Kalbfleisch & Prentice; Klein & Moeschberger
 # table 1.1): weeks in remission, 21 patients, 9 relapses; a censored time is marked True.
@@ -161,18 +161,6 @@ def test_a_median_from_one_ended_and_fifteen_censored_stays_is_not_shown() -> No
     assert value == km_percentile(durations, flags, 0.5) == km_percentile(durations, flags, 0.5, rule=False)
 
 
-def test_the_upper_band_matches_r_survfit_on_the_six_mp_arm() -> None:
-    """The upper end of the 95% interval (log scale, Greenwood), as R's ``survfit(Surv(time, status) ~ 1)`` prints it
-    for the 6-MP arm (Klein & Moeschberger; the survival package's own example output): it never falls to 0.5, so
-    R reports the median's upper limit as NA."""
-    # event times 6, 7, 10, 13, 16, 22, 23 with (at risk, relapses) as worked by hand above
-    n = np.array([21, 17, 15, 12, 11, 7, 6], float)
-    d = np.array([3, 1, 1, 1, 1, 1, 1], float)
-    surv = np.cumprod(1 - d / n)
-    upper = upper_confidence(np.zeros(7, int), d, n, surv)
-    assert np.round(upper, 3).tolist() == [1.0, 0.996, 0.968, 0.935, 0.896, 0.858, 0.807]  # R's "upper 95% CI"
-
-
 def test_a_curve_flat_at_exactly_one_half_to_the_end_gives_no_median() -> None:
     """Issue 29's miss (Polygon ``pending_signature``, a 3-h window: 1,886 s shown, 10,450 s eventually): two stays,
     one ended at 1,886 s and one still waiting at 6,000 s. S(1886) = 1 − 1/2 = 0.5 exactly and nothing ends after
@@ -192,42 +180,3 @@ def test_a_curve_flat_at_exactly_one_half_to_the_end_gives_no_median() -> None:
         {"duration": [1000.0, 1886.0, 6000.0, 7000.0], "events": [1, 1, 0, 1], "censored": [0, 0, 1, 0]}
     )
     assert km_percentiles(closed, [], (0.5,)).iloc[0].p50_s == 4443.0
-
-
-def _ten_early_then(events: int, later: int) -> pd.DataFrame:
-    # 10 censored at 1 s, then `events` ended at 2, 3, ... s and `later` censored at 100 s: 30 at risk from 2 s on
-    return pd.DataFrame(
-        {
-            "duration": [1.0, *(2.0 + i for i in range(events)), 100.0],
-            "events": [0, *([1] * events), 0],
-            "censored": [10, *([0] * events), later],
-        }
-    )
-
-
-def test_a_percentile_read_after_censoring_needs_an_upper_bound_within_the_data() -> None:
-    """By hand: after the 10 censored at 1 s, 30 are at risk; after j of them ended S = (30 − j)/30 and Greenwood's
-    Σ d/(n(n − d)) telescopes to 1/(30 − j) − 1/30. The median is read at 16 s (j = 15, S = 0.5 exactly) and is the
-    midpoint 16.5 s, with 15 at risk there (>= 10).
-    - 20 ended, 10 censored at 100 s: the last upper end, j = 20, is (1/3)·exp(1.96·√(0.1 − 1/30)) = 0.553 > 0.5:
-      the interval has no upper end, NULL.
-    - 22 ended, 8 censored: at j = 22, (8/30)·exp(1.96·√(1/8 − 1/30)) = 0.483 <= 0.5: bounded, shown."""
-    open_ended = km_percentiles(_ten_early_then(20, 10), [], (0.5,)).iloc[0]
-    assert math.isnan(open_ended.p50_s)
-    assert open_ended.notes == (
-        "p50: 16.5 s has no upper 95% bound within the data (20 of 40 still in status; too few ended after it)"
-    )
-    bounded = km_percentiles(_ten_early_then(22, 8), [], (0.5,)).iloc[0]
-    assert bounded.p50_s == 16.5 and bounded.notes == ""
-    # the reference, with plain loops, agrees on both
-    for events, later, want in ((20, 10, math.nan), (22, 8, 16.5)):
-        durations = [1.0] * 10 + [2.0 + i for i in range(events)] + [100.0] * later
-        flags = [True] * 10 + [False] * events + [True] * later
-        assert km_percentile(durations, flags, 0.5) == pytest.approx(want, nan_ok=True)
-    # nothing censored before the percentile: the rule does not apply (the value counts what ended). 12 stays, 4
-    # ended at 1..4 s, 8 censored at 50 s: S(3) = 9/12 = 0.75 exactly, so p25 is (3 + 4) / 2, though the upper band
-    # at 4 s, (8/12)·exp(1.96·√(1/8 − 1/12)) = 0.995, never falls to 0.75
-    early_done = pd.DataFrame(
-        {"duration": [1.0, 2.0, 3.0, 4.0, 50.0], "events": [1, 1, 1, 1, 0], "censored": [0, 0, 0, 0, 8]}
-    )
-    assert km_percentiles(early_done, [], (0.25,)).iloc[0].p25_s == 3.5

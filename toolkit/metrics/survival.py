@@ -23,11 +23,6 @@ Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
   ``max(2, ceil(n × (1 − q) / 2))`` of the group's ``n`` observations are still at risk (half of what a group with
   nothing censored has there), and at least 10 once any was censored before that time; otherwise NULL, and the
   notes give the number at risk and the number needed.
-- the confidence rule (:func:`upper_confidence`): and, once any observation was censored before the time it is read
-  at (the percentile is then an estimate, not a count of what ended), only where its 95% confidence interval has an
-  upper end within the data (Brookmeyer–Crowley, as R's
-  ``quantile.survfit``: the first event time where the upper confidence curve falls to ``1 − q``); where the
-  curve's upper band never gets there, the data says the percentile is at least the value read, not what it is.
 """
 
 from __future__ import annotations
@@ -74,25 +69,6 @@ def min_at_risk(q: float, observations: int, censored_before: int = 0) -> int:
     """
     need = max(2, math.ceil(observations * (1 - q) / 2 - TOLERANCE))
     return max(need, MIN_AT_RISK_CENSORED) if censored_before > 0 else need
-
-
-#: The normal quantile of a two-sided 95% interval.
-Z95 = 1.959963984540054
-
-
-def upper_confidence(g: np.ndarray, dd: np.ndarray, at_risk: np.ndarray, surv: np.ndarray) -> np.ndarray:
-    """The upper end of the pointwise 95% confidence interval of each curve at each of its rows, as R's ``survfit``
-    computes it by default (``conf.type = "log"``): ``min(1, S(t) × exp(1.96 × σ(t)))`` with Greenwood's
-    ``σ²(t) = Σ_{t_i ≤ t} d_i / (n_i (n_i − d_i))``; NaN where ``S(t)`` is 0 (the log scale has no interval there).
-
-    Arguments: the rows of every curve sorted by group then time, ``g`` their group, ``dd`` the events and
-    ``at_risk`` the number at risk at each row, ``surv`` the curve. Returns one value per row.
-    """
-    with np.errstate(invalid="ignore", divide="ignore"):
-        term = np.where(dd > 0, dd / (at_risk * (at_risk - dd)), 0.0)
-        sigma = np.sqrt(pd.Series(term).groupby(g).cumsum().to_numpy())
-        upper = np.minimum(1.0, surv * np.exp(Z95 * sigma))
-    return np.where(surv > 0, upper, np.nan)
 
 
 def percentile_name(q: float) -> str:
@@ -163,7 +139,6 @@ def km_percentiles(
     with np.errstate(invalid="ignore", divide="ignore"):
         factor = np.where(dd > 0, 1.0 - dd / at_risk, 1.0)
     surv = pd.Series(factor).groupby(g).cumprod().to_numpy()
-    upper = upper_confidence(g, dd, at_risk, surv)
     # the next event time after each row, within its group
     event_t = pd.Series(np.where(dd > 0, tt, np.nan))
     next_event = event_t.groupby(g).shift(-1).groupby(g).bfill().to_numpy()
@@ -189,22 +164,17 @@ def km_percentiles(
             value[grp] = np.where(exact & ~np.isnan(nxt), (tt[idx] + nxt) / 2, tt[idx])
             open_end[grp] = exact & np.isnan(nxt)
             risk[grp], read_at[grp], early[grp] = at_risk[idx], tt[idx], censored_before[idx]
-        # the confidence rule: where some were censored before it, the upper curve must reach 1 - q at an event time
-        bounded = np.zeros(groups, bool)
-        bounded[g[(dd > 0) & (upper <= target + TOLERANCE)]] = True
         need = min_observations(q) if rule else 1
         small = n_obs < need
         need_risk = np.array([min_at_risk(q, int(n), int(e)) for n, e in zip(n_obs, early, strict=True)])
         need_risk = need_risk if rule else np.zeros(groups)
         thin = ~small & ~np.isnan(value) & (risk < need_risk)
-        passed = ~small & ~np.isnan(value) & ~thin if rule else np.zeros(groups, bool)
-        flat = passed & open_end
-        unbounded = passed & ~flat & (early > 0) & ~bounded
+        flat = ~small & ~np.isnan(value) & ~thin & open_end if rule else np.zeros(groups, bool)
         unreached = ~small & np.isnan(value)
         read = value.copy()
-        value[small | thin | flat | unbounded] = np.nan
+        value[small | thin | flat] = np.nan
         out[f"{name}_s"] = value
-        for i in np.flatnonzero(small | unreached | thin | flat | unbounded):
+        for i in np.flatnonzero(small | unreached | thin | flat):
             if n_obs[i] == 0:
                 if not notes[i]:
                     notes[i].append(f"{label or 'all'}: no observations")
@@ -220,11 +190,6 @@ def km_percentiles(
                     f"{prefix}{name}: survival is exactly {100 * target:g}% from {read[i]:g} s on and nothing ended "
                     f"after it, so {name} is somewhere above {read[i]:g} s ({int(n_censored[i])} of "
                     f"{int(n_obs[i])} {pending})"
-                )
-            elif unbounded[i]:
-                notes[i].append(
-                    f"{prefix}{name}: {read[i]:g} s has no upper 95% bound within the data "
-                    f"({int(n_censored[i])} of {int(n_obs[i])} {pending}; too few ended after it)"
                 )
             else:
                 notes[i].append(
