@@ -8,7 +8,7 @@ JSON of that reading (so a view reading the payload and a typed column agree), a
 it in ``extra._sent_payload`` with the repeated names, by path, in ``extra._repeated_names``. The sync names the
 events in a problem (the run ends ``partial``).
 
-Finding them costs one generic parse and serialisation of a batch's payloads (orjson, in C; about 2 µs per 1 KB
+Finding them costs one generic parse and serialisation of a batch's payloads (orjson, in C; 2–3 µs per 1 KB
 payload, measured on a 1,000-event page): a repeated name is the only way the structural ``:`` of the text as sent
 can outnumber those of the re-serialised value. Only a batch where they differ (or whose texts escape a ``:``, or
 that orjson cannot read) is read payload by payload with the standard library.
