@@ -91,6 +91,9 @@ class Defects:
     #: The target's first event (offset 0) repeats two names inside its payload, as sent: ``status`` (first
     #: :data:`REPEATED_FIRST`, last its real status) and ``operation_status_workflow_id`` (``"first"``, ``"last"``).
     repeated_payload_names: bool = False
+    #: The target's first operations page repeats ``status`` in its first record (``REPEATED_FIRST`` first, its real
+    #: status last).
+    repeated_record_name: bool = False
 
 
 @dataclass
@@ -399,6 +402,10 @@ class HostileServer(_LoopbackServer):
                 f'"status": "{status}", "operation_status_workflow_id": "last"'.encode(),
                 1,
             )
+        if d.repeated_record_name and kind == "operations" and cid == self.org.target and offset == 0:
+            status = json.dumps(envelope["data"][0]["status"])
+            real = f'"status": {status}'.encode()
+            body = body.replace(real, f'"status": "{REPEATED_FIRST}", '.encode() + real, 1)
         if bad and d.invalid_utf8_page:
             body = body.replace(json.dumps(_MARK).encode(), b'"\xff\xfe not UTF-8"')
         if bad and d.deep_nesting_page:

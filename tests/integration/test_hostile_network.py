@@ -396,3 +396,19 @@ def test_a_payload_that_repeats_a_name_is_stored_as_its_last_value_everywhere(ge
     assert (REPEATED_FIRST,) in transitions  # op #0 really goes through sending, once: its own later event
     assert transitions.count((REPEATED_FIRST,)) == 1
     assert rows(path, "SELECT count(*) FROM events WHERE extra LIKE '%_repeated_names%'") == [(1,)]
+
+
+def test_an_operation_record_that_repeats_a_field_keeps_the_last_value_and_is_noted(tmp_path) -> None:
+    # the first operations page's first record says "status" twice: "sending", then its real status
+    path = tmp_path / "wh.duckdb"
+    op = ORG.operations[ORG.target][0]
+    assert op["status"] != REPEATED_FIRST
+    with HostileServer(TEST_KEY, Defects(repeated_record_name=True)) as server:
+        result = run(server, path)
+    assert result.outcome == "partial", result.summary()
+    notes = [p for p in result.problems if "repeated a name inside one JSON object" in p]
+    assert notes and f"operation_id {op['operation_id']}, status" in notes[0], result.problems
+    ((status, extra),) = rows(path, "SELECT status, extra FROM operations WHERE operation_id = ?", op["operation_id"])
+    assert status == op["status"]  # the last value
+    assert json.loads(extra)["_repeated_names"] == ["status"]
+    assert rows(path, "SELECT count(*) FROM operations WHERE extra LIKE '%_repeated_names%'") == [(1,)]

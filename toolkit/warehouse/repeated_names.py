@@ -123,19 +123,22 @@ def settle_repeated_names(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def repeated_names_problem(table: str, batch: pa.RecordBatch | pa.Table, where: str) -> str | None:
-    """The problem a sync records for the rows of ``batch`` marked by :func:`settle_repeated_names` (``None`` when
-    there are none): how many, the first by its key and paths, and the request (``where``)."""
-    if table != "events" or "extra" not in batch.schema.names:
+    """The problem a sync records for the rows of ``batch`` whose ``extra`` lists repeated names (an event payload
+    settled by :func:`settle_repeated_names`, or a record the client read with a repeated name: see
+    :func:`toolkit.api.exactjson.loads_marking_repeats`), ``None`` when there are none: how many, the first by its
+    key and names, and the request (``where``)."""
+    if "extra" not in batch.schema.names:
         return None
-    extra = batch.column("extra")
-    marked = pc.fill_null(pc.match_substring(extra, '"_repeated_names"'), False)
+    marked = pc.fill_null(pc.match_substring(batch.column("extra"), '"_repeated_names"'), False)
     count = pc.sum(marked).as_py() or 0
     if not count:
         return None
     first = batch.filter(marked).slice(0, 1).to_pylist()[0]
-    names = ", ".join(json.loads(first["extra"]).get("_repeated_names", []))
+    key = batch.schema.names[0]
+    listed = json.loads(first["extra"]).get("_repeated_names")
+    names = ", ".join(map(str, listed)) if isinstance(listed, list) else "inside a nested object"
     return (
-        f"{count} events record(s) repeated a name inside one JSON object (first: event {first['event_id']}, "
-        f"{names}); names should be unique, so the last value is the one kept, in every column and in the stored "
-        f"payload, and the text as sent is under extra._sent_payload{where}"
+        f"{count} {table} record(s) repeated a name inside one JSON object (first: {key} {first[key]}, {names}); "
+        "names should be unique, so the last value is the one kept, in every column and in any stored payload "
+        f"(the names under extra._repeated_names, a payload as sent under extra._sent_payload){where}"
     )
