@@ -33,6 +33,8 @@ BAD_OPERATIONS_OFFSET = 100
 #: is one the sync fetches one by one.
 BAD_RECORD_INDEX = 105
 _MARK = "@@HOSTILE@@"
+#: The first value of the repeated ``status`` (see ``Defects.repeated_payload_names``).
+REPEATED_FIRST = "sending"
 
 
 def _id(*parts: object) -> str:
@@ -86,6 +88,12 @@ class Defects:
     channel_refused_status: int = 404
     #: GET of the target's operation #BAD_RECORD_INDEX answers 200 with this body (``b"[]"``, ``b"42"``, ...), always.
     record_body: bytes | None = None
+    #: The target's first event (offset 0) repeats two names inside its payload, as sent: ``status`` (first
+    #: :data:`REPEATED_FIRST`, last its real status) and ``operation_status_workflow_id`` (``"first"``, ``"last"``).
+    repeated_payload_names: bool = False
+    #: The target's first operations page repeats ``status`` in its first record (``REPEATED_FIRST`` first, its real
+    #: status last).
+    repeated_record_name: bool = False
 
 
 @dataclass
@@ -385,6 +393,19 @@ class HostileServer(_LoopbackServer):
             first = items[0] = json.loads(json.dumps(items[0]))
             (first.get("payload", first))["note"] = _MARK
         body = _dumps(envelope)
+        if d.repeated_payload_names and kind == "events" and cid == self.org.target and offset == 0:
+            status = self.org.events[cid][0]["payload"]["status"]
+            sent = f'"payload": {{"status": "{status}"'.encode()
+            body = body.replace(
+                sent,
+                f'"payload": {{"status": "{REPEATED_FIRST}", "operation_status_workflow_id": "first", '
+                f'"status": "{status}", "operation_status_workflow_id": "last"'.encode(),
+                1,
+            )
+        if d.repeated_record_name and kind == "operations" and cid == self.org.target and offset == 0:
+            status = json.dumps(envelope["data"][0]["status"])
+            real = f'"status": {status}'.encode()
+            body = body.replace(real, f'"status": "{REPEATED_FIRST}", '.encode() + real, 1)
         if bad and d.invalid_utf8_page:
             body = body.replace(json.dumps(_MARK).encode(), b'"\xff\xfe not UTF-8"')
         if bad and d.deep_nesting_page:

@@ -595,6 +595,12 @@ def _say_why_empty(args: argparse.Namespace, source: object) -> None:
             )
     note = describe_empty(filters, metric=args.name, held=held)
     print(f"chainops metrics: {clean_for_terminal(note)}", file=sys.stderr)
+    if isinstance(source, str) and held:
+        from .known_values import older_than_period
+
+        older = older_than_period(source, args.since, args.until)
+        if older:
+            print(f"chainops metrics: {clean_for_terminal(older)}", file=sys.stderr)
 
 
 def _threshold(text: str) -> object:

@@ -206,6 +206,41 @@ def describe_empty(filters: Mapping[str, object], *, metric: str | None = None, 
     return f"no rows: the warehouse holds {held:,} operations, queries and events, but nothing this metric counts"
 
 
+def _relative(text: str | None) -> bool:
+    """Whether a --since/--until text counts from the wall clock (an age, ``now``, ``today``, ``yesterday``)."""
+    from .times import age_seconds
+
+    return text is not None and (text.strip().lower() in ("now", "today", "yesterday") or age_seconds(text) is not None)
+
+
+def older_than_period(warehouse: str, since: str | None, until: str | None) -> str | None:
+    """Why a period counted back from the wall clock found nothing: the warehouse's newest event is older than the
+    period's start (the demo's history, or a warehouse not synced lately). ``None`` when the period is absolute,
+    or the data reaches into it. The note names the newest event time and a period that counts back from it."""
+    if not _relative(since) or (until is not None and not _relative(until)):
+        return None
+    import pandas as pd
+
+    from .times import parse_period
+    from .warehouse import Warehouse
+
+    start, _ = parse_period(since, until)
+    with Warehouse(warehouse, read_only=True) as wh:
+        newest = wh.con.execute("SELECT max(ts) FROM events").fetchone()[0]
+    if newest is None or start is None:
+        return None
+    newest = pd.Timestamp(newest).tz_convert("UTC")
+    if newest >= start:
+        return None
+    stamp = newest.strftime("%Y-%m-%dT%H:%M:%SZ")
+    end = (newest.floor("s") + pd.Timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (
+        f"--since {since} counts back from now ({start.strftime('%Y-%m-%d %H:%M')} UTC on), and the newest event "
+        f"in the warehouse is older ({stamp}): to count back from the data, add --until {end} (as `chainops "
+        "report` does by default), or give --since/--until as dates"
+    )
+
+
 __all__ = [
     "UnknownValueError",
     "check_filters",
@@ -214,6 +249,7 @@ __all__ = [
     "known_networks",
     "known_statuses",
     "nearest",
+    "older_than_period",
     "resolve_filters",
     "unknown_value_message",
 ]

@@ -62,3 +62,22 @@ def test_the_quick_test_never_misses_what_the_expression_finds(body: bytes) -> N
 def test_the_quick_test_never_misses_on_any_bytes(body: bytes) -> None:
     if _LONG_INTEGER.search(body) is not None:
         assert may_hold_long_integer(body)
+
+
+def test_an_object_that_repeats_a_name_keeps_the_last_value_and_lists_the_name() -> None:
+    body = b'{"data": [{"status": "sending", "id": "a", "status": "sent", "tx": {"to": 1, "to": 2}}, {"x": "y:z"}]}'
+    got = exactjson.loads_marking_repeats(body)
+    first, second = got["data"]
+    assert first == {
+        "status": "sent",
+        "id": "a",
+        "tx": {"to": 2, "_repeated_names": ["to"]},
+        "_repeated_names": ["status"],
+    }
+    assert second == {"x": "y:z"} and "_repeated_names" not in got
+    # no repeat: exactly what loads reads, big integers too; a repeat beside a big integer is still found
+    plain = b'{"data": [{"n": 18446744073709551616, "s": "a:b"}], "has_more": false}'
+    assert exactjson.loads_marking_repeats(plain) == exactjson.loads(plain)
+    assert exactjson.loads_marking_repeats(b'{"n": 18446744073709551616, "n": 1}') == {"n": 1, "_repeated_names": ["n"]}
+    # an escaped ':' balancing the count does not hide a repeat
+    assert exactjson.loads_marking_repeats(b'{"a": "\\u003a", "a": 1}') == {"a": 1, "_repeated_names": ["a"]}

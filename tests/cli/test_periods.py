@@ -53,3 +53,36 @@ def test_metrics_and_report_select_the_same_period(tmp_path: Path) -> None:
     )
     assert week.returncode == 0, week.stderr
     assert int(pd.read_csv(io.StringIO(week.stdout))["operations"].sum()) == 6
+
+
+def test_a_relative_period_older_than_the_data_says_why_it_is_empty(tmp_path: Path) -> None:
+    # `--since 7d` counts back from the wall clock; the hand-built warehouse ends on 2026-01-01, so nothing is in it
+    wh = str(_warehouse(tmp_path / "w.duckdb"))
+    newest = pd.Timestamp(T0 + START + DAY + 60 * 4 + 10, unit="s", tz="UTC")  # the last "after" operation's end
+    got = chainops("metrics", "failure-rates", "--warehouse", wh, "--format", "csv", "--since", "7d")
+    assert got.returncode == 0, got.stderr
+    assert "no rows" in got.stderr
+    until = (newest + pd.Timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"the newest event in the warehouse is older ({newest.strftime('%Y-%m-%dT%H:%M:%SZ')})" in got.stderr
+    assert f"add --until {until}" in got.stderr
+    # what the note suggests counts back from the data: the 11 operations of the last 7 days of it
+    again = chainops(
+        "metrics", "failure-rates", "--warehouse", wh, "--format", "csv", "--since", "7d", "--until", until
+    )
+    assert again.returncode == 0, again.stderr
+    assert int(pd.read_csv(io.StringIO(again.stdout))["operations"].sum()) == 11
+    assert "newest event" not in again.stderr
+    # an absolute period that finds nothing is not explained by the data's age
+    old = chainops(
+        "metrics",
+        "failure-rates",
+        "--warehouse",
+        wh,
+        "--format",
+        "csv",
+        "--since",
+        "2020-01-01",
+        "--until",
+        "2020-02-01",
+    )
+    assert old.returncode == 0 and "newest event" not in old.stderr

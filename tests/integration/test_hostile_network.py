@@ -15,7 +15,15 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, BAD_RECORD_INDEX, Defects, HostileServer, Org
+from tests.hostile import (
+    BAD_EVENT_OFFSET,
+    BAD_OPERATIONS_OFFSET,
+    BAD_RECORD_INDEX,
+    REPEATED_FIRST,
+    Defects,
+    HostileServer,
+    Org,
+)
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings
@@ -353,3 +361,54 @@ def test_numbers_sent_as_strings_are_stored_as_numbers_with_a_note(tmp_path) -> 
     kept = json.loads(extra)["_invalid"]  # the values as sent
     assert kept["created_at"] == op["created_at"] and kept["deadline"] == "0"
     assert rows(path, 'SELECT count(*) FROM events WHERE channel_id = ? AND "offset" = 3', org.target) == [(1,)]
+
+
+@pytest.mark.parametrize("generic_page", [False, True], ids=["documented-page", "generic-page"])
+def test_a_payload_that_repeats_a_name_is_stored_as_its_last_value_everywhere(generic_page, tmp_path) -> None:
+    # the first event's payload names status twice ("sending", then its real "accepted") and a workflow id twice
+    # ("first", then "last"): the typed column, the stored payload's ->> and json_extract read the same, the last
+    path = tmp_path / "wh.duckdb"
+    event = ORG.events[ORG.target][0]
+    real = event["payload"]["status"]
+    assert real != REPEATED_FIRST
+    # "oops" among the events sends the page down the careful path
+    defects = Defects(repeated_payload_names=True, non_object_item=generic_page)
+    with HostileServer(TEST_KEY, defects) as server:
+        result = run(server, path)
+    assert result.outcome == "partial", result.summary()
+    notes = [p for p in result.problems if "repeated a name inside one JSON object" in p]
+    assert len(notes) == 1 and event["event_id"] in notes[0], result.problems
+    assert "payload.status, payload.operation_status_workflow_id" in notes[0], notes
+    sql = (
+        "SELECT status, payload->>'status', json_extract_string(payload, '$.operation_status_workflow_id'), extra "
+        "FROM events WHERE event_id = ?"
+    )
+    ((column, read, workflow, extra),) = rows(path, sql, event["event_id"])
+    assert (column, read, workflow) == (real, real, "last")
+    kept = json.loads(extra)
+    assert kept["_repeated_names"] == ["payload.status", "payload.operation_status_workflow_id"]
+    sent = kept["_sent_payload"]  # the text as sent, both values of each name in their order
+    assert sent.index(f'"status": "{REPEATED_FIRST}"') < sent.index(f'"status": "{real}"')
+    assert sent.index('"first"') < sent.index('"last"')
+    transitions = rows(
+        path, "SELECT status FROM operation_transitions WHERE operation_id = ?", event["payload"]["operation_id"]
+    )
+    assert (REPEATED_FIRST,) in transitions  # op #0 really goes through sending, once: its own later event
+    assert transitions.count((REPEATED_FIRST,)) == 1
+    assert rows(path, "SELECT count(*) FROM events WHERE extra LIKE '%_repeated_names%'") == [(1,)]
+
+
+def test_an_operation_record_that_repeats_a_field_keeps_the_last_value_and_is_noted(tmp_path) -> None:
+    # the first operations page's first record says "status" twice: "sending", then its real status
+    path = tmp_path / "wh.duckdb"
+    op = ORG.operations[ORG.target][0]
+    assert op["status"] != REPEATED_FIRST
+    with HostileServer(TEST_KEY, Defects(repeated_record_name=True)) as server:
+        result = run(server, path)
+    assert result.outcome == "partial", result.summary()
+    notes = [p for p in result.problems if "repeated a name inside one JSON object" in p]
+    assert notes and f"operation_id {op['operation_id']}, status" in notes[0], result.problems
+    ((status, extra),) = rows(path, "SELECT status, extra FROM operations WHERE operation_id = ?", op["operation_id"])
+    assert status == op["status"]  # the last value
+    assert json.loads(extra)["_repeated_names"] == ["status"]
+    assert rows(path, "SELECT count(*) FROM operations WHERE extra LIKE '%_repeated_names%'") == [(1,)]

@@ -12,17 +12,18 @@ def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float
     midpoint to the next event time where it equals ``1 - q`` (the lower end when no event follows); NaN when the
     curve never gets there, or (``rule``) when there are fewer than ``ceil(1 / (1 - q))`` observations, or when
     fewer than ``max(2, ceil(n (1 - q) / 2))`` observations are still at risk at the event time it is read at, or
-    fewer than 10 once one was censored before it (the at-risk rule of docs/metrics.md)."""
+    fewer than 10 once one was censored before it (the at-risk rule of docs/metrics.md), or where the curve stays
+    at exactly ``1 - q`` from it to the end (no event after it: the percentile is anywhere from there on)."""
     if rule and len(durations) < math.ceil(round(1 / (1 - q), 9)):
         return math.nan
     times = sorted(set(float(t) for t, c in zip(durations, censored, strict=True) if not c))
     surv, curve = 1.0, []
+    target = 1 - q
     for t in times:
         at_risk = sum(1 for d in durations if d >= t)  # censored at t are still at risk at t: events first
         died = sum(1 for d, c in zip(durations, censored, strict=True) if d == t and not c)
         surv *= 1 - died / at_risk
         curve.append((t, surv))
-    target = 1 - q
     for i, (t, s) in enumerate(curve):
         if abs(s - target) <= 1e-9 or s < target:
             at_risk = sum(1 for d in durations if d >= t)
@@ -31,7 +32,10 @@ def km_percentile(durations: Sequence[float], censored: Sequence[bool], q: float
                 need = max(need, 10)  # censored before the percentile: at least 10 still at risk
             if rule and at_risk < need:
                 return math.nan
+            if abs(s - target) <= 1e-9 and i + 1 == len(curve):
+                # flat at exactly 1 - q to the end: somewhere from t on (censored later), no value under the rules
+                return math.nan if rule else t
             if abs(s - target) <= 1e-9:
-                return (t + curve[i + 1][0]) / 2 if i + 1 < len(curve) else t
+                return (t + curve[i + 1][0]) / 2
             return t
     return math.nan

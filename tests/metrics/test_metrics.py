@@ -285,10 +285,13 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
     assert (eth.to_safe_p50_s, eth.to_safe_censored) == (410.0, 1)
     # to_finalized: 800, 820 and 820 censored (the event first): S(800) = 2/3, S(820) = 1/3 -> 820
     assert (eth.to_finalized_p50_s, eth.to_finalized_censored) == (820.0, 1)
-    # latest_to_safe: 385 and 790 censored: S(385) = 1/2 and no later event -> 385; same for latest_to_finalized
-    assert (eth.latest_to_safe_p50_s, eth.latest_to_safe_censored) == (385.0, 1)
+    # latest_to_safe: 385 and 790 censored: S(385) = 1/2 and no later event, so the median is somewhere from 385 s
+    # on: NULL, with the reason; the same for latest_to_finalized (785 and 790 censored)
+    assert math.isnan(eth.latest_to_safe_p50_s) and eth.latest_to_safe_censored == 1
+    assert "latest_to_safe p50: survival is exactly 50% from 385 s on and nothing ended after it" in eth.notes
     assert (eth.safe_to_finalized_p50_s, eth.safe_to_finalized_censored) == (405.0, 0)
-    assert (eth.latest_to_finalized_p50_s, eth.latest_to_finalized_censored) == (785.0, 1)
+    assert math.isnan(eth.latest_to_finalized_p50_s) and eth.latest_to_finalized_censored == 1
+    assert "latest_to_finalized p50: survival is exactly 50% from 785 s on" in eth.notes
     for label in metrics.FINALITY_TIMES:
         assert math.isnan(eth[f"{label}_p90_s"]), label
     assert "to_safe p90: n=3 < 10" in eth.notes

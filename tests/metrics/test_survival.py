@@ -159,3 +159,24 @@ def test_a_median_from_one_ended_and_fifteen_censored_stays_is_not_shown() -> No
     later = pd.DataFrame({"duration": durations, "events": [1] * 9 + [0] * 7, "censored": [0] * 9 + [1] * 7})
     value = km_percentiles(later, [], (0.5,)).iloc[0]["p50_s"]
     assert value == km_percentile(durations, flags, 0.5) == km_percentile(durations, flags, 0.5, rule=False)
+
+
+def test_a_curve_flat_at_exactly_one_half_to_the_end_gives_no_median() -> None:
+    """Issue 29's miss (Polygon ``pending_signature``, a 3-h window: 1,886 s shown, 10,450 s eventually): two stays,
+    one ended at 1,886 s and one still waiting at 6,000 s. S(1886) = 1 − 1/2 = 0.5 exactly and nothing ends after
+    it, so the median is anywhere from 1,886 s on: NULL with the reason (the plain estimator says 1,886 s)."""
+    counts = pd.DataFrame({"duration": [1886.0, 6000.0], "events": [1, 0], "censored": [0, 1]})
+    row = km_percentiles(counts, [], (0.5,)).iloc[0]
+    assert math.isnan(row.p50_s)
+    assert row.notes == (
+        "p50: survival is exactly 50% from 1886 s on and nothing ended after it, so p50 is somewhere above 1886 s "
+        "(1 of 2 still in status)"
+    )
+    assert km_quantile([1886.0, 6000.0], [False, True], 0.5) == 1886.0  # no rules: the lower end
+    assert math.isnan(km_percentile([1886.0, 6000.0], [False, True], 0.5))
+    # four stays, ended at 1,000, 1,886 and 7,000 s, one waiting at 6,000 s: S(1886) = 3/4 · 2/3 = 0.5 exactly and
+    # the stretch is closed by the event at 7,000 s, so the median is its midpoint (1886 + 7000) / 2
+    closed = pd.DataFrame(
+        {"duration": [1000.0, 1886.0, 6000.0, 7000.0], "events": [1, 1, 0, 1], "censored": [0, 0, 1, 0]}
+    )
+    assert km_percentiles(closed, [], (0.5,)).iloc[0].p50_s == 4443.0

@@ -635,7 +635,7 @@ def is_segment(value: str) -> bool:
 
 
 def _parse_json(content: bytes) -> Any:
-    return exactjson.loads(content)
+    return exactjson.loads_marking_repeats(content)  # a record that repeats a name says so (in its extra)
 
 
 def _checked_parse(parse: Callable[[bytes], Any], check: Callable[[Any], object]) -> Callable[[bytes], Any]:

@@ -63,3 +63,44 @@ def may_hold_long_integer(content: bytes) -> bool:
     """Whether ``content`` may hold an integer literal of 19 digits or more (``False`` means it certainly does not;
     ``True`` leaves it to :data:`_LONG_INTEGER`)."""
     return content.translate(_CANDIDATES).find(_CANDIDATE_RUN) != -1
+
+
+#: The name under which :func:`loads_marking_repeats` lists the names an object repeated (the warehouse keeps
+#: unknown fields in ``extra``, so a record's own list ends up in ``extra._repeated_names``).
+REPEATED_NAMES = "_repeated_names"
+
+
+def loads_marking_repeats(content: bytes) -> Any:
+    """:func:`loads`, and every object that repeated a name (JSON names SHOULD be unique; RFC 8259) is read with its
+    last value, as orjson reads it, and carries the names it repeated under :data:`REPEATED_NAMES`. The check costs
+    one orjson serialisation of the value: a repeat is the only way the structural ``:`` of ``content`` outnumber
+    those of the value written again."""
+    value = loads(content)
+    if not isinstance(value, dict | list) or not _may_repeat(content, value):
+        return value
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) < len(items):
+            names: list[str] = []
+            for name, _ in items:
+                if name not in names and sum(1 for n, _ in items if n == name) > 1:
+                    names.append(name)
+            out[REPEATED_NAMES] = names
+        return out
+
+    try:
+        marked = json.loads(content, object_pairs_hook=pairs, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return value
+    return _without_surrogates(marked)  # as loads reads an escaped lone surrogate (only bodies that repeat get here)
+
+
+def _may_repeat(content: bytes, value: Any) -> bool:
+    if b"\\u003" in content:  # an escaped ':' inside a string would upset the count
+        return True
+    try:
+        again = orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):  # an integer beyond 64 bits: look closer
+        return True
+    return content.count(b":") != again.count(b":")

@@ -20,6 +20,7 @@ from ..api import Client, Page
 from ..api.concurrency import RequestPool
 from ..errors import ApiError, InvalidIdError, NotFoundError, ResponseFormatError
 from ..warehouse import RejectedRecord, Warehouse, to_batch, transaction_records
+from ..warehouse.repeated_names import repeated_names_problem
 from .progress import Progress
 from .result import SyncResult
 from .unit_of_work import Write
@@ -150,9 +151,13 @@ class FetchContext:
     def note_invalid(self, table: str, batch: pa.RecordBatch | pa.Table, page: Page | None) -> None:
         """Values not of the documented type are kept verbatim under ``extra._invalid`` (a number where text belongs
         stored as its exact digits, a fraction rounded down, a value no column can hold as NULL): stored changed,
-        so the run is ``partial`` and says which request brought them."""
+        so the run is ``partial`` and says which request brought them. So are event payloads that repeated a name
+        (stored as their last-value reading, see :mod:`toolkit.warehouse.repeated_names`)."""
         if "extra" not in batch.schema.names:
             return
+        repeated = repeated_names_problem(table, batch, f" (from {page.describe()})" if page is not None else "")
+        if repeated is not None:
+            self.problem(repeated)
         extra = batch.column("extra")
         marked = pc.fill_null(pc.match_substring(extra, '"_invalid"'), False)
         count = pc.sum(marked).as_py() or 0

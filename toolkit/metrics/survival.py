@@ -14,7 +14,8 @@ Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
   tolerance) it is the midpoint between ``t`` and the next event time (R's ``quantile.survfit``). With nothing
   censored this is numpy's ``quantile(x, q, method="averaged_inverted_cdf")`` (Hyndman–Fan type 2). Where the curve
   stays at exactly ``1 − q`` to the end (every later observation censored) there is no next event time: the
-  percentile is ``t``, the lower end of the flat stretch.
+  percentile lies somewhere from ``t`` on, so under the rules below it is NULL with the reason (without them, as
+  in :func:`km_quantile`, it is ``t``, the lower end of the flat stretch).
 - the sample-size rule (:func:`min_observations`): percentile ``q`` is shown only for groups with at least
   ``ceil(1 / (1 − q))`` observations (p50 from 2, p90 from 10, p99 from 100) whose curve reaches ``1 − q``;
   otherwise it is NULL and the row's notes say why.
@@ -153,6 +154,7 @@ def km_percentiles(
         risk = np.full(groups, np.nan)  # still at risk at the event time the percentile is read at
         early = np.zeros(groups)  # censored before that time
         read_at = np.full(groups, np.nan)
+        open_end = np.zeros(groups, bool)  # S is exactly 1 - q from the read time on and no event follows
         hit = np.flatnonzero((dd > 0) & (surv <= target + TOLERANCE))
         if len(hit):
             first = pd.Series(hit).groupby(g[hit]).first()
@@ -160,16 +162,19 @@ def km_percentiles(
             exact = np.abs(surv[idx] - target) <= TOLERANCE
             nxt = next_event[idx]
             value[grp] = np.where(exact & ~np.isnan(nxt), (tt[idx] + nxt) / 2, tt[idx])
+            open_end[grp] = exact & np.isnan(nxt)
             risk[grp], read_at[grp], early[grp] = at_risk[idx], tt[idx], censored_before[idx]
         need = min_observations(q) if rule else 1
         small = n_obs < need
         need_risk = np.array([min_at_risk(q, int(n), int(e)) for n, e in zip(n_obs, early, strict=True)])
         need_risk = need_risk if rule else np.zeros(groups)
         thin = ~small & ~np.isnan(value) & (risk < need_risk)
+        flat = ~small & ~np.isnan(value) & ~thin & open_end if rule else np.zeros(groups, bool)
         unreached = ~small & np.isnan(value)
-        value[small | thin] = np.nan
+        read = value.copy()
+        value[small | thin | flat] = np.nan
         out[f"{name}_s"] = value
-        for i in np.flatnonzero(small | unreached | thin):
+        for i in np.flatnonzero(small | unreached | thin | flat):
             if n_obs[i] == 0:
                 if not notes[i]:
                     notes[i].append(f"{label or 'all'}: no observations")
@@ -179,6 +184,12 @@ def km_percentiles(
                 notes[i].append(
                     f"{prefix}{name}: {int(risk[i])} at risk at {read_at[i]:g} s < {int(need_risk[i])} needed "
                     f"({int(n_censored[i])} of {int(n_obs[i])} {pending})"
+                )
+            elif flat[i]:
+                notes[i].append(
+                    f"{prefix}{name}: survival is exactly {100 * target:g}% from {read[i]:g} s on and nothing ended "
+                    f"after it, so {name} is somewhere above {read[i]:g} s ({int(n_censored[i])} of "
+                    f"{int(n_obs[i])} {pending})"
                 )
             else:
                 notes[i].append(

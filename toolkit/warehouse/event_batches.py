@@ -7,7 +7,8 @@ column's values are checked against its kind: a value of the wrong type is NULL 
 Payloads are stored as the text the service sent, never serialised again, so an event is stored identically
 whichever way its page was read. The last copy of an ``event_id`` wins.
 
-:func:`events_batch` converts generic records (``to_batch("events", ...)``, tests, benchmarks) the same way.
+:func:`events_batch` converts generic records (``to_batch("events", ...)``, tests, benchmarks) the same way. A
+payload that repeats a name is stored as its last-value reading (see :mod:`.repeated_names`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pyarrow.compute as pc
 from .. import spec
 from ..event_wire import ONLY_FOR_TYPE, EventColumns, columns_from_records, json_text
 from .arrow import EVENTS, TIMESTAMP, UTC_SECONDS, Column, RejectedRecord, _build_column
+from .repeated_names import settle_repeated_names
 
 Record = dict[str, Any]
 _S = pa.string()
@@ -116,7 +118,7 @@ def columns_batch(
     arrays["payload"] = _texts(payloads, checked=cols.typed)
     arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
     columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
-    return pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema), rejected
+    return settle_repeated_names(pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema)), rejected
 
 
 def _extras(

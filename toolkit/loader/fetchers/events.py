@@ -184,6 +184,7 @@ def convert_events(
     for clean, run in itertools.groupby(parts, key=lambda part: isinstance(part, EventColumns)):
         if clean:
             batch, _ = columns_batch(EventColumns.concat(list(run)), channel_id=channel_id, stream_channel=True)
+            ctx.note_invalid("events", batch, None)  # a payload that repeats a name (its event is named)
             batches.append(batch)  # clean columns reject nothing and hold no value of another type
         else:
             batches.extend(run)

@@ -1,0 +1,80 @@
+"""Payloads that repeat a name inside one JSON object (issue 28 item 12): found at any depth, stored as the last
+value's reading, the text as sent kept. Expected readings are written out by hand from the texts."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from toolkit.warehouse.event_batches import events_batch
+from toolkit.warehouse.repeated_names import _may_repeat, last_value_text, repeated_names, settle_repeated_names
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ('{"status": "a", "status": "b"}', ["status"]),
+        ('{"a": {"k": 1, "k": 2}, "l": [{"x": 1}, {"x": 1, "x": 2}]}', ["a.k", "l[1].x"]),
+        ('{"a": 1, "b": {"a": 1}, "c": [{"a": 1}, {"a": 2}]}', []),  # the same name in different objects
+        ('{"a": "x\\": \\"y", "b": ":::"}', []),  # colons and quotes inside strings
+        ("not json", []),
+    ],
+    ids=["top", "nested", "distinct-objects", "colons-in-strings", "not-json"],
+)
+def test_repeated_names_are_found_by_path(text: str, paths: list[str]) -> None:
+    assert repeated_names(text) == paths
+    assert _may_repeat([text.encode()]) or not paths  # the quick test never misses one
+
+
+def test_the_quick_test_sees_a_repeat_that_an_escaped_colon_would_hide() -> None:
+    # one escaped ':' in a string and one repeated name balance the colon count: the escape sends it to the exact test
+    text = b'{"a": "\\u003a", "a": 1}'
+    assert _may_repeat([b'{"q": 1}', text])
+    assert repeated_names(text) == ["a"]
+    assert not _may_repeat([b'{"a": ":", "b": [1, {"c": "d:e"}]}', b'{"x": 2}'])
+
+
+def test_the_last_value_reading_keeps_big_integers_and_reads_the_same_in_duckdb() -> None:
+    text = '{"status": "sending", "n": 123456789012345678901234567890, "status": "accepted"}'
+    settled = last_value_text(text)
+    assert json.loads(settled) == {"status": "accepted", "n": 123456789012345678901234567890}
+    con = duckdb.connect()
+    assert con.execute("SELECT ?::VARCHAR ->> 'status', ?::VARCHAR ->> 'status'", [text, settled]).fetchone() == (
+        "sending",  # why the stored text must change: DuckDB reads the first
+        "accepted",
+    )
+
+
+def _event(event_id: str, payload_text: str) -> dict:
+    return {
+        "event_id": event_id,
+        "headers": {"type": "operation.status", "offset": 0},
+        "payload": json.loads(payload_text),
+    }
+
+
+def test_a_batch_keeps_unrepeated_payloads_as_sent_and_marks_the_repeated_one() -> None:
+    plain = '{"status": "accepted",  "timestamp": 1795000000}'  # odd spacing: kept byte for byte
+    twice = '{"status": "sending", "timestamp": 1795000000, "status": "accepted"}'
+    records = [_event("e1", plain), _event("e2", twice)]
+    batch, rejected = events_batch(records, channel_id="c", payload_texts=[plain.encode(), twice.encode()])
+    assert rejected == []
+    got = {r["event_id"]: r for r in batch.to_pylist()}
+    assert got["e1"]["payload"] == plain and got["e1"]["extra"] is None
+    assert json.loads(got["e2"]["payload"]) == {"status": "accepted", "timestamp": 1795000000}
+    assert got["e2"]["status"] == "accepted"
+    extra = json.loads(got["e2"]["extra"])
+    assert extra == {"_repeated_names": ["payload.status"], "_sent_payload": twice}
+
+
+def test_a_batch_without_repeats_is_returned_unchanged_and_a_slice_is_read_from_its_offset() -> None:
+    texts = ['{"status": "a:b"}', None, '{"x": [1, {"y": "z"}]}', '{"k": 1, "k": 2}']
+    batch = pa.RecordBatch.from_arrays([pa.array(texts, pa.string()), pa.nulls(4, pa.string())], ["payload", "extra"])
+    head = batch.slice(0, 3)
+    assert settle_repeated_names(head) is head
+    tail = settle_repeated_names(batch.slice(2))  # the repeat is in the slice's second row
+    assert tail.column("payload").to_pylist() == ['{"x": [1, {"y": "z"}]}', '{"k":2}']
+    assert json.loads(tail.column("extra")[1].as_py())["_repeated_names"] == ["payload.k"]
