@@ -94,6 +94,9 @@ class Defects:
     #: The target's first operations page repeats ``status`` in its first record (``REPEATED_FIRST`` first, its real
     #: status last).
     repeated_record_name: bool = False
+    #: The target's first operations page's first record repeats ``value`` inside its first transaction (``"7"``
+    #: first, its real value last): a repeat nested in a record.
+    repeated_nested_record_name: bool = False
 
 
 @dataclass
@@ -406,6 +409,8 @@ class HostileServer(_LoopbackServer):
             status = json.dumps(envelope["data"][0]["status"])
             real = f'"status": {status}'.encode()
             body = body.replace(real, f'"status": "{REPEATED_FIRST}", '.encode() + real, 1)
+        if d.repeated_nested_record_name and kind == "operations" and cid == self.org.target and offset == 0:
+            body = body.replace(b'"transactions": [{', b'"transactions": [{"value": "7", ', 1)
         if bad and d.invalid_utf8_page:
             body = body.replace(json.dumps(_MARK).encode(), b'"\xff\xfe not UTF-8"')
         if bad and d.deep_nesting_page:

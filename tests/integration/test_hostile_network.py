@@ -412,3 +412,21 @@ def test_an_operation_record_that_repeats_a_field_keeps_the_last_value_and_is_no
     assert status == op["status"]  # the last value
     assert json.loads(extra)["_repeated_names"] == ["status"]
     assert rows(path, "SELECT count(*) FROM operations WHERE extra LIKE '%_repeated_names%'") == [(1,)]
+
+
+def test_a_name_repeated_inside_a_records_nested_object_is_noted_on_the_record(tmp_path) -> None:
+    # the first record's first transaction says "value" twice ("7", then its real value): the record is named, its
+    # extra lists the repeat by path, and the nested object gains no field the service never sent
+    path = tmp_path / "wh.duckdb"
+    op = ORG.operations[ORG.target][0]
+    real = op["transactions"][0]["value"]
+    assert real != "7"
+    with HostileServer(TEST_KEY, Defects(repeated_nested_record_name=True)) as server:
+        result = run(server, path)
+    assert result.outcome == "partial", result.summary()
+    notes = [p for p in result.problems if "repeated a name inside one JSON object" in p]
+    assert notes and f"operation_id {op['operation_id']}, transactions[0].value" in notes[0], result.problems
+    ((extra,),) = rows(path, "SELECT extra FROM operations WHERE operation_id = ?", op["operation_id"])
+    assert json.loads(extra)["_repeated_names"] == ["transactions[0].value"]
+    stored = rows(path, "SELECT value, extra FROM operation_transactions WHERE operation_id = ?", op["operation_id"])
+    assert stored == [(real, None)]  # the last value, and no mark inside the transaction

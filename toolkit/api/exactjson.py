@@ -93,7 +93,42 @@ def loads_marking_repeats(content: bytes) -> Any:
         marked = json.loads(content, object_pairs_hook=pairs, parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         return value
+    for record in _records(marked):
+        _hoist_repeats(record)
     return _without_surrogates(marked)  # as loads reads an escaped lone surrogate (only bodies that repeat get here)
+
+
+def _records(value: Any) -> list[dict[str, Any]]:
+    """The records of an answer: the items of a list envelope (``{data, has_more}``, ``{events, has_more}``), the
+    items of a bare list, or the answer itself (a record fetched by id)."""
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, dict)]
+    if isinstance(value, dict) and "has_more" in value:
+        return [v for items in value.values() if isinstance(items, list) for v in items if isinstance(v, dict)]
+    return [value] if isinstance(value, dict) else []
+
+
+def _hoist_repeats(record: dict[str, Any]) -> None:
+    """Move the marks of objects nested in ``record`` to the record itself, by path (``initiator.subject_id``,
+    ``transactions[0].value``): the record is what the warehouse names in a problem and keeps ``extra`` for, and a
+    nested object must not gain a field the service never sent."""
+    paths = list(record.get(REPEATED_NAMES, ()))
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for name in value.pop(REPEATED_NAMES, ()):
+                paths.append(f"{path}.{name}")
+            for name, item in value.items():
+                walk(item, f"{path}.{name}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]")
+
+    for name, item in record.items():
+        if name != REPEATED_NAMES:
+            walk(item, name)
+    if paths:
+        record[REPEATED_NAMES] = paths
 
 
 def _may_repeat(content: bytes, value: Any) -> bool:
