@@ -98,12 +98,16 @@ def loads_marking_repeats(content: bytes) -> Any:
     return _without_surrogates(marked)  # as loads reads an escaped lone surrogate (only bodies that repeat get here)
 
 
+#: The names under which a list envelope holds its items (WIRE.md: ``{data, has_more}``, ``{events, has_more}``).
+_ENVELOPES = ("data", "events")
+
+
 def _records(value: Any) -> list[dict[str, Any]]:
     """The records of an answer: the items of a list envelope (``{data, has_more}``, ``{events, has_more}``), the
     items of a bare list, or the answer itself (a record fetched by id)."""
     if isinstance(value, list):
         return [v for v in value if isinstance(v, dict)]
-    if isinstance(value, dict) and "has_more" in value:
+    if isinstance(value, dict) and ("has_more" in value or any(isinstance(value.get(k), list) for k in _ENVELOPES)):
         return [v for items in value.values() if isinstance(items, list) for v in items if isinstance(v, dict)]
     return [value] if isinstance(value, dict) else []
 
