@@ -101,8 +101,8 @@ def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in ea
         ax.plot([], [], color=network_colour(network), linewidth=8, alpha=0.7, label=network)
     ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
     ax.set_yscale("log")
-    ax.set_ylabel("seconds in status (log scale; sub-second shown as 0.5 s)")
-    ax.set_xlabel("status (time until the next status)")
+    ax.set_ylabel("seconds in status (log scale)")  # the whole label fits the axis's height
+    ax.set_xlabel("status (time until the next status); a sub-second stay is drawn at 0.5 s")
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="network", fontsize="small", ncols=2)
