@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from tests.cli.test_cli import chainops
 from tests.conftest import TEST_KEY
+from tests.support.cli import run_process as chainops
 from toolkit import metrics
 from toolkit.cli import main
 from toolkit.config import Settings

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import settings_for
+from tests.support.snapshot import settings_for
 from toolkit import metrics
 from toolkit.api import Client
 from toolkit.cli import main

@@ -5,28 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.support.bodies import query_body
 from tests.conftest import TEST_KEY
+from tests.support.snapshot import TABLES, settings_for, snapshot
 from toolkit.api import Client
-from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
-
-TABLES = ["networks", "channels", "wallets", "watchers", "operations", "operation_transactions", "queries", "events"]
-
-
-def snapshot(path) -> dict[str, list[tuple]]:
-    """Every table's rows without the sync bookkeeping columns (when and by which transaction), sorted."""
-    out = {}
-    with Warehouse(path, read_only=True) as wh:
-        for table in TABLES:
-            cols = [c for c in wh.columns(table) if c not in ("synced_at", "write_seq")]
-            select = ", ".join(f'"{c}"::VARCHAR' for c in cols)
-            out[table] = sorted(wh.con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
-    return out
-
-
-def settings_for(server, path) -> Settings:
-    return Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
 
 
 @pytest.fixture(scope="module")
@@ -35,20 +19,6 @@ def moving(sandbox, server, tmp_path_factory):
     path = tmp_path_factory.mktemp("inc") / "inc.duckdb"
     first = sync(settings_for(server, path), quiet=True)
     return path, first
-
-
-def query_body(key: str, chain_selector: str, n: int) -> dict:
-    """A ``CreateQuery`` body: an ``evm_call`` of ``balanceOf`` on the contract numbered ``n`` (0 to 254)."""
-    return {
-        "idempotency_key": key,
-        "query_kind": "evm_call",
-        "chain_selector": chain_selector,
-        "params": {
-            "contract_address": "0x" + f"{n + 1:02x}" * 20,
-            "call_data": "0x70a08231",
-            "block_selection": {"type": "latest"},
-        },
-    }
 
 
 def assert_same_as_fresh_sync(server, path, tmp_path) -> None:

@@ -2,14 +2,15 @@
 
 Three seeded sandboxes with a frozen clock are synced over real HTTP; failure rates and finality shares by network are
 computed for the last 1 and 3 hours; the clock moves 10 days on, everything finishes, a second sync follows. The final
-values come from the raw HTTP answers (:mod:`tests.rawhistory`), never from the metrics (see :mod:`tests.inflight`).
+values come from the raw HTTP answers (:mod:`benchmarks.support.rawhistory`), never from the metrics (see
+:mod:`benchmarks.support.inflight`).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests import inflight, rawhistory
+from benchmarks.support import inflight, rawhistory
 from toolkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.slow

@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
+from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, snapshot
-from tests.latency_proxy import LatencyProxy
 from tests.support import kill
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.api import Client
 from toolkit.api.concurrency import RequestPool
 from toolkit.api.retry import RetryPolicy

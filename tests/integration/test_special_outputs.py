@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_incremental import settings_for
+from tests.support.snapshot import settings_for
 from toolkit import cli
 from toolkit.loader import sync
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from tests import rawhistory as raw
+from benchmarks.support import rawhistory as raw
 from tests.conftest import TEST_KEY
 from toolkit import metrics
 from toolkit.config import Settings

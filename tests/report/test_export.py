@@ -197,8 +197,8 @@ def test_awkward_partition_values_round_trip(warehouse, tmp_path: Path) -> None:
     they were."""
     import shutil
 
-    from tests.metrics.builders import SEPOLIA
     from tests.report.test_report import SCRIPT_NETWORK
+    from tests.support.builders import SEPOLIA
 
     path = tmp_path / "w.duckdb"
     shutil.copy(warehouse, path)

@@ -1,13 +1,13 @@
 """Issue 29, item 7: the report's default period counts back from the data's as-of time (the newest event), not the
 wall clock, and the report shows both that time and the sync time. The expectations come from the raw HTTP answers
-(:mod:`tests.rawhistory`), not from the toolkit."""
+(:mod:`benchmarks.support.rawhistory`), not from the toolkit."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from tests import rawhistory as raw
+from benchmarks.support import rawhistory as raw
 from tests.conftest import TEST_KEY
 from toolkit import report
 from toolkit.config import Settings

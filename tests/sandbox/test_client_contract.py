@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
-from tests.hostile import ScriptedServer
+from tests.support.hostile import ScriptedServer
 from toolkit import errors, spec
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy

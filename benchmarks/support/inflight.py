@@ -2,7 +2,7 @@
 
 A sandbox with a frozen clock is synced over real HTTP; failure rates and finality shares (by network) are computed
 for the last hours before its clock; the clock moves 10 days on, every operation of those cohorts finishes, and the
-final values are read from the raw HTTP answers (:mod:`tests.rawhistory`), not from the metrics. Used by
+final values are read from the raw HTTP answers (:mod:`benchmarks.support.rawhistory`), not from the metrics. Used by
 ``tests/integration/test_inflight_estimates.py`` and ``benchmarks/inflight_check.py``.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests import rawhistory as raw
-from tests.metrics.km_reference import km_percentile
+from benchmarks.support import rawhistory as raw
+from benchmarks.support.km_reference import km_percentile
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.loader import sync
