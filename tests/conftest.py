@@ -37,6 +37,15 @@ def server(sandbox) -> Iterator[object]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def service(sandbox):
+    """The module's sandbox answering in this process, no socket (``tests/support/service.py``): ``.client()``,
+    ``.sync(path, ...)``. Where the network matters (faults, kills, latency, a process), use ``server``."""
+    from tests.support.service import InProcess
+
+    return InProcess(sandbox)
+
+
 #: The kinds `make test-fast` leaves out, the costliest first: under pytest-xdist their modules start first, so the
 #: two workers finish together instead of one waiting on a Spark module collected last.
 SLOW_KINDS = ("spark", "notebooks", "browser", "kill", "slow")
