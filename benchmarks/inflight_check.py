@@ -1,7 +1,8 @@
 """In-flight estimates against final values over more seeds (issue 13, section 1): prints the closing-note figures.
 
 Usage: ``.venv/bin/python -m benchmarks.inflight_check [--seeds 8] [--days 1] [--per-day 3600]`` from the
-repository root. The comparison itself is :mod:`tests.inflight` (the same one the test runs over three seeds).
+repository root. The comparison itself is :mod:`benchmarks.support.inflight` (the same one the test runs over three
+seeds).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests import inflight
+from benchmarks.support import inflight
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,9 @@
 """A first sync over a slow link: wall time against the serial floor, and the most requests ever in flight.
 
-The sandbox runs in its own process (pinned to core 1), behind the project's latency proxy (:mod:`tests.latency_proxy`,
-its own process on the same core) that holds every request ``--delay-ms`` before passing it on, as a wide-area link
-would, and counts the requests in flight. For each shape (one channel, many channels) of about ``--events`` events:
+The sandbox runs in its own process (pinned to core 1), behind the project's latency proxy
+(:mod:`benchmarks.support.latency_proxy`, its own process on the same core) that holds every request ``--delay-ms``
+before passing it on, as a wide-area link would, and counts the requests in flight. For each shape (one channel, many
+channels) of about ``--events`` events:
 
 - ``pages``: the requests a sync makes one at a time (event pages, list pages, the few single records), counted by a
   serial sync straight against the sandbox;
@@ -40,7 +41,7 @@ SHAPES = ("one-channel", "many-channels")
 def latency_proxy(upstream: str, delay_ms: float, core: int | None = 1) -> Iterator[subprocess.Popen[str]]:
     """The latency proxy in its own process; yields it (``.base_url`` set) for :func:`line_command`."""
     with line_server(
-        [sys.executable, "-m", "tests.latency_proxy", upstream, str(delay_ms)], "latency proxy", core=core
+        [sys.executable, "-m", "benchmarks.support.latency_proxy", upstream, str(delay_ms)], "latency proxy", core=core
     ) as proc:
         yield proc
 

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.support.bodies import query_body
 from toolkit.api import Client
 from toolkit.config import Settings
 from toolkit.loader import sync
@@ -67,20 +68,6 @@ class Counting(httpx.HTTPTransport):
         path = _UUID.sub("{}", request.url.path.removeprefix("/v1"))
         self.by_endpoint[f"{request.method} {path}"] += 1
         return super().handle_request(request)
-
-
-def query_body(key: str, chain_selector: str, n: int) -> dict:
-    """A ``CreateQuery`` body (``balanceOf`` on the contract numbered ``n``)."""
-    return {
-        "idempotency_key": key,
-        "query_kind": "evm_call",
-        "chain_selector": chain_selector,
-        "params": {
-            "contract_address": "0x" + f"{n + 1:02x}" * 20,
-            "call_data": "0x70a08231",
-            "block_selection": {"type": "latest"},
-        },
-    }
 
 
 def run(base_url: str, path: Path, channels: list[str] | None) -> tuple[int, Counter[str], str]:

@@ -12,7 +12,8 @@ Usage, from the repository root::
         --periods 0.5,1,3,12,48 --advance-days 6
     .venv/bin/python -m benchmarks.thin_data_check --shape default --seeds 3 --days 3 --per-day 1200 --advance-days 3
 
-The comparison itself is :mod:`tests.inflight` (``tests/integration/test_inflight_estimates.py`` runs a lighter one).
+The comparison itself is :mod:`benchmarks.support.inflight` (``tests/integration/test_inflight_estimates.py`` runs a
+lighter one).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests import inflight
+from benchmarks.support import inflight
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,8 +20,7 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(scope="module")
-def sandbox():
+def seeded_sandbox():
     """A seeded sandbox (frozen clock) with one organisation holding ``TEST_KEY``."""
     from toolkit.sandbox import Sandbox
 
@@ -31,10 +30,49 @@ def sandbox():
 
 
 @pytest.fixture(scope="module")
+def sandbox():
+    """A seeded sandbox (frozen clock) with one organisation holding ``TEST_KEY``."""
+    return seeded_sandbox()
+
+
+@pytest.fixture(scope="session")
+def synced_template(tmp_path_factory):
+    """A warehouse synced over HTTP from a sandbox built like ``sandbox``, once per worker; never written: modules
+    that only read a synced warehouse take their own copy (``synced_copy``) instead of syncing one."""
+    from toolkit.config import Settings
+    from toolkit.loader import sync
+
+    path = tmp_path_factory.mktemp("synced-template") / "w.duckdb"
+    with seeded_sandbox().serve(host="127.0.0.1", port=0) as running:
+        settings = Settings.load(base_url=running.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+        assert sync(settings, quiet=True).outcome == "ok"
+    return path
+
+
+@pytest.fixture(scope="module")
+def synced_copy(synced_template, tmp_path_factory):
+    """The module's own copy of ``synced_template`` (a file the module may write)."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("synced") / "w.duckdb"
+    shutil.copyfile(synced_template, path)
+    return path
+
+
+@pytest.fixture(scope="module")
 def server(sandbox) -> Iterator[object]:
     """The module's sandbox served on 127.0.0.1 (a free port)."""
     with sandbox.serve(host="127.0.0.1", port=0) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def service(sandbox):
+    """The module's sandbox answering in this process, no socket (``tests/support/service.py``): ``.client()``,
+    ``.sync(path, ...)``. Where the network matters (faults, kills, latency, a process), use ``server``."""
+    from tests.support.service import InProcess
+
+    return InProcess(sandbox)
 
 
 #: The kinds `make test-fast` leaves out, the costliest first: under pytest-xdist their modules start first, so the

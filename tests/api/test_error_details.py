@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import ScriptedServer
+from tests.support.hostile import ScriptedServer
 from toolkit import errors
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy

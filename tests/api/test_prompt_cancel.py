@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import ScriptedServer
+from tests.support.hostile import ScriptedServer
 from toolkit import errors
 from toolkit.api import Client
 from toolkit.api.concurrency import RequestPool, Workers, prefetch

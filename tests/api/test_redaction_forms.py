@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import ScriptedServer
+from tests.support.hostile import ScriptedServer
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings

@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.support.cli import run_in_process
-from tests.support.cli import run_process as chainops  # the name other test modules import
+from tests.support.cli import assert_no_key, run_in_process
+from tests.support.cli import run_process as chainops
 from toolkit.cli import build_parser
-
-
-def assert_no_key(*outputs: str) -> None:
-    for text in outputs:
-        assert TEST_KEY not in text
 
 
 def test_every_command_has_help() -> None:

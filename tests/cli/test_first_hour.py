@@ -1,5 +1,7 @@
 """A new user's first hour, as they would live it: real `chainops` processes in a fresh folder, the sandbox over real
-HTTP on 127.0.0.1, real DuckDB files.
+HTTP on 127.0.0.1, real DuckDB files. The demo, the commands it prints, and quiet runs are real processes; the checks
+of messages and exit codes (did-you-mean, refused --out names, hints) run `chainops` through `main(argv)` in the
+test's own process, in the same folder.
 
 The demo runs twice with the same seed (once printing, once `--quiet`); the two warehouses must be equal, the quiet
 run must print nothing, and the commands the first run suggests must work exactly as printed.
@@ -17,6 +19,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
+from tests.support.cli import run_in_process  # main(argv) here: messages and exit codes, no process needed
 from toolkit.cli import DEMO_START, METRIC_NAMES
 
 HEAVY = ("pandas", "duckdb", "pyarrow", "matplotlib", "numpy")
@@ -109,12 +112,13 @@ def test_the_same_seed_makes_the_same_warehouse_and_quiet_prints_nothing(first, 
     assert DEMO_START - 86400 < newest <= DEMO_START
 
 
-def test_a_command_without_a_warehouse_points_at_the_demos(first) -> None:
+def test_a_command_without_a_warehouse_points_at_the_demos(first, monkeypatch) -> None:
     home, _ = first
-    out = chainops("metrics", "status-latency", cwd=home)
+    monkeypatch.chdir(home)  # the folder the demo ran in, as the user's shell is
+    out = run_in_process("metrics", "status-latency")
     assert out.returncode == 1
     assert "--warehouse data/demo.duckdb" in out.stderr, out.stderr
-    hint = chainops("metrics", "status-latency", "--warehouse", "data/demo.duckdb", cwd=home)
+    hint = run_in_process("metrics", "status-latency", "--warehouse", "data/demo.duckdb")
     assert hint.returncode == 0 and "confirmed" in hint.stdout
 
 
@@ -129,7 +133,7 @@ def test_an_empty_exception_metric_says_none_is_found_not_that_nothing_is_held(f
     held = con.execute("SELECT count(*) FROM queries").fetchone()[0]
     con.close()
     assert held > 0 and overdue == 0  # the case of the issue: queries held, none overdue
-    out = chainops("metrics", "overdue-queries", "--warehouse", str(warehouse), cwd=home)
+    out = run_in_process("metrics", "overdue-queries", "--warehouse", str(warehouse))
     assert out.returncode == 0
     assert "none is overdue" in out.stderr and "chainops sync" not in out.stderr
 
@@ -137,7 +141,7 @@ def test_an_empty_exception_metric_says_none_is_found_not_that_nothing_is_held(f
 
     empty = tmp_path / "empty.duckdb"
     Warehouse(empty).close()
-    out = chainops("metrics", "status-latency", "--warehouse", str(empty), cwd=tmp_path)
+    out = run_in_process("metrics", "status-latency", "--warehouse", str(empty))
     assert out.returncode == 0 and "holds no operations" in out.stderr and "chainops sync" in out.stderr
 
 
@@ -156,16 +160,17 @@ def test_help_version_and_usage_errors_import_no_heavy_library() -> None:
         assert "LOADED []" in out.stderr, (argv, out.stderr)
 
 
-def test_version_and_did_you_mean(tmp_path) -> None:
+def test_version_and_did_you_mean(tmp_path, monkeypatch) -> None:
     from toolkit import __version__
 
-    version = chainops("--version", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    version = run_in_process("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"chainops {__version__}"
-    metric = chainops("metrics", "failure-rate", cwd=tmp_path)
+    metric = run_in_process("metrics", "failure-rate")
     assert metric.returncode == 2 and "did you mean 'failure-rates'?" in metric.stderr
-    command = chainops("syn", cwd=tmp_path)
+    command = run_in_process("syn")
     assert command.returncode == 2 and "did you mean 'sync'?" in command.stderr
-    nothing_close = chainops("metrics", "zzzz", cwd=tmp_path)
+    nothing_close = run_in_process("metrics", "zzzz")
     assert nothing_close.returncode == 2 and "did you mean" not in nothing_close.stderr
 
 
@@ -175,17 +180,18 @@ def test_metric_names_are_the_metrics() -> None:
     assert sorted(METRIC_NAMES) == sorted(METRICS)
 
 
-def test_an_out_extension_the_command_cannot_write_is_refused(first, tmp_path) -> None:
+def test_an_out_extension_the_command_cannot_write_is_refused(first, tmp_path, monkeypatch) -> None:
     home, _ = first
     warehouse = str(home / "data" / "demo.duckdb")
+    monkeypatch.chdir(tmp_path)
     pdf = tmp_path / "weekly.pdf"
-    out = chainops("report", "--warehouse", warehouse, "--out", str(pdf), cwd=tmp_path)
+    out = run_in_process("report", "--warehouse", warehouse, "--out", str(pdf))
     assert out.returncode == 2 and ".html" in out.stderr and not pdf.exists()
     tables = tmp_path / "tables.html"
-    out = chainops("report", "--warehouse", warehouse, "--format", "csv", "--out", str(tables), cwd=tmp_path)
+    out = run_in_process("report", "--warehouse", warehouse, "--format", "csv", "--out", str(tables))
     assert out.returncode == 2 and "directory" in out.stderr and not tables.exists()
     unknown = tmp_path / "x.xlsx"
-    out = chainops("metrics", "revisits", "--warehouse", warehouse, "--out", str(unknown), cwd=home)
+    out = run_in_process("metrics", "revisits", "--warehouse", warehouse, "--out", str(unknown))
     assert out.returncode == 2 and ".xlsx" in out.stderr and not unknown.exists()
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import Defects, HostileServer
+from tests.support.hostile import Defects, HostileServer
 from toolkit.warehouse import Warehouse
 
 

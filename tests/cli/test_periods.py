@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.metrics.builders import T0, build, ladder, op_record, refresh
+from tests.support.builders import T0, build, ladder, op_record, refresh
 from tests.support.cli import run_in_process as chainops  # main(argv) in this process
 
 DAY = 86_400

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.test_cli import chainops
+from tests.support.cli import run_process as chainops
 from toolkit.sandbox import Sandbox
 
 

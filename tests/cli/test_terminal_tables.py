@@ -13,23 +13,18 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from tests.cli.test_cli import chainops
-from tests.conftest import TEST_KEY
+from tests.support.cli import run_process as chainops
 from toolkit import metrics
 from toolkit.cli import main
-from toolkit.config import Settings
 from toolkit.known_values import UnknownValueError
-from toolkit.loader import sync
 from toolkit.present import present, to_terminal
 from toolkit.registry import BY_NAME, METRIC_NAMES
 from toolkit.warehouse import Warehouse
 
 
 @pytest.fixture(scope="module")
-def synced(server, tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("tables") / "w.duckdb"
-    sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
-    return str(path)
+def synced(synced_copy) -> str:
+    return str(synced_copy)
 
 
 def run(capsys, monkeypatch, width: int | None, *argv: str) -> tuple[int, str, str]:

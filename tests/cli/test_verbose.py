@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.test_cli import assert_no_key
 from tests.conftest import TEST_KEY
+from tests.support.cli import assert_no_key
 from tests.support.cli import run_in_process as chainops  # main(argv) in this process
 
 

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, settings_for, snapshot
+from tests.support.snapshot import TABLES, settings_for, snapshot
 from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
 

@@ -1,4 +1,5 @@
-"""Event windows (``sync --since``, ``--event-type``) against the sandbox over real HTTP.
+"""Event windows (``sync --since``, ``--event-type``) against the sandbox, answered in process (the windows are about
+what is read, not how it crosses a network; ``tests/support/service.py``).
 
 The expected events come from the sandbox's own event log (``Truth.event_index``: each event's offset, type and the
 ``created`` time its search filters compare), never from the code under test.
@@ -13,11 +14,8 @@ import math
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import settings_for
 from toolkit import metrics
-from toolkit.api import Client
 from toolkit.cli import main
-from toolkit.loader import sync
 from toolkit.metrics.coverage import NotHeldError
 from toolkit.report import build_report
 from toolkit.warehouse import Warehouse
@@ -68,9 +66,9 @@ def created_times(sandbox) -> list[int]:
     return sorted(created for cid in channel_ids(sandbox) for *_, created in truth.event_index(cid))
 
 
-def new_work(server, count: int = 3) -> None:
+def new_work(service, count: int = 3) -> None:
     """Operations created through the API in an existing channel (their events follow as the clock moves)."""
-    with Client(server.base_url, TEST_KEY) as client:
+    with service.client() as client:
         cid = next(c["channel_id"] for c in client.iter_channels() if c["status"] == "active")
         wallet = next(w for w in client.iter_wallets() if w["status"] == "deployed")
         for _ in range(count):
@@ -95,16 +93,16 @@ def since(sandbox) -> int:
     return times[len(times) // 2]
 
 
-def test_a_since_window_holds_exactly_the_events_created_in_it(sandbox, server, since, tmp_path) -> None:
+def test_a_since_window_holds_exactly_the_events_created_in_it(sandbox, service, since, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
-    result = sync(settings_for(server, path), quiet=True, since=since)
+    result = service.sync(path, since=since)
     want = flat(expected(sandbox, since))
     assert 0 < len(want) < len(flat(expected(sandbox)))
     assert stored(path) == want
     assert result.outcome == "ok" and result.gaps == {}, result.summary()  # absences before the window are no gap
     # row for row what a whole sync stores for those events
     whole = tmp_path / "whole.duckdb"
-    sync(settings_for(server, whole), quiet=True)
+    service.sync(whole)
     assert event_rows(path) == event_rows(whole, want)
     # the window is said in sync_state, in the run's row and in its summary
     with Warehouse(path, read_only=True) as wh:
@@ -118,13 +116,13 @@ def test_a_since_window_holds_exactly_the_events_created_in_it(sandbox, server, 
     assert "event window: all event types since" in result.summary()
 
 
-def test_later_runs_continue_the_window_and_add_only_the_new_events(sandbox, server, since, tmp_path) -> None:
+def test_later_runs_continue_the_window_and_add_only_the_new_events(sandbox, service, since, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since)
+    service.sync(path, since=since)
     before = stored(path)
-    new_work(server)
+    new_work(service)
     sandbox.advance(4 * 3600)
-    later = sync(settings_for(server, path), quiet=True)  # no flags: the window is kept and continued
+    later = service.sync(path)  # no flags: the window is kept and continued
     want = flat(expected(sandbox, since))
     assert stored(path) == want
     assert later.rows["events"] == len(want - before) > 0
@@ -132,21 +130,21 @@ def test_later_runs_continue_the_window_and_add_only_the_new_events(sandbox, ser
     assert later.outcome == "ok" and later.gaps == {}, later.summary()
     # the same as a window synced once, now
     fresh = tmp_path / "fresh.duckdb"
-    sync(settings_for(server, fresh), quiet=True, since=since)
+    service.sync(fresh, since=since)
     assert event_rows(path) == event_rows(fresh)
 
 
 def test_an_earlier_since_fills_in_the_older_part_without_reading_stored_events(
-    sandbox, server, since, tmp_path
+    sandbox, service, since, tmp_path
 ) -> None:
     path = tmp_path / "w.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since)
-    nothing = sync(settings_for(server, path), quiet=True)  # what a run costs when nothing changed
+    service.sync(path, since=since)
+    nothing = service.sync(path)  # what a run costs when nothing changed
     assert sum(nothing.rows.values()) == 0
     times = created_times(sandbox)
     earlier = times[len(times) // 4]
     older = {cid: ids - expected(sandbox, since)[cid] for cid, ids in expected(sandbox, earlier).items()}
-    filled = sync(settings_for(server, path), quiet=True, since=earlier)
+    filled = service.sync(path, since=earlier)
     assert stored(path) == flat(expected(sandbox, earlier))
     assert filled.rows["events"] == len(flat(older)) > 0
     assert filled.updated["events"] == 0  # not one stored event read again
@@ -156,41 +154,41 @@ def test_an_earlier_since_fills_in_the_older_part_without_reading_stored_events(
     assert filled.outcome == "ok" and filled.gaps == {}
 
 
-def test_since_all_turns_a_window_into_the_whole_log(sandbox, server, since, tmp_path) -> None:
+def test_since_all_turns_a_window_into_the_whole_log(sandbox, service, since, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since)
+    service.sync(path, since=since)
     window = stored(path)
-    whole = sync(settings_for(server, path), quiet=True, since="all")
+    whole = service.sync(path, since="all")
     every = flat(expected(sandbox))
     assert stored(path) == every
     assert whole.rows["events"] == len(every - window) > 0 and whole.updated["events"] == 0
     with Warehouse(path, read_only=True) as wh:
         default = wh.get_cursor("events_window")
     assert default == {"since": None, "types": None}  # channels that appear later are read whole too
-    again = sync(settings_for(server, path), quiet=True)
+    again = service.sync(path)
     assert again.rows["events"] == 0 and again.gaps == {} and "event window" not in again.summary()
 
 
 def test_event_types_hold_only_those_types_and_a_wider_set_reads_only_the_new_ones(
-    sandbox, server, since, tmp_path
+    sandbox, service, since, tmp_path
 ) -> None:
     path = tmp_path / "w.duckdb"
-    first = sync(settings_for(server, path), quiet=True, since=since, event_types=["operation.status"])
+    first = service.sync(path, since=since, event_types=["operation.status"])
     ops = flat(expected(sandbox, since, {"operation.status"}))
     assert stored(path) == ops
     # holes everywhere, by design: no gap is reported, nothing is re-read
     assert first.outcome == "ok" and first.gaps == {}, first.summary()
     assert "event window: operation.status since" in first.summary()
 
-    wider = sync(settings_for(server, path), quiet=True, event_types=["query.status"])  # keeps since
+    wider = service.sync(path, event_types=["query.status"])  # keeps since
     both = flat(expected(sandbox, since, {"operation.status", "query.status"}))
     assert stored(path) == both
     assert wider.rows["events"] == len(both - ops) > 0
     assert wider.gaps == {}
 
-    new_work(server)
+    new_work(service)
     sandbox.advance(3 * 3600)
-    later = sync(settings_for(server, path), quiet=True)
+    later = service.sync(path)
     after = flat(expected(sandbox, since, {"operation.status", "query.status"}))
     assert stored(path) == after
     assert later.rows["events"] == len(after - both) > 0
@@ -200,24 +198,24 @@ def test_event_types_hold_only_those_types_and_a_wider_set_reads_only_the_new_on
     assert kinds == {"operation.status", "query.status"}
 
 
-def test_every_type_added_turns_the_window_into_one_continued_by_poll(sandbox, server, since, tmp_path) -> None:
+def test_every_type_added_turns_the_window_into_one_continued_by_poll(sandbox, service, since, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since, event_types=["watcher.event", "wallet.status"])
+    service.sync(path, since=since, event_types=["watcher.event", "wallet.status"])
     rest = ["operation.status", "query.status", "watcher.status"]
-    grown = sync(settings_for(server, path), quiet=True, event_types=rest)
+    grown = service.sync(path, event_types=rest)
     assert stored(path) == flat(expected(sandbox, since))
     assert grown.gaps == {} and "event window: all event types since" in grown.summary()
-    new_work(server)
+    new_work(service)
     sandbox.advance(2 * 3600)
-    later = sync(settings_for(server, path), quiet=True)
+    later = service.sync(path)
     assert stored(path) == flat(expected(sandbox, since))
     assert later.rows["events"] > 0
     assert later.updated["events"] == 0 and later.gaps == {}
 
 
-def test_a_hole_inside_a_window_of_all_types_is_still_read_again(sandbox, server, since, tmp_path) -> None:
+def test_a_hole_inside_a_window_of_all_types_is_still_read_again(sandbox, service, since, tmp_path) -> None:
     path = tmp_path / "w.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since)
+    service.sync(path, since=since)
     with Warehouse(path) as wh:
         cid, lo, hi = wh.con.execute(
             'SELECT channel_id, min("offset"), max("offset") FROM events GROUP BY channel_id ORDER BY count(*) DESC '
@@ -227,15 +225,16 @@ def test_a_hole_inside_a_window_of_all_types_is_still_read_again(sandbox, server
         wh.con.execute(
             'DELETE FROM events WHERE channel_id = ? AND "offset" BETWEEN ? AND ?', [cid, middle, middle + 4]
         )
-    again = sync(settings_for(server, path), quiet=True)
+    again = service.sync(path)
     assert stored(path) == flat(expected(sandbox, since))
     assert again.rows["events"] == 5 and again.gaps == {}
 
 
-def test_bad_flags_are_usage_errors_naming_the_known_values(server, tmp_path, capsys, monkeypatch) -> None:
+def test_bad_flags_are_usage_errors_naming_the_known_values(service, tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("CREC_API_KEY", TEST_KEY)
     path = str(tmp_path / "w.duckdb")
-    args = ["sync", "--base-url", server.base_url, "--warehouse", path, "--quiet"]
+    # the flags are refused before anything is sent (a connection to the in-process URL would fail with exit 1)
+    args = ["sync", "--base-url", service.base_url, "--warehouse", path, "--quiet"]
     assert main([*args, "--event-type", "operation.stat"]) == 2
     err = capsys.readouterr().err
     assert "unknown --event-type 'operation.stat'" in err and "did you mean 'operation.status'" in err
@@ -243,16 +242,16 @@ def test_bad_flags_are_usage_errors_naming_the_known_values(server, tmp_path, ca
     assert main([*args, "--since", "last tuesday"]) == 2
     assert "--since" in capsys.readouterr().err
     with pytest.raises(Exception, match="unknown --event-type"):
-        sync(settings_for(server, path), quiet=True, event_types=["nope"])
+        service.sync(path, event_types=["nope"])
 
 
 # ---- metrics and reports state the period and types held -------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def windowed(sandbox, server, since, tmp_path_factory):
+def windowed(sandbox, service, since, tmp_path_factory):
     path = tmp_path_factory.mktemp("cov") / "w.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since)
+    service.sync(path, since=since)
     return path
 
 
@@ -301,9 +300,9 @@ def test_the_command_line_and_the_report_state_the_coverage(windowed, since, tmp
     assert 'id="coverage"' in html and "Events held: events of all types created since" in html
 
 
-def test_metrics_of_an_event_type_not_held_say_so_instead_of_zeros(sandbox, server, since, tmp_path, capsys) -> None:
+def test_metrics_of_an_event_type_not_held_say_so_instead_of_zeros(sandbox, service, since, tmp_path, capsys) -> None:
     path = tmp_path / "q.duckdb"
-    sync(settings_for(server, path), quiet=True, since=since, event_types=["query.status"])
+    service.sync(path, since=since, event_types=["query.status"])
     with pytest.raises(NotHeldError, match=r"holds no operation\.status events"):
         metrics.status_latency(path)
     assert len(metrics.query_latency(path)) > 0

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import HostileServer, Org
+from tests.support.hostile import HostileServer, Org
 from toolkit import atomic
 from toolkit.config import Settings
 from toolkit.export import export_parquet

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
+from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, snapshot
-from tests.latency_proxy import LatencyProxy
+from tests.support.snapshot import TABLES, snapshot
 from toolkit import errors
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, settings_for, snapshot
+from tests.support.snapshot import TABLES, settings_for, snapshot
 from toolkit import cli, report
 from toolkit.errors import WarehouseError
 from toolkit.export import export_parquet

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import Defects, HostileServer
+from tests.support.hostile import Defects, HostileServer
 from toolkit import errors
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy

@@ -1,5 +1,5 @@
-"""A sync against what a real network, a real service and a real machine produce (issue 28), over real HTTP on
-127.0.0.1 with tests/hostile.py's server: a body that trickles, one channel that refuses, a record fetched by id that
+"""A sync against what a real network, a real service and a real machine produce (issue 28), over real HTTP on 127.0.0.1
+with tests/support/hostile.py's server: a body that trickles, one channel that refuses, a record fetched by id that
 comes back wrong, a gzip bomb, ids that are not path segments. Expected rows come from the server's own generated
 organisation; no assert is about time."""
 
@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import (
+from tests.support.hostile import (
     BAD_EVENT_OFFSET,
     BAD_OPERATIONS_OFFSET,
     BAD_RECORD_INDEX,

@@ -1,5 +1,5 @@
-"""A sync against a server that answers like the service but with hostile content (tests/hostile.py): nothing is lost
-silently, no walk loops, one bad page stops nothing else, and every departure is noted or reported with its
+"""A sync against a server that answers like the service but with hostile content (tests/support/hostile.py): nothing
+is lost silently, no walk loops, one bad page stops nothing else, and every departure is noted or reported with its
 request. Expected values come from the server's own generated organisation."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, BAD_RECORD_INDEX, Defects, HostileServer, Org
+from tests.support.hostile import BAD_EVENT_OFFSET, BAD_OPERATIONS_OFFSET, BAD_RECORD_INDEX, Defects, HostileServer, Org
 from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings

@@ -1,67 +1,36 @@
 """Incremental sync against a moving sandbox: clock advances and writes through the API, compared with a fresh
-full sync of the same service state, table for table and row for row."""
+full sync of the same service state, table for table and row for row. The sandbox answers in process
+(``tests/support/service.py``): what is compared is what the syncs store, not how the pages crossed a network."""
 
 from __future__ import annotations
 
 import pytest
 
+from benchmarks.support.bodies import query_body
 from tests.conftest import TEST_KEY
-from toolkit.api import Client
-from toolkit.config import Settings
-from toolkit.loader import sync
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.warehouse import Warehouse
-
-TABLES = ["networks", "channels", "wallets", "watchers", "operations", "operation_transactions", "queries", "events"]
-
-
-def snapshot(path) -> dict[str, list[tuple]]:
-    """Every table's rows without the sync bookkeeping columns (when and by which transaction), sorted."""
-    out = {}
-    with Warehouse(path, read_only=True) as wh:
-        for table in TABLES:
-            cols = [c for c in wh.columns(table) if c not in ("synced_at", "write_seq")]
-            select = ", ".join(f'"{c}"::VARCHAR' for c in cols)
-            out[table] = sorted(wh.con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
-    return out
-
-
-def settings_for(server, path) -> Settings:
-    return Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
 
 
 @pytest.fixture(scope="module")
-def moving(sandbox, server, tmp_path_factory):
+def moving(sandbox, service, tmp_path_factory):
     """A warehouse synced once, then kept up to date by incremental syncs while the service moves."""
     path = tmp_path_factory.mktemp("inc") / "inc.duckdb"
-    first = sync(settings_for(server, path), quiet=True)
+    first = service.sync(path)
     return path, first
 
 
-def query_body(key: str, chain_selector: str, n: int) -> dict:
-    """A ``CreateQuery`` body: an ``evm_call`` of ``balanceOf`` on the contract numbered ``n`` (0 to 254)."""
-    return {
-        "idempotency_key": key,
-        "query_kind": "evm_call",
-        "chain_selector": chain_selector,
-        "params": {
-            "contract_address": "0x" + f"{n + 1:02x}" * 20,
-            "call_data": "0x70a08231",
-            "block_selection": {"type": "latest"},
-        },
-    }
-
-
-def assert_same_as_fresh_sync(server, path, tmp_path) -> None:
+def assert_same_as_fresh_sync(service, path, tmp_path) -> None:
     fresh = tmp_path / "fresh.duckdb"
-    sync(settings_for(server, fresh), quiet=True)
+    service.sync(fresh)
     got, want = snapshot(path), snapshot(fresh)
     for table in TABLES:
         assert got[table] == want[table], table
 
 
-def test_nothing_changed_costs_only_the_fixed_requests(moving, sandbox, server) -> None:
+def test_nothing_changed_costs_only_the_fixed_requests(moving, sandbox, service) -> None:
     path, first = moving
-    again = sync(settings_for(server, path), quiet=True)
+    again = service.sync(path)
     assert sum(again.rows.values()) == 0
     truth = sandbox.truth(TEST_KEY)
     channels = len(truth.channels)
@@ -71,18 +40,18 @@ def test_nothing_changed_costs_only_the_fixed_requests(moving, sandbox, server) 
     assert again.requests < first.requests
 
 
-def test_clock_advance_is_caught_up_exactly(moving, sandbox, server, tmp_path) -> None:
+def test_clock_advance_is_caught_up_exactly(moving, sandbox, service, tmp_path) -> None:
     path, first = moving
     sandbox.advance(6 * 3600)
-    later = sync(settings_for(server, path), quiet=True)
+    later = service.sync(path)
     assert later.rows["events"] > 0
     assert later.requests < first.requests, (later.requests, first.requests)
-    assert_same_as_fresh_sync(server, path, tmp_path)
+    assert_same_as_fresh_sync(service, path, tmp_path)
 
 
-def test_writes_through_the_api_are_caught_up_exactly(moving, sandbox, server, tmp_path) -> None:
+def test_writes_through_the_api_are_caught_up_exactly(moving, sandbox, service, tmp_path) -> None:
     path, _ = moving
-    with Client(server.base_url, TEST_KEY) as client:
+    with service.client() as client:
         channel = client.create_channel("incremental-test-channel")
         cid = channel["channel_id"]
         wallet = next(w for w in client.iter_wallets() if w["status"] == "deployed")
@@ -98,30 +67,30 @@ def test_writes_through_the_api_are_caught_up_exactly(moving, sandbox, server, t
         draft = client.create_operation(
             cid, {**{k: v for k, v in body.items() if k != "signature"}, "wallet_operation_id": "4243"}
         )
-        sync(settings_for(server, path), quiet=True)
+        service.sync(path)
         client.cancel_operation(cid, draft)
         sandbox.advance(3600)
-    sync(settings_for(server, path), quiet=True)
+    service.sync(path)
     with Warehouse(path, read_only=True) as wh:
         statuses = dict(
             wh.con.execute("SELECT operation_id, status FROM operations WHERE channel_id = ?", [cid]).fetchall()
         )
     assert statuses[draft] == "cancelled"
     assert statuses[signed] not in ("accepted", "pending_signature")
-    assert_same_as_fresh_sync(server, path, tmp_path)
+    assert_same_as_fresh_sync(service, path, tmp_path)
 
 
-def test_queries_answered_between_syncs_keep_the_answers_workflow_ids(moving, sandbox, server, tmp_path) -> None:
+def test_queries_answered_between_syncs_keep_the_answers_workflow_ids(moving, sandbox, service, tmp_path) -> None:
     """Queries in flight at one sync and answered before the next move forward from their events alone (the
     in-flight re-list no longer returns them); the answer's workflow ids come from the event payload."""
     path, _ = moving
-    with Client(server.base_url, TEST_KEY) as client:
+    with service.client() as client:
         cid = client.create_channel("incremental-query-channel")["channel_id"]
         chain = next(w for w in client.iter_wallets() if w["status"] == "deployed")["chain_selector"]
         ids = [client.create_query(cid, query_body(f"incremental-query-{i}", chain, i))["query_id"] for i in range(8)]
-        sync(settings_for(server, path), quiet=True)  # the clock is frozen: every query is still in flight
+        service.sync(path)  # the clock is frozen: every query is still in flight
         sandbox.advance(3600)
-    sync(settings_for(server, path), quiet=True)
+    service.sync(path)
     with Warehouse(path, read_only=True) as wh:
         rows = wh.con.execute(
             "SELECT status, workflow_id, workflow_execution_id, has_proof FROM queries WHERE channel_id = ?", [cid]
@@ -130,14 +99,14 @@ def test_queries_answered_between_syncs_keep_the_answers_workflow_ids(moving, sa
     answered = [r for r in rows if r[0] in ("completed", "failed")]
     assert answered, rows  # the scenario happened: some queries got their answer between the two syncs
     assert all(r[1] and r[2] and r[3] for r in answered), answered
-    assert_same_as_fresh_sync(server, path, tmp_path)
+    assert_same_as_fresh_sync(service, path, tmp_path)
 
 
-def test_second_writer_is_refused_with_a_clear_message(moving, server) -> None:
+def test_second_writer_is_refused_with_a_clear_message(moving, service) -> None:
     from toolkit.errors import SyncLockedError
     from toolkit.warehouse import sync_lock
 
     path, _ = moving
     with sync_lock(path), pytest.raises(SyncLockedError) as info:
-        sync(settings_for(server, path), quiet=True)
+        service.sync(path)
     assert "Another sync" in str(info.value)

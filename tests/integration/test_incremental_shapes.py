@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.support.bodies import query_body
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, query_body, snapshot
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.api import Client, Page
 from toolkit.config import Settings
 from toolkit.loader import sync

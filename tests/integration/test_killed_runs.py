@@ -6,8 +6,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
-from tests.latency_proxy import LatencyProxy
 from tests.support.kill import signal_at_request, start_sync
 from toolkit.config import Settings
 from toolkit.loader import sync

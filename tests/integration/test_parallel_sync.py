@@ -8,17 +8,24 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import threading
+import time
+import types
 
+import httpx
 import pytest
 
+from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, snapshot
-from tests.latency_proxy import LatencyProxy
 from tests.support import kill
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.api import Client
+from toolkit.api import client as client_module
 from toolkit.api.concurrency import RequestPool
 from toolkit.api.retry import RetryPolicy
+from toolkit.errors import RateLimitError
 from toolkit.loader import sync
+from toolkit.sandbox.faults import FaultInjector
 from toolkit.warehouse import Warehouse
 
 pytestmark = pytest.mark.slow
@@ -109,26 +116,73 @@ def test_a_429_storm_slows_every_worker_and_still_ends_exact(tmp_path) -> None:
     assert_same(tmp_path / "storm.duckdb", reference, "under 429s")
 
 
-def test_a_429_pauses_every_worker_together() -> None:
-    """Once a 429 is answered, no worker sends a request before the pause it asks for is over."""
-    pause = 0.6
+class Clock:
+    """The client's and the rate limiter's clock in one: it stands still and moves only when a thread of the client
+    waits (to the end of that wait), so what is sent when is decided by the requests and the pauses asked for, never
+    by how fast the machine runs them. It starts at the real monotonic time, so that a request's deadline (the
+    client's clock plus its budget, checked against the real clock while the answer comes) is as far ahead as ever."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+        self.waits: list[tuple[str, float, float]] = []  # (thread, at, seconds) for every wait of the client
+        self._lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def pause(self, seconds: float) -> None:
+        with self._lock:
+            self.waits.append((threading.current_thread().name, self.now, seconds))
+            self.now = max(self.now, self.now + seconds)
+
+
+class Sent(httpx.HTTPTransport):
+    """Real HTTP that notes the clock's time at which each request leaves, and each answer's status."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.log: list[tuple[str, float, int | None]] = []  # (event, time, status)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.log.append(("sent", self.clock.now, None))
+        response = super().handle_request(request)
+        self.log.append(("answered", self.clock.now, response.status_code))
+        return response
+
+
+def test_a_429_pauses_every_worker_together(monkeypatch) -> None:
+    """Once a 429 is answered, no worker sends a request before the pause it asks for is over: after a 429 on one
+    thread, requests of four other workers all leave at or after its end (nothing is in flight when it comes)."""
+    pause = 1.0  # the 429's Retry-After (whole seconds)
+    clock = Clock()
+    monkeypatch.setattr(client_module, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(client_module, "pause", clock.pause)
+    limited = sandbox(rate_limit=2.0, rate_limit_retry_after=pause)  # a bucket of 2, refilled by each pause
+    limited.app.faults = FaultInjector(limited.app.faults.config, limited.seed, wall=clock.monotonic)
+    transport = Sent(clock)
     with (
-        sandbox(rate_limit=10.0, rate_limit_retry_after=pause).serve(host="127.0.0.1", port=0) as server,
-        LatencyProxy(server.base_url, 0.0) as proxy,
-        Client(proxy.base_url, TEST_KEY, retry=RetryPolicy(attempts=30, maximum=2 * pause, deadline=60)) as client,
+        limited.serve(host="127.0.0.1", port=0) as server,
+        Client(server.base_url, TEST_KEY, transport=transport, retry=RetryPolicy(attempts=30, deadline=60)) as client,
     ):
+        patient, client.retry = client.retry, RetryPolicy(attempts=1)  # this thread takes the 429 and stops
+        client.list_networks(), client.list_networks()  # the bucket of 2 is empty now
+        with pytest.raises(RateLimitError):
+            client.list_networks()
+        client.retry = patient
+        answered = clock.now
+        assert transport.log[-1] == ("answered", answered, 429) and not clock.waits
         pool = RequestPool(WORKERS)
         try:
-            pool.map(lambda _: client.list_networks(), range(40))
+            pool.map(lambda _: client.list_networks(), range(WORKERS))
         finally:
             pool.close()
-        log = sorted(proxy.log)
-    limited = [answered for _, answered, status in log if status == 429]
-    assert limited, "the rate limit was never hit"
-    first = min(limited)
-    # requests already on their way when the 429 came back may arrive just after it; none later within the pause
-    during = [round(arrived - first, 3) for arrived, _, _ in log if first + 0.15 < arrived < first + pause - 0.1]
-    assert not during, f"requests sent during the pause, at +{during} s"
+    after = transport.log[transport.log.index(("answered", answered, 429)) + 1 :]
+    sent = [at for event, at, _ in after if event == "sent"]
+    assert len(sent) >= WORKERS
+    assert min(sent) >= answered + pause - 1e-9, f"requests sent during the pause: {sent} ({answered} to +{pause})"
+    assert clock.waits[0][1:] == (answered, pytest.approx(pause))  # the first worker to send waited the whole pause
+    assert all(thread != threading.main_thread().name for thread, _, _ in clock.waits)
 
 
 def start_sync(base_url: str, path) -> subprocess.Popen:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 
-from tests.integration.test_incremental import settings_for
+from tests.support.snapshot import settings_for
 from toolkit import spec
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse, patch

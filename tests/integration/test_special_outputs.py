@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_incremental import settings_for
 from toolkit import cli
-from toolkit.loader import sync
 
 COMMANDS = {
     "metrics": ["metrics", "status-latency", "--format", "csv"],
@@ -24,10 +22,8 @@ COMMANDS = {
 
 
 @pytest.fixture(scope="module")
-def synced(server, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("special") / "w.duckdb"
-    sync(settings_for(server, path), quiet=True)
-    return path
+def synced(synced_copy) -> Path:
+    return synced_copy
 
 
 def run(capsys, synced: Path, command: str, out: Path) -> tuple[int, str]:

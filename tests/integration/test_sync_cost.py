@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from tests.integration.test_incremental import TABLES, query_body, snapshot
+from benchmarks.support.bodies import query_body
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.api import Client
 from toolkit.config import Settings
 from toolkit.loader import SyncResult, sync

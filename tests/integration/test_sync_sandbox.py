@@ -8,8 +8,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+from benchmarks.support.km_reference import km_percentile
 from tests.conftest import TEST_KEY
-from tests.metrics.km_reference import km_percentile
 from toolkit import spec
 from toolkit.config import Settings
 from toolkit.loader import sync

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import HostileServer, Org
+from tests.support.hostile import HostileServer, Org
 from toolkit import cli
 from toolkit.config import Settings
 from toolkit.loader import sync

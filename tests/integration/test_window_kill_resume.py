@@ -12,10 +12,10 @@ import random
 import pandas as pd
 import pytest
 
+from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
-from tests.integration.test_incremental import TABLES, snapshot
-from tests.latency_proxy import LatencyProxy
 from tests.support.kill import signal_at_request, start_sync
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse

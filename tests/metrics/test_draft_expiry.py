@@ -9,7 +9,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from tests import rawhistory as raw
+from benchmarks.support import rawhistory as raw
 from tests.conftest import TEST_KEY
 from toolkit import metrics
 from toolkit.config import Settings
@@ -27,8 +27,7 @@ def long_lived(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("drafts") / "long.duckdb")
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
-        ops = raw.read_operations(server.base_url, TEST_KEY)
-        as_of = raw.newest_event_time(server.base_url, TEST_KEY)
+        ops, as_of = raw.read_history(server.base_url, TEST_KEY)  # one read of every list and log
     return path, ops, as_of
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from tests.metrics.builders import SEPOLIA, T0, build, ladder, query_event, refresh, watcher_event, watcher_status
+from tests.support.builders import SEPOLIA, T0, build, ladder, query_event, refresh, watcher_event, watcher_status
 from toolkit import metrics, spec
 from toolkit.known_values import UnknownValueError
 from toolkit.warehouse import Warehouse

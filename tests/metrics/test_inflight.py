@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.metrics.builders import ETHEREUM, NETWORKS, SEPOLIA, T0, build, ladder, query_event, refresh
+from tests.support.builders import ETHEREUM, NETWORKS, SEPOLIA, T0, build, ladder, query_event, refresh
 from toolkit import metrics
 from toolkit.metrics import inflight
 from toolkit.metrics.stats import wilson_interval

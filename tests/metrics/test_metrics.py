@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.metrics.builders import (
+from benchmarks.support.km_reference import km_percentile
+from tests.support.builders import (
     ETHEREUM,
     SEPOLIA,
     T0,
@@ -22,7 +23,6 @@ from tests.metrics.builders import (
     watcher_record,
     watcher_status,
 )
-from tests.metrics.km_reference import km_percentile
 from toolkit import metrics, spec
 
 FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.metrics.builders import ETHEREUM, NETWORKS, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
+from tests.support.builders import ETHEREUM, NETWORKS, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
 from toolkit import spec
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse import model_tables as models_module

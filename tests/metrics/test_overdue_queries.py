@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.metrics.builders import ETHEREUM, SEPOLIA, T0, build, query_event, refresh
+from tests.support.builders import ETHEREUM, SEPOLIA, T0, build, query_event, refresh
 from toolkit import metrics
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.metrics.builders import SEPOLIA, build, ladder, query_event, refresh, watcher_event, watcher_status
+from tests.support.builders import SEPOLIA, build, ladder, query_event, refresh, watcher_event, watcher_status
 from toolkit import plots
 
 FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")

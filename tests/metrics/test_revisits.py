@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.metrics.builders import ETHEREUM, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
+from tests.support.builders import ETHEREUM, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
 from toolkit import metrics
 from toolkit.warehouse import Warehouse
 

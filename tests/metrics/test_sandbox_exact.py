@@ -1,7 +1,8 @@
 """Metrics against an independent reading of the service. The sandbox serves messy histories (``shape="messy"``:
 duplicated and re-emitted events, out-of-order events, reorganisations, a skewed clock, an unknown status); a sync
 over real HTTP into a DuckDB file must give the counts an analyst computes from the raw HTTP answers by hand
-(:mod:`tests.rawhistory`: httpx directly, the vocabulary written out from API.md, the rules of docs/metrics.md).
+(:mod:`benchmarks.support.rawhistory`: httpx directly, the vocabulary written out from API.md, the rules of
+docs/metrics.md).
 Nothing here builds an expectation with the toolkit's own functions or tables."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from tests import rawhistory as raw
+from benchmarks.support import rawhistory as raw
 from tests.conftest import TEST_KEY
 from toolkit import metrics
 from toolkit.config import Settings

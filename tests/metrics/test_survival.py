@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.metrics.km_reference import km_percentile
+from benchmarks.support.km_reference import km_percentile
 from toolkit.metrics.survival import km_percentiles, km_quantile, min_observations
 
 # Freireich et al. (1963), 6-MP arm of the leukaemia remission trial (Kalbfleisch & Prentice; Klein & Moeschberger

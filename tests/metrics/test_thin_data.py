@@ -1,6 +1,7 @@
 """Honest where the data is thin (issue 29): the metrics on the messy sandbox against an independent reading of the
-raw HTTP answers (:mod:`tests.rawhistory`, plain Python) and the textbook Kaplan–Meier of
-:mod:`tests.metrics.km_reference`. Nothing here builds an expectation with the toolkit's own functions or tables."""
+raw HTTP answers (:mod:`benchmarks.support.rawhistory`, plain Python) and the textbook Kaplan–Meier of
+:mod:`benchmarks.support.km_reference`. Nothing here builds an expectation with the toolkit's own functions or
+tables."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from tests import rawhistory as raw
+from benchmarks.support import rawhistory as raw
+from benchmarks.support.km_reference import km_percentile
 from tests.conftest import TEST_KEY
-from tests.metrics.km_reference import km_percentile
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.loader import sync
@@ -37,8 +38,7 @@ def messy(tmp_path_factory):
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
         sync(settings, quiet=True)
-        ops = raw.read_operations(server.base_url, TEST_KEY)
-        as_of = raw.newest_event_time(server.base_url, TEST_KEY)
+        ops, as_of = raw.read_history(server.base_url, TEST_KEY)  # one read of every list and log
     return path, ops, as_of
 
 

@@ -16,7 +16,6 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from tests.report.test_report import warehouse  # noqa: F401  (the fixture)
-from toolkit import Settings, sync
 from toolkit.export import EXPORTS, NULL_PARTITION, export_parquet, portable_column
 from toolkit.warehouse import Warehouse
 
@@ -39,11 +38,10 @@ KEYS = {
 
 
 @pytest.fixture(scope="module")
-def synced(server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A warehouse synced from the sandbox over HTTP, and its export."""
+def synced(synced_copy, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A warehouse synced from the sandbox over HTTP (the suite's, copied), and its export."""
     root = tmp_path_factory.mktemp("export")
-    wh = root / "w.duckdb"
-    sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=wh, environ={}), quiet=True)
+    wh = synced_copy
     out = subprocess.run(
         [sys.executable, "-m", "toolkit", "export", "--warehouse", str(wh), "--out", str(root / "parquet")],
         capture_output=True,
@@ -197,8 +195,8 @@ def test_awkward_partition_values_round_trip(warehouse, tmp_path: Path) -> None:
     they were."""
     import shutil
 
-    from tests.metrics.builders import SEPOLIA
     from tests.report.test_report import SCRIPT_NETWORK
+    from tests.support.builders import SEPOLIA
 
     path = tmp_path / "w.duckdb"
     shutil.copy(warehouse, path)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.metrics.builders import ETHEREUM, NETWORKS, RELAY, SEPOLIA, T0, build, ladder, op_record, refresh
+from tests.support.builders import ETHEREUM, NETWORKS, RELAY, SEPOLIA, T0, build, ladder, op_record, refresh
 from tests.support.cli import Ran, run_in_process
 from toolkit import report
 from toolkit.warehouse import Warehouse, to_batch

@@ -1,13 +1,13 @@
 """Issue 29, item 7: the report's default period counts back from the data's as-of time (the newest event), not the
 wall clock, and the report shows both that time and the sync time. The expectations come from the raw HTTP answers
-(:mod:`tests.rawhistory`), not from the toolkit."""
+(:mod:`benchmarks.support.rawhistory`), not from the toolkit."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from tests import rawhistory as raw
+from benchmarks.support import rawhistory as raw
 from tests.conftest import TEST_KEY
 from toolkit import report
 from toolkit.config import Settings
@@ -25,8 +25,7 @@ def old_warehouse(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("asof") / "old.duckdb")
     with sandbox.serve(host="127.0.0.1", port=0) as server:
         sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
-        ops = raw.read_operations(server.base_url, TEST_KEY)
-        as_of = raw.newest_event_time(server.base_url, TEST_KEY)
+        ops, as_of = raw.read_history(server.base_url, TEST_KEY)  # one read of every list and log
     return path, ops, as_of
 
 

@@ -20,11 +20,13 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
-from tests.hostile import ScriptedServer
+from tests.support.hostile import ScriptedServer
 from toolkit import errors, spec
 from toolkit.api import Client
+from toolkit.api import client as client_module
 from toolkit.api.retry import RetryPolicy
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox.faults import FaultInjector
 from toolkit.sandbox.serve import ServerHandle
 
 MINE = "sbx_contract_SECRET-a1f0"
@@ -255,10 +257,28 @@ def test_other_organisations_resources_are_not_found(client, other, advance) -> 
     assert cid not in {c["channel_id"] for c in client.iter_channels()}
 
 
+class Wall:
+    """The rate limiter's clock, moved only by the client's waits (which then return at once): a 429 answered
+    right after a request, and a retry that gets through after its backoff, whatever the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+
+
 @pytest.fixture
-def faulty(request) -> Iterator[ServerHandle]:
-    """A sandbox with the fault rates of the test's parameter."""
+def faulty(request, monkeypatch) -> Iterator[ServerHandle]:
+    """A sandbox with the fault rates of the test's parameter; its rate limiter on a :class:`Wall` that the
+    clients' backoff and Retry-After waits move."""
+    wall = Wall()
     sb = Sandbox(orgs=(MINE,), seed=2, empty=True, start=START, **request.param)
+    sb.app.faults = FaultInjector(sb.app.faults.config, sb.seed, wall=wall)
+    monkeypatch.setattr(client_module, "pause", wall.sleep)
     with sb.serve() as server:
         yield server
 

@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox.faults import FaultInjector
 from toolkit.sandbox.serve import ServerHandle
 
 KEY = "fault-key"
 AUTH = {"Authorization": f"Apikey {KEY}"}
 
 
+class Wall:
+    """The rate limiter's clock, standing still until a test moves it: what the token bucket holds depends on the
+    requests made and the seconds the test adds, never on how fast the machine sends them."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture
-def faulty(request) -> Iterator[ServerHandle]:
+def wall() -> Wall:
+    return Wall()
+
+
+@pytest.fixture
+def faulty(request, wall: Wall) -> Iterator[ServerHandle]:
     sb = Sandbox(orgs=(KEY,), seed=1, days=0.1, operations_per_day=200, start=1_750_000_000, **request.param)
+    sb.app.faults = FaultInjector(sb.app.faults.config, sb.seed, wall=wall)
     with sb.serve() as server:
         yield server
 
@@ -41,15 +58,17 @@ def test_fail_rate_answers_500_application_error(faulty) -> None:
     [({"rate_limit": 5}, None), ({"rate_limit": 5, "rate_limit_retry_after": 1}, "1")],
     indirect=["faulty"],
 )
-def test_rate_limit_answers_429_with_retry_after_only_when_asked(faulty, header) -> None:
-    """WIRE.md: the service's 429 carries no Retry-After; ``rate_limit_retry_after`` adds one."""
+def test_rate_limit_answers_429_with_retry_after_only_when_asked(faulty, wall, header) -> None:
+    """WIRE.md: the service's 429 carries no Retry-After; ``rate_limit_retry_after`` adds one. At 5 requests per
+    second the bucket holds 5: with the clock standing, the first 5 requests pass and every later one is limited;
+    one second later 5 more pass."""
     with httpx.Client(base_url=faulty.base_url, headers=AUTH) as c:
         codes = [c.get("/networks") for _ in range(30)]
-    limited = [r for r in codes if r.status_code == 429]
-    assert limited and codes[0].status_code == 200
-    assert all(r.headers.get("retry-after") == header and r.json()["type"] for r in limited)
-    time.sleep(1.0)
-    assert httpx.get(f"{faulty.base_url}/networks", headers=AUTH).status_code == 200
+        assert [r.status_code for r in codes] == [200] * 5 + [429] * 25
+        limited = codes[5:]
+        assert all(r.headers.get("retry-after") == header and r.json()["type"] for r in limited)
+        wall.now += 1.0
+        assert [c.get("/networks").status_code for _ in range(6)] == [200] * 5 + [429]
     _assert_spared(faulty)
 
 

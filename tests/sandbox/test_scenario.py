@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 
@@ -11,6 +12,8 @@ import pytest
 from tests.sandbox.conftest import NOT_ONBOARDED, SEEDED, START
 from toolkit import spec
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox import sandbox as sandbox_module
+from toolkit.sandbox.clock import SimClock
 from toolkit.sandbox.networks import MODELS
 
 
@@ -101,11 +104,15 @@ def test_clock_advance_moves_in_flight_work(sb, srv) -> None:
     assert httpx.post(f"{root}/sandbox/clock/advance", json={"seconds": -1}, headers=headers).status_code == 400
 
 
-def test_live_mode_follows_wall_time_and_keeps_producing_work() -> None:
+def test_live_mode_follows_wall_time_and_keeps_producing_work(monkeypatch) -> None:
+    """The simulated clock runs ``speed`` times the wall clock, here one the test moves (no sleep, exact)."""
+    wall = [1000.0]
+    monkeypatch.setattr(sandbox_module, "SimClock", functools.partial(SimClock, wall=lambda: wall[0]))
     sb = Sandbox(seed=3, days=0.25, operations_per_day=20000, speed=600.0, start=START)
+    assert sb.now == START
     ops_before = len(sb.truth("sandbox-key").operations)
-    time.sleep(0.3)
-    assert sb.now >= START + 120
+    wall[0] += 0.5  # half a wall second: 300 simulated seconds
+    assert sb.now == START + 300
     with sb.serve() as server:
         r = httpx.get(f"{server.base_url}/channels", headers={"Authorization": "Apikey sandbox-key"})
         assert r.status_code == 200

@@ -1,8 +1,11 @@
-"""A property-based state-machine test of the sandbox, driven through the toolkit's own client over real HTTP.
+"""A property-based state-machine test of the sandbox, driven through the toolkit's own client.
 
 Hypothesis runs random sequences of API calls (create channel, wallet, watcher, signed and draft operation, query;
 finalize, cancel, archive, rename) and clock advances (``POST /sandbox/clock/advance``) against a fresh, empty
-sandbox per example, served on 127.0.0.1 and reached only through :class:`toolkit.api.Client`. A model predicts
+sandbox per example, reached only through :class:`toolkit.api.Client`. The client's requests are answered in this
+process by the sandbox's app (:mod:`toolkit.sandbox.inprocess`): the invariants are about the service's state
+machines, which a socket adds nothing to (the same app served over HTTP is tested in ``test_client_contract.py``
+and the integration tests), and some 10,000 requests no longer each cross one. A model predicts
 every call's answer (the created status, or the typed error and its code), and after each step the invariants are
 checked against what the API serves:
 
@@ -44,7 +47,7 @@ from toolkit.api import Client
 from toolkit.api.retry import RetryPolicy
 from toolkit.errors import ConflictError, ValidationError
 from toolkit.sandbox import Sandbox
-from toolkit.sandbox.serve import ServerHandle, start_server
+from toolkit.sandbox.inprocess import BASE_URL, InProcessTransport
 
 KEY = "sbx_machine_SECRET-3e71"
 START = 1_760_000_000 // 60 * 60
@@ -131,26 +134,23 @@ def addr(n: int) -> str:
     return "0x" + f"{n:040x}"
 
 
-class Switch:
-    """An ASGI app forwarding to the current example's sandbox, so one server on 127.0.0.1 serves every example."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        """ASGI entry point: hand the request to the current sandbox's app."""
-        await self.app(scope, receive, send)
-
-
 class Env:
-    """What the machine talks to: the switchable server, the toolkit's client, and the control API."""
+    """What the machine talks to: one in-process transport whose app each example swaps for a fresh sandbox's, the
+    toolkit's client and the control API over it."""
 
-    def __init__(self, switch: Switch, server: ServerHandle) -> None:
-        self.switch = switch
-        self.client = Client(server.base_url, KEY, retry=RetryPolicy(attempts=1), timeout=30)
+    def __init__(self, transport: InProcessTransport) -> None:
+        self.transport = transport
+        self.client = Client(BASE_URL, KEY, retry=RetryPolicy(attempts=1), timeout=30, transport=transport)
         self.control = httpx.Client(
-            base_url=server.base_url.removesuffix("/v1"), headers={"Authorization": f"Apikey {KEY}"}, timeout=30
+            base_url=BASE_URL.removesuffix("/v1"),
+            headers={"Authorization": f"Apikey {KEY}"},
+            timeout=30,
+            transport=transport,
         )
+
+    def use(self, sandbox: Sandbox) -> None:
+        """Answer from now on with ``sandbox``."""
+        self.transport.app = sandbox.app
 
     def close(self) -> None:
         """Close both clients."""
@@ -160,15 +160,12 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    """One server for the module; each example swaps in a fresh sandbox."""
-    switch = Switch(Sandbox(orgs=(KEY,), empty=True, start=START).app)
-    server = start_server(switch, "127.0.0.1", 0)
-    environment = Env(switch, server)
+    """One transport for the module; each example swaps in a fresh sandbox."""
+    environment = Env(Sandbox(orgs=(KEY,), empty=True, start=START).transport())
     try:
         yield environment
     finally:
         environment.close()
-        server.stop()
 
 
 def expect_error(cls: type[Exception], code: str | None, call: Any, *args: Any) -> None:
@@ -220,7 +217,7 @@ class SandboxMachine(RuleBasedStateMachine):
     def start(self, seed: int, chain: str) -> None:
         """A fresh, empty sandbox on a frozen clock, served by the module's server; then a first channel and a
         wallet reporting to it (so every rule has something to act on)."""
-        self.env.switch.app = Sandbox(orgs=(KEY,), empty=True, seed=seed, start=START).app
+        self.env.use(Sandbox(orgs=(KEY,), empty=True, seed=seed, start=START))
         self._begin()
         r = self.env.control.get("/sandbox/clock")
         assert r.status_code == 200 and r.json() == {"now": START}

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.conftest import TEST_KEY
+
 #: The prefixes of the settings a run must not inherit from the developer's environment.
 SETTINGS_PREFIXES = ("CREC_", "CHAINOPS_")
 
@@ -72,3 +74,9 @@ def run_process(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def assert_no_key(*outputs: str) -> None:
+    """Fail if the tests' API key appears in any of ``outputs`` (a run's streams, a file's text)."""
+    for text in outputs:
+        assert TEST_KEY not in text

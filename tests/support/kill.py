@@ -1,7 +1,7 @@
 """Killing a ``chainops sync`` process at a chosen request rather than after a guessed time: the sync talks to the
-service through a :class:`~tests.latency_proxy.LatencyProxy` that holds every request after the ``n``-th; once one
-is held the process is mid-run (it waits for that answer while its writer thread may still be committing), and the
-signal goes then. How fast the machine is changes when that happens, never where in the run."""
+service through a :class:`~benchmarks.support.latency_proxy.LatencyProxy` that holds every request after the ``n``-th;
+once one is held the process is mid-run (it waits for that answer while its writer thread may still be committing), and
+the signal goes then. How fast the machine is changes when that happens, never where in the run."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
-from tests.latency_proxy import LatencyProxy
 
 
 def start_sync(base_url: str, path: Path | str, flags: Sequence[str] = ()) -> subprocess.Popen:

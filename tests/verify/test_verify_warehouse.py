@@ -16,8 +16,9 @@ import pytest
 from coincurve import PublicKey
 from Crypto.Hash import keccak
 
-from tests.cli.test_cli import assert_no_key, chainops
 from tests.conftest import TEST_KEY
+from tests.support.cli import assert_no_key
+from tests.support.cli import run_process as chainops
 from toolkit import spec
 from toolkit.config import Settings
 from toolkit.loader import sync

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.hostile import HostileServer
+from tests.support.hostile import HostileServer
 from toolkit import cli
 from toolkit.config import Settings
 from toolkit.loader import sync

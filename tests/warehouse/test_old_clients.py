@@ -10,9 +10,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import TEST_KEY
-from toolkit.config import Settings
-from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +30,8 @@ print(json.dumps({"version": duckdb.__version__, "counts": counts, "ts": ts, "pa
 
 
 @pytest.fixture(scope="module")
-def synced(server, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("old") / "w.duckdb"
-    sync(Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True)
-    return path
+def synced(synced_copy) -> Path:
+    return synced_copy
 
 
 def test_a_duckdb_1_4_client_reads_every_table_and_view(synced: Path) -> None:

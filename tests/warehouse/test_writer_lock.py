@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import chainops
+from tests.support.cli import run_process as chainops
 from toolkit.errors import SyncLockedError
 from toolkit.warehouse import Warehouse, sync_lock
 from toolkit.warehouse.identity import is_demo_warehouse

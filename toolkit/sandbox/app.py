@@ -58,13 +58,16 @@ class SandboxApp:
             return
         body = await _read_body(receive)
         req = Request.from_scope(scope, body)
-        public = PUBLIC.get(req.path.rstrip("/"))
-        if public is not None:
-            await _send(send, _public(req, public))
-        elif req.path.startswith("/v1/"):
+        if req.path.startswith("/v1/") and PUBLIC.get(req.path.rstrip("/")) is None:
             await self._serve_v1(req, send)
         else:
-            await _send(send, self.handle(req))
+            await _send(send, self.answer(req))
+
+    def answer(self, req: Request) -> Response:
+        """Answer one request synchronously as served, fault injection aside (the public paths, ``/v1``,
+        ``/sandbox``): the in-process transport's entry (:mod:`toolkit.sandbox.inprocess`)."""
+        public = PUBLIC.get(req.path.rstrip("/"))
+        return _public(req, public) if public is not None else self.handle(req)
 
     async def _serve_v1(self, req: Request, send: Send) -> None:
         fault = self.faults.pick(req.headers.get("authorization"))

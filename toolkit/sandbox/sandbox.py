@@ -19,6 +19,7 @@ from toolkit.sandbox.scenarios import SHAPES, Scenario
 from toolkit.sandbox.truth import Truth
 
 if TYPE_CHECKING:
+    from toolkit.sandbox.inprocess import InProcessTransport
     from toolkit.sandbox.serve import ServerHandle
 
 
@@ -164,6 +165,13 @@ class Sandbox:
         if backend is None:
             raise KeyError("not an onboarded organisation key")
         return Truth(self, backend)
+
+    def transport(self) -> InProcessTransport:
+        """An httpx transport answered by this sandbox in the caller's thread (no socket; no fault injection): pass
+        it as ``transport=`` with :data:`~toolkit.sandbox.inprocess.BASE_URL` as the base URL."""
+        from toolkit.sandbox.inprocess import InProcessTransport
+
+        return InProcessTransport(self.app)
 
     def serve(self, host: str = "127.0.0.1", port: int = 0) -> ServerHandle:
         """Serve over HTTP with uvicorn in a daemon thread; returns once the server answers."""

@@ -2,7 +2,7 @@
 
 A sandbox with a frozen clock is synced over real HTTP; failure rates and finality shares (by network) are computed
 for the last hours before its clock; the clock moves 10 days on, every operation of those cohorts finishes, and the
-final values are read from the raw HTTP answers (:mod:`tests.rawhistory`), not from the metrics. Used by
+final values are read from the raw HTTP answers (:mod:`benchmarks.support.rawhistory`), not from the metrics. Used by
 ``tests/integration/test_inflight_estimates.py`` and ``benchmarks/inflight_check.py``.
 """
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from tests import rawhistory as raw
-from tests.metrics.km_reference import km_percentile
+from benchmarks.support import rawhistory as raw
+from benchmarks.support.km_reference import km_percentile
 from toolkit import metrics
 from toolkit.config import Settings
 from toolkit.loader import sync
@@ -190,7 +191,20 @@ def _final_latency_median(ops: list[raw.RawOperation], status: str, since: int, 
     return km_percentile(durations, censored, 0.5, rule=False) if durations else math.nan
 
 
-def run_seed(
+@dataclass
+class Observation:
+    """One seed's sandbox read twice: at ``START`` (the metrics of every period and the raw answers) and after the
+    clock moved on (the raw answers, and the newest event time they are as of)."""
+
+    seed: int
+    periods: tuple[float, ...]
+    first: dict[float, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]
+    early_ops: list[raw.RawOperation]
+    late_ops: list[raw.RawOperation]
+    late_as_of: int
+
+
+def observe(
     seed: int,
     workdir: Path,
     days: float = 1,
@@ -200,9 +214,9 @@ def run_seed(
     live: bool = False,
     periods: tuple[float, ...] = PERIOD_HOURS,
     advance: int = ADVANCE_SECONDS,
-) -> list[Row]:
+) -> Observation:
     """Sync and read at ``START``; advance ``advance`` seconds (a ``live`` sandbox keeps its workload moving: drafts
-    are signed, cancelled or expire, new work arrives), sync, read the truth; answer the rows of every period."""
+    are signed, cancelled or expire, new work arrives), sync, read the truth."""
     speed = LIVE_SPEED if live else 0.0
     sandbox = Sandbox(
         orgs=(KEY,), seed=seed, days=days, operations_per_day=per_day, start=START, shape=shape, speed=speed
@@ -215,8 +229,20 @@ def run_seed(
         first = {h: _first_reading(path, until - pd.Timedelta(hours=h), until) for h in periods}
         sandbox.advance(advance)
         _sync(server.base_url, path)
-        late_ops = raw.read_operations(server.base_url, KEY)
-        late_as_of = raw.newest_event_time(server.base_url, KEY)
+        late_ops, late_as_of = raw.read_history(server.base_url, KEY)
+    return Observation(seed, tuple(periods), first, early_ops, late_ops, late_as_of)
+
+
+def run_seed(seed: int, workdir: Path, days: float = 1, per_day: float = 3600, **options: Any) -> list[Row]:
+    """:func:`observe` one seed (``options`` as it takes them) and answer the rows of every period."""
+    return rows_of(observe(seed, workdir, days, per_day, **options))
+
+
+def rows_of(observation: Observation) -> list[Row]:
+    """The rows of every period of one observation: each network's estimates at ``START`` against the final values
+    of its cohort."""
+    seed, periods, first = observation.seed, observation.periods, observation.first
+    early_ops, late_ops, late_as_of = observation.early_ops, observation.late_ops, observation.late_as_of
     early_lo, late_lo = raw.latest_only_networks(early_ops), raw.latest_only_networks(late_ops)
     early = {o.operation_id: o for o in early_ops}
     rows = []
@@ -282,6 +308,6 @@ def run_seed(
     return rows
 
 
-def run(seeds: list[int], workdir: Path, days: float = 1, per_day: float = 3600, **options: object) -> Figures:
-    """The comparison over several seeds (``options``: :func:`run_seed`'s shape, live, periods, advance)."""
+def run(seeds: list[int], workdir: Path, days: float = 1, per_day: float = 3600, **options: Any) -> Figures:
+    """The comparison over several seeds (``options``: :func:`observe`'s shape, live, periods, advance)."""
     return Figures([row for seed in seeds for row in run_seed(seed, workdir, days, per_day, **options)])

@@ -205,8 +205,8 @@ async def _read_body(reader: asyncio.StreamReader, head: bytes, *, request: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tests.latency_proxy UPSTREAM_BASE_URL DELAY_MS``: serve in this process (so the proxy's CPU is not
-    the client's) and print ``serving on URL``; then on standard input, ``stats`` prints ``{"requests": n,
+    """``python -m benchmarks.support.latency_proxy UPSTREAM_BASE_URL DELAY_MS``: serve in this process (so the proxy's
+    CPU is not the client's) and print ``serving on URL``; then on standard input, ``stats`` prints ``{"requests": n,
     "max_in_flight": m}`` and ``reset`` starts counting afresh; end of input stops it."""
     import argparse
     import json

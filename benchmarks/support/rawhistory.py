@@ -160,9 +160,12 @@ def _pages(client: httpx.Client, path: str, key: str, limit: int, **params: obje
         offset += len(body[key])
 
 
-def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
-    """Every operation of the organisation with its ``operation.status`` events, read over HTTP page by page."""
+def read_history(base_url: str, api_key: str) -> tuple[list[RawOperation], int]:
+    """Every operation of the organisation with its ``operation.status`` events, and the newest payload
+    ``timestamp`` of any event of any channel (the time the data is as of, docs/metrics.md), in one read of every
+    list and event log over HTTP, page by page."""
     headers = {"Authorization": f"Apikey {api_key}"}
+    newest = 0
     with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
         networks = {n["chain_selector"]: n for n in client.get("/networks").raise_for_status().json()["data"]}
         channels = list(_pages(client, "/channels", "data", 50, status=["active", "archived"]))
@@ -181,6 +184,9 @@ def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
                     deadline=int(record["deadline"]) if record.get("deadline") else None,
                 )
             for event in _pages(client, f"/channels/{cid}/events", "events", 200):
+                stamp = (event.get("payload") or {}).get("timestamp")
+                if stamp is not None:
+                    newest = max(newest, int(stamp))
                 if event["headers"]["type"] != "operation.status":
                     continue
                 p = event["payload"]
@@ -190,17 +196,14 @@ def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
     for oid, evs in events.items():
         if oid in ops:
             ops[oid].events = evs
-    return list(ops.values())
+    return list(ops.values()), newest
+
+
+def read_operations(base_url: str, api_key: str) -> list[RawOperation]:
+    """Every operation of the organisation with its ``operation.status`` events, read over HTTP page by page."""
+    return read_history(base_url, api_key)[0]
 
 
 def newest_event_time(base_url: str, api_key: str) -> int:
     """The newest payload ``timestamp`` of any event of any channel (the time the data is as of, docs/metrics.md)."""
-    headers = {"Authorization": f"Apikey {api_key}"}
-    newest = 0
-    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
-        for channel in _pages(client, "/channels", "data", 50, status=["active", "archived"]):
-            for event in _pages(client, f"/channels/{channel['channel_id']}/events", "events", 200):
-                stamp = (event.get("payload") or {}).get("timestamp")
-                if stamp is not None:
-                    newest = max(newest, int(stamp))
-    return newest
+    return read_history(base_url, api_key)[1]
