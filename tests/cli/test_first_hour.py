@@ -22,6 +22,10 @@ from tests.conftest import TEST_KEY
 from tests.support.cli import run_in_process  # main(argv) here: messages and exit codes, no process needed
 from toolkit.cli import DEMO_START, METRIC_NAMES
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 HEAVY = ("pandas", "duckdb", "pyarrow", "matplotlib", "numpy")
 
 #: What a table holds, as one text per table: every row's key and state, in key order.

@@ -14,6 +14,10 @@ from tests.conftest import TEST_KEY
 from tests.support.hostile import Defects, HostileServer
 from toolkit.warehouse import Warehouse
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 
 def chainops(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_", "PYTHONIOENCODING"))}

@@ -9,6 +9,10 @@ from tests.conftest import TEST_KEY
 from tests.support.cli import assert_no_key
 from tests.support.cli import run_in_process as chainops  # main(argv) in this process
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def flaky_server():

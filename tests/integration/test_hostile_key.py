@@ -19,6 +19,10 @@ from toolkit.export import export_parquet
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 FAST = RetryPolicy(attempts=2, initial=0.01, maximum=0.02, floor=0.01, deadline=10)
 ECHOES = {"401-json": Defects(echo_key_401=True), "500-html": Defects(echo_key_500_html=True)}
 

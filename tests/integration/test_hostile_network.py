@@ -30,6 +30,10 @@ from toolkit.config import Settings
 from toolkit.loader import SyncResult, sync
 from toolkit.warehouse import Warehouse
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 ORG = Org()
 EVENTS = len(ORG.events[ORG.target])
 

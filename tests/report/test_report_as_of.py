@@ -14,6 +14,10 @@ from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 #: Years before the tests run: every event is far older than the wall clock's last seven days.
 START = 1_700_000_000
 

@@ -29,6 +29,10 @@ from toolkit.verify import resolve_policy
 from toolkit.verify.run import verify_warehouse
 from toolkit.warehouse import Warehouse
 
+#: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
+#: skips them (docs/testing.md); `make test` runs them.
+pytestmark = pytest.mark.slow
+
 FORGE_SHARE = 0.08
 #: The rule each kind of forgery breaks, as the verdict's reason says it.
 REASON_OF = {
