@@ -19,7 +19,6 @@ bad value falls back to checking value by value).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -29,6 +28,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from ..event_wire import json_text, key_problem
 from .schema import EVENTS, RAW_TABLES, TIMESTAMP, Column, Record
 
 __all__ = ["EVENTS", "TIMESTAMP", "UTC_SECONDS", "RejectedRecord", "to_batch", "transaction_records"]
@@ -91,17 +91,6 @@ def _coerce(kind: str, value: Any) -> tuple[Any, bool]:
     raise AssertionError(kind)
 
 
-def _json_text(value: Any) -> bytes | None:
-    """Compact JSON (UTF-8 bytes; Arrow stores them as text). Values JSON cannot hold are kept as their repr."""
-    if value is None:
-        return None
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
-        # integers beyond 64 bits and other rarities: the standard library writes them exactly
-        return json.dumps(value, ensure_ascii=False, default=repr).encode()
-
-
 def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[str, Any]]) -> pa.Array:
     """An Arrow array for one column; bad values become NULL and are noted in ``invalid`` by row."""
     if col.kind == "json":
@@ -109,7 +98,7 @@ def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[st
         try:
             return pa.array([None if v is None else dumps(v) for v in values], pa.string())
         except (TypeError, orjson.JSONEncodeError):
-            return pa.array([_json_text(v) for v in values], pa.string())
+            return pa.array([json_text(v) for v in values], pa.string())
     fast_type = {"text": pa.string(), "ts": pa.int64(), "int": pa.int64(), "bool": pa.bool_()}[col.kind]
     try:
         if fast_type == pa.int64():
@@ -141,16 +130,6 @@ def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[st
     return arr.cast(UTC_SECONDS).cast(TIMESTAMP) if col.kind == "ts" else arr
 
 
-def _key_problem(value: Any) -> str | None:
-    if value is None:
-        return "is missing"
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        return f"is not a string ({type(value).__name__})"
-    if isinstance(value, str) and not value.strip():
-        return "is empty"
-    return None
-
-
 def to_batch(
     table: str, records: Sequence[Record], *, defaults: dict[str, Any] | None = None
 ) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
@@ -173,7 +152,7 @@ def to_batch(
         parts = []
         for k in tspec.key:
             v = rec.get(k) if k != "channel_id" or not defaults else rec.get(k, defaults.get(k))
-            problem = _key_problem(v)
+            problem = key_problem(v)
             if problem:
                 rejected.append(RejectedRecord(table, i, k, problem, key=_short(rec, tspec.key[0])))
                 break
@@ -204,7 +183,7 @@ def to_batch(
         )
         if i in invalid:
             unknown["_invalid"] = invalid[i]
-        extras.append(_json_text(unknown) if unknown else None)
+        extras.append(json_text(unknown) if unknown else None)
     arrays.append(pa.array(extras, pa.string()))
     return pa.RecordBatch.from_arrays(arrays, schema=tspec.schema), rejected
 
