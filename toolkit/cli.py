@@ -594,13 +594,24 @@ def _say_why_empty(args: argparse.Namespace, source: object) -> None:
                 ).fetchone()[0]
             )
     note = describe_empty(filters, metric=args.name, held=held)
-    print(f"chainops metrics: {clean_for_terminal(note)}", file=sys.stderr)
+    _say_wrapped(f"chainops metrics: {clean_for_terminal(note)}")
     if isinstance(source, str) and held:
         from .known_values import older_than_period
 
         older = older_than_period(source, args.since, args.until)
         if older:
-            print(f"chainops metrics: {clean_for_terminal(older)}", file=sys.stderr)
+            _say_wrapped(f"chainops metrics: {clean_for_terminal(older)}")
+
+
+def _say_wrapped(message: str) -> None:
+    """``message`` on stderr, wrapped to the terminal's width as the tables above it are (never a word split)."""
+    import textwrap
+
+    from .present import terminal_width
+
+    print(
+        textwrap.fill(message, width=terminal_width(), break_long_words=False, break_on_hyphens=False), file=sys.stderr
+    )
 
 
 def _threshold(text: str) -> object:
