@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import msgspec
 import pyarrow as pa
 import pytest
 
@@ -93,3 +94,23 @@ def test_each_payload_is_judged_on_its_own_in_a_batch() -> None:
     extras = settled.column("extra").to_pylist()
     assert [e is None for e in extras] == [True, True, True, False, True]
     assert json.loads(extras[3]) == {"_repeated_names": ["payload.k"], "_sent_payload": twice}
+
+
+def test_a_batch_counted_whole_still_finds_a_repeat_an_escaped_colon_elsewhere_would_balance() -> None:
+    """The ``:`` are counted over a whole batch: one payload's escaped ``:`` (one more once re-serialised) and
+    another's repeated name (one fewer) balance the totals, so an escape sends the batch payload by payload."""
+    texts = ['{"x": "\\u003a"}', '{"k": 1, "k": 2}']
+    batch = pa.RecordBatch.from_arrays([pa.array(texts, pa.string()), pa.nulls(2, pa.string())], ["payload", "extra"])
+    sent = [msgspec.json.decode(t.encode(), type=msgspec.Raw) for t in texts]  # as the typed decode hands them over
+    for settled in (settle_repeated_names(batch), settle_repeated_names(batch, sent)):
+        assert settled.column("payload").to_pylist() == ['{"x": "\\u003a"}', '{"k":2}']
+        assert json.loads(settled.column("extra")[1].as_py())["_repeated_names"] == ["payload.k"]
+
+
+def test_the_texts_given_are_those_of_the_column() -> None:
+    """A caller's texts (the payloads the column was built from) give the same reading as the column's own."""
+    texts = ['{"a": 1}', None, '{"n": 123456789012345678901234567890, "n": 1}', '{"b": ":"}']
+    batch = pa.RecordBatch.from_arrays([pa.array(texts, pa.string()), pa.nulls(4, pa.string())], ["payload", "extra"])
+    given = [None if t is None else msgspec.json.decode(t.encode(), type=msgspec.Raw) for t in texts]
+    assert settle_repeated_names(batch, given).to_pylist() == settle_repeated_names(batch).to_pylist()
+    assert settle_repeated_names(batch).column("payload").to_pylist()[2] == '{"n":1}'

@@ -10,16 +10,18 @@ events in a problem (the run ends ``partial``).
 
 Finding them costs one generic parse and serialisation of each payload (orjson, in C; about 2 µs per 1 KB
 payload): a repeated name is the only way the structural ``:`` of the text as sent can outnumber those of the
-re-serialised value. Only a payload where they differ (or whose text escapes a ``:``, or that orjson cannot read)
-is read again with the standard library. Payload by payload rather than a batch's payloads joined into one array:
-the joined parse built every payload of a batch at once and cost twice as much (0.87 against 0.39 CPU-s for the
-200,000 payloads of ``benchmarks.cpu_bench``), besides a copy of the batch's texts.
+re-serialised value. The ``:`` are counted for a whole batch at once; only in a batch where the counts differ (or
+whose texts escape a ``:``, or that orjson cannot read) is each payload judged on its own, and those it flags read
+again with the standard library. Each payload is parsed on its own rather than a batch's payloads joined into one
+array: the joined parse built every payload of a batch at once and cost twice as much (0.87 against 0.39 CPU-s
+for the 200,000 payloads of ``benchmarks.cpu_bench``), besides a copy of the batch's texts.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -82,26 +84,52 @@ def _may_repeat(text: bytes) -> bool:
     return text.count(b":") != again.count(b":")
 
 
+def _text_bytes(column: pa.Array) -> bytes:
+    """All the texts of a string array, one after the other."""
+    if not pa.types.is_string(column.type):
+        return b"".join(t.encode() for t in column.to_pylist() if t)
+    bounds = np.frombuffer(column.buffers()[1], np.int32)[column.offset : column.offset + len(column) + 1]
+    data = column.buffers()[2]
+    if data is None or not len(bounds):
+        return b""
+    return data.slice(int(bounds[0]), int(bounds[-1] - bounds[0])).to_pybytes()
+
+
 def _row_texts(column: pa.Array) -> list[bytes]:
     """Each row's text of a string array as bytes (``b""`` for NULL), without a Python string each."""
     if not pa.types.is_string(column.type):
         return [t.encode() if t else b"" for t in column.to_pylist()]
     bounds = np.frombuffer(column.buffers()[1], np.int32)[column.offset : column.offset + len(column) + 1].tolist()
-    data = column.buffers()[2]
-    if data is None or not bounds:
-        return [b""] * len(column)
-    text = data.slice(bounds[0], bounds[-1] - bounds[0]).to_pybytes()  # this slice's texts only, in one copy
-    first = bounds[0]
+    text, first = _text_bytes(column), bounds[0] if bounds else 0
     return [text[a - first : b - first] for a, b in itertools.pairwise(bounds)]
 
 
-def settle_repeated_names(batch: pa.RecordBatch) -> pa.RecordBatch:
+def _none_may_repeat(column: pa.Array, texts: Sequence[Any]) -> bool:
+    """Whether no text of ``column`` (``texts``: the same texts, bytes-like or ``None``, row by row) can repeat a
+    name: :func:`_may_repeat` for a whole batch at once (its texts as sent counted in one piece)."""
+    sent_text = _text_bytes(column)  # one copy: Arrow's substring kernels took longer than the parse
+    if b"\\u003" in sent_text:
+        return False
+    sent = sent_text.count(b":")
+    loads, dumps = orjson.loads, orjson.dumps
+    try:
+        again = sum(dumps(loads(memoryview(t))).count(b":") for t in texts if t is not None)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError, TypeError, ValueError):
+        return False  # an integer beyond 64 bits, a lone surrogate, ...: each payload is judged on its own
+    return sent == again
+
+
+def settle_repeated_names(batch: pa.RecordBatch, texts: Sequence[Any] | None = None) -> pa.RecordBatch:
     """``batch`` of the events table with every payload that repeats a name stored as its last-value reading, the
-    text as sent and the names kept in ``extra`` (see the module's docstring); the batch itself when none does."""
+    text as sent and the names kept in ``extra`` (see the module's docstring); the batch itself when none does.
+    ``texts``: the payloads the column was built from, row by row (bytes-like or ``None``), when the caller has
+    them, so that they are not taken out of the array again."""
     column = batch.column("payload")
     if not len(column) or column.null_count == len(column):
         return batch
-    may_repeat = _may_repeat
+    if _none_may_repeat(column, _row_texts(column) if texts is None else texts):
+        return batch
+    may_repeat = _may_repeat  # the rare batch that may: each payload as the column holds it
     suspects = [i for i, text in enumerate(_row_texts(column)) if text and may_repeat(text)]
     if not suspects:
         return batch
