@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.conftest import TEST_KEY
+from tests.support.snapshot import snapshot
 from toolkit.config import Settings
 from toolkit.loader import DEFAULT_TUNING, Tuning, default_workers, sync
 from toolkit.loader import run as loader_run
@@ -57,3 +58,30 @@ def test_the_workers_over_a_network_come_from_the_tuning() -> None:
     assert default_workers("https://api.example.com/v1", OURS) == 3
     assert default_workers("https://api.example.com/v1", replace(OURS, workers=9)) == 9
     assert default_workers("http://127.0.0.1:8080/v1", OURS) == 1  # loopback: one, whatever the tuning
+
+
+def test_only_a_first_sync_leaves_partly_filled_row_groups_unmerged(server, tmp_path, monkeypatch) -> None:
+    """DuckDB's vacuum (merging partly filled row groups at checkpoints) is off for a sync into a warehouse without
+    events, on for the next sync and for a first sync whose tuning asks for it; what is stored is the same."""
+    configured: list[dict[str, object]] = []
+    configure = Warehouse.configure
+
+    def spying_configure(self: Warehouse, **settings: str | int) -> None:
+        configured.append(settings)
+        configure(self, **settings)
+
+    monkeypatch.setattr(Warehouse, "configure", spying_configure)
+
+    def run(path, tuning: Tuning = DEFAULT_TUNING) -> bool:
+        configured.clear()
+        settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+        result = sync(settings, quiet=True, tuning=tuning)
+        assert result.outcome == "ok", result.summary()
+        return {"max_vacuum_tasks": 0} in configured
+
+    assert run(tmp_path / "first.duckdb") is True
+    unmerged = snapshot(tmp_path / "first.duckdb")
+    assert run(tmp_path / "merged.duckdb", replace(DEFAULT_TUNING, first_sync_merges_row_groups=True)) is False
+    assert unmerged["events"]
+    assert unmerged == snapshot(tmp_path / "merged.duckdb")  # only how DuckDB lays rows out differs
+    assert run(tmp_path / "first.duckdb") is False  # the warehouse holds events now

@@ -294,6 +294,8 @@ class SyncRun:
     def _open_warehouse(self) -> Warehouse:
         wh = Warehouse(self.path, memory_limit=self.tuning.sync_memory_limit)
         wh.configure(checkpoint_threshold=self.tuning.checkpoint_threshold, threads=self.tuning.sync_threads)
+        if not self.tuning.first_sync_merges_row_groups and not wh.holds_events():
+            wh.configure(max_vacuum_tasks=0)  # see Tuning.first_sync_merges_row_groups
         return wh
 
     def _committed(self, new: Counter[str], updated: Counter[str]) -> None:

@@ -118,7 +118,7 @@ def columns_batch(
     arrays["payload"] = _texts(payloads, checked=cols.typed)
     arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
     columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
-    return settle_repeated_names(pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema)), rejected
+    return settle_repeated_names(pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema), payloads), rejected
 
 
 def _extras(

@@ -182,6 +182,10 @@ class SyncQueries(_Base):
 
     # ---- memory and storage ------------------------------------------------------------------------------------
 
+    def holds_events(self) -> bool:
+        """Whether the warehouse holds any event (a first sync finds none)."""
+        return bool(self.con.execute("SELECT EXISTS (SELECT 1 FROM events)").fetchone()[0])
+
     def memory_limit_setting(self) -> str:
         """DuckDB's current memory limit, as DuckDB writes it."""
         return str(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
