@@ -50,7 +50,8 @@ def expected(sandbox: Sandbox) -> dict[str, Counter]:
     channels = [c["channel_id"] for c in truth.channels]
     operations = truth.operations
     return {
-        "events": Counter({c: len(truth.events(c)) for c in channels if truth.events(c)}),
+        # counted from the log's index: decoding the one busy channel's 190,000 events twice took 18 s of CPU
+        "events": Counter({c: n for c in channels if (n := len(truth.event_index(c)))}),
         "operations": Counter(o["status"] for o in operations),
         "transactions": Counter({o["operation_id"]: len(o["transactions"]) for o in operations}),
         "queries": Counter(q["status"] for q in truth.queries),
