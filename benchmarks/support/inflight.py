@@ -1,9 +1,10 @@
 """Estimates for operations still in flight against the values their cohort has once finished (issue 13, section 1).
 
-A sandbox with a frozen clock is synced over real HTTP; failure rates and finality shares (by network) are computed
+A sandbox with a frozen clock is synced through its in-process transport (the service's answers, byte for byte,
+without a socket: nothing here is about the network); failure rates and finality shares (by network) are computed
 for the last hours before its clock; the clock moves 10 days on, every operation of those cohorts finishes, and the
-final values are read from the raw HTTP answers (:mod:`benchmarks.support.rawhistory`), not from the metrics. Used by
-``tests/integration/test_inflight_estimates.py`` and ``benchmarks/inflight_check.py``.
+final values are read from the raw answers (:mod:`benchmarks.support.rawhistory`, plain httpx), not from the
+metrics. Used by ``tests/integration/test_inflight_estimates.py`` and ``benchmarks/inflight_check.py``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import pandas as pd
 from benchmarks.support import rawhistory as raw
 from benchmarks.support.km_reference import km_percentile
 from toolkit import metrics
-from toolkit.config import Settings
+from toolkit.api import Client
 from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
+from toolkit.sandbox.inprocess import BASE_URL
 
 KEY = "ck_test_inflight-5e1d0a7c93"
 START = 1_795_000_000
@@ -153,8 +155,9 @@ def _num(row: pd.Series, col: str) -> float:
     return math.nan if value is None or pd.isna(value) else float(value)
 
 
-def _sync(base_url: str, path: Path) -> None:
-    result = sync(Settings.load(base_url=base_url, api_key=KEY, warehouse=path, environ={}), quiet=True)
+def _sync(sandbox: Sandbox, path: Path) -> None:
+    with Client(BASE_URL, KEY, transport=sandbox.transport()) as client:
+        result = sync(client=client, warehouse=str(path), quiet=True)
     assert result.outcome == "ok", result.summary()
 
 
@@ -223,13 +226,12 @@ def observe(
     )
     path = workdir / f"inflight-{shape}-{int(live)}-{seed}.duckdb"
     until = pd.Timestamp(START, unit="s", tz="UTC")
-    with sandbox.serve(host="127.0.0.1", port=0) as server:
-        _sync(server.base_url, path)
-        early_ops = raw.read_operations(server.base_url, KEY)
-        first = {h: _first_reading(path, until - pd.Timedelta(hours=h), until) for h in periods}
-        sandbox.advance(advance)
-        _sync(server.base_url, path)
-        late_ops, late_as_of = raw.read_history(server.base_url, KEY)
+    _sync(sandbox, path)
+    early_ops = raw.read_operations(BASE_URL, KEY, sandbox.transport())
+    first = {h: _first_reading(path, until - pd.Timedelta(hours=h), until) for h in periods}
+    sandbox.advance(advance)
+    _sync(sandbox, path)
+    late_ops, late_as_of = raw.read_history(BASE_URL, KEY, sandbox.transport())
     return Observation(seed, tuple(periods), first, early_ops, late_ops, late_as_of)
 
 

@@ -13,7 +13,21 @@ import pytest
 from tests.conftest import TEST_KEY
 from tests.support.cli import assert_no_key, run_in_process
 from tests.support.cli import run_process as chainops
+from toolkit.api.retry import RetryPolicy
 from toolkit.cli import build_parser
+
+
+@pytest.fixture
+def backoff_waits(monkeypatch) -> list[float]:
+    """The client's waits between attempts, recorded instead of slept: a refused connection is retried as ever
+    (every attempt made, its message the same), without the backoff a run against a closed port sleeps (random: 3.9 s
+    on average, up to 7.75 s). The waits themselves are the client contract's subject
+    (``tests/api/test_client_contract.py``)."""
+    import toolkit.api.client as client_module
+
+    waits: list[float] = []
+    monkeypatch.setattr(client_module, "pause", waits.append)
+    return waits
 
 
 def test_every_command_has_help() -> None:
@@ -44,7 +58,7 @@ def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
     assert_no_key(out.stdout, out.stderr)
 
 
-def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
+def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path, backoff_waits) -> None:
     wh = str(tmp_path / "w.duckdb")
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}
     runs = [chainops("sync", env=env)]  # a smoke test: the real command syncs over HTTP
@@ -73,6 +87,7 @@ def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path) -> None:
     assert runs[-1].returncode == 1
     runs.append(run_in_process("sync", "--quiet", env={**env, "CREC_BASE_URL": "http://127.0.0.1:9/v1"}))
     assert runs[-1].returncode == 1
+    assert len(backoff_waits) == RetryPolicy().attempts - 1  # the closed port was tried every time before giving up
     for run in runs:
         assert_no_key(run.stdout, run.stderr)
     written = [Path(wh), *(p for p in tmp_path.rglob("*") if p.is_file())]
@@ -94,7 +109,7 @@ def test_bad_keys_fail_with_a_clear_message(server, tmp_path, key, expected) -> 
     assert key not in out.stderr and key not in out.stdout
 
 
-def test_unreachable_service_fails_with_a_clear_message(tmp_path) -> None:
+def test_unreachable_service_fails_with_a_clear_message(tmp_path, backoff_waits) -> None:
     out = run_in_process(
         "sync",
         "--quiet",
@@ -103,6 +118,7 @@ def test_unreachable_service_fails_with_a_clear_message(tmp_path) -> None:
         env={"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": "http://127.0.0.1:9/v1"},
     )
     assert out.returncode == 1 and "CREC_BASE_URL" in out.stderr
+    assert f"after {RetryPolicy().attempts} attempts" in out.stderr and len(backoff_waits) == RetryPolicy().attempts - 1
     assert_no_key(out.stdout, out.stderr)
 
 

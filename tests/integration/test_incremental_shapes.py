@@ -7,6 +7,9 @@ differ by shape, seed and the start's time of day: which work is in flight at a 
 case that once slipped through (a query answered between two syncs) appeared only at some starts. Windowed cases
 (``--since``, ``--event-type``) compare with a fresh sync of the same window: a window without the status events
 of operations or queries leaves their moves to the lists alone.
+
+The syncs and the API calls go through the sandbox's in-process transport (``tests/support/service.py``): the subject
+is what an incremental sync stores, not how it crosses a network (the same answers, byte for byte, as over HTTP).
 """
 
 from __future__ import annotations
@@ -15,10 +18,9 @@ import pytest
 
 from benchmarks.support.bodies import query_body
 from tests.conftest import TEST_KEY
+from tests.support.service import InProcess
 from tests.support.snapshot import TABLES, snapshot
 from toolkit.api import Client, Page
-from toolkit.config import Settings
-from toolkit.loader import sync
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import Warehouse
 
@@ -34,8 +36,8 @@ CASES = [
 ]
 
 
-def run_sync(base_url: str, path, **window) -> None:
-    sync(Settings.load(base_url=base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True, **window)
+def run_sync(service: InProcess, path, **window) -> None:
+    service.sync(path, **window)
 
 
 def start_work(client: Client, tag: str) -> tuple[list[str], list[str]]:
@@ -97,16 +99,16 @@ def check_incremental(shape: str, seed: int, start: int, steps: list[int], tmp_p
     """Sync, start work, step the clock with a sync after each; compare with the sandbox and a fresh sync."""
     sandbox = Sandbox(orgs=(TEST_KEY,), seed=seed, days=0.5, operations_per_day=200, start=start, shape=shape)
     path = tmp_path / "incremental.duckdb"
-    with sandbox.serve(host="127.0.0.1", port=0) as server:
-        run_sync(server.base_url, path, **window)
-        with Client(server.base_url, TEST_KEY) as client:
-            started_queries, started_operations = start_work(client, shape)
-        run_sync(server.base_url, path)  # the clock is frozen: all of it is in flight here
-        for step in steps:
-            sandbox.advance(step)
-            run_sync(server.base_url, path)
-        fresh = tmp_path / "fresh.duckdb"
-        run_sync(server.base_url, fresh, **window)
+    service = InProcess(sandbox)
+    run_sync(service, path, **window)
+    with service.client() as client:
+        started_queries, started_operations = start_work(client, shape)
+    run_sync(service, path)  # the clock is frozen: all of it is in flight here
+    for step in steps:
+        sandbox.advance(step)
+        run_sync(service, path)
+    fresh = tmp_path / "fresh.duckdb"
+    run_sync(service, fresh, **window)
 
     truth = sandbox.truth(TEST_KEY)
     want_queries = {
@@ -148,22 +150,20 @@ def test_a_relist_that_stops_early_fetches_nothing_by_id_and_the_next_run_catche
         return real_get(self, channel_id, operation_id)
 
     monkeypatch.setattr(Client, "get_operation", counting_get)
-    with sandbox.serve(host="127.0.0.1", port=0) as server:
-        run_sync(server.base_url, path, **window)
-        with Client(server.base_url, TEST_KEY) as client:
-            _, started = start_work(client, "relist")
-        run_sync(server.base_url, path)
-        sandbox.advance(3600)
-        with monkeypatch.context() as broken:
-            broken.setattr(Client, "operation_pages", unreadable_relist)
-            result = sync(
-                Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={}), quiet=True
-            )
-        assert result.outcome == "partial" and any("cut short" in p for p in result.problems), result.summary()
-        assert not set(fetched) & set(started)
-        stale = held(path, "SELECT operation_id, status FROM operations")
-        assert {stale[op][0] for op in started} == {"accepted"}
-        run_sync(server.base_url, path)
+    service = InProcess(sandbox)
+    run_sync(service, path, **window)
+    with service.client() as client:
+        _, started = start_work(client, "relist")
+    run_sync(service, path)
+    sandbox.advance(3600)
+    with monkeypatch.context() as broken:
+        broken.setattr(Client, "operation_pages", unreadable_relist)
+        result = service.sync(path)
+    assert result.outcome == "partial" and any("cut short" in p for p in result.problems), result.summary()
+    assert not set(fetched) & set(started)
+    stale = held(path, "SELECT operation_id, status FROM operations")
+    assert {stale[op][0] for op in started} == {"accepted"}
+    run_sync(service, path)
     truth = {o["operation_id"]: o["status"] for o in sandbox.truth(TEST_KEY).operations}
     moved = {op for op in started if truth[op] != "accepted"}
     assert moved and set(fetched) >= moved

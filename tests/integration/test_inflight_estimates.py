@@ -1,10 +1,10 @@
 """Issue 13, section 1: estimates for operations still in flight cover the value their cohort has once finished.
 
-Three seeded sandboxes with a frozen clock are synced over real HTTP; failure rates and finality shares by network are
-computed for the last 1 and 3 hours; the clock moves 10 days on, everything finishes, a second sync follows (once per
-seed for the module: the first test checks the sandboxes' own readings, the second the estimates). The final
-values come from the raw HTTP answers (:mod:`benchmarks.support.rawhistory`), never from the metrics (see
-:mod:`benchmarks.support.inflight`).
+Three seeded sandboxes with a frozen clock are synced through their in-process transport (no socket: the subject
+is the estimates, not the network); failure rates and finality shares by network are computed for the last 1 and 3
+hours; the clock moves 10 days on, everything finishes, a second sync follows (once per seed for the module: the
+first test checks the sandboxes' own readings, the second the estimates). The final values come from the raw answers
+(:mod:`benchmarks.support.rawhistory`, plain httpx), never from the metrics (see :mod:`benchmarks.support.inflight`).
 """
 
 from __future__ import annotations
