@@ -1,5 +1,6 @@
 """A sync under every fault the sandbox injects completes, and ends identical to a sync without faults; when the
-faults never clear it stops with a clear error."""
+faults never clear it stops with a clear error. The network's faults are served over real HTTP; the clean reference
+and the warehouse's own faults (a failed commit, a failed reopen) are answered in process by one sandbox."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
+from tests.support.service import InProcess
 from tests.support.snapshot import TABLES, snapshot
 from toolkit import errors
 from toolkit.api import Client
@@ -32,18 +34,27 @@ FAULTS = {
 }
 
 
-def serve(**faults):
+def make_sandbox(**faults):
     from toolkit.sandbox import Sandbox
 
-    sandbox = Sandbox(orgs=(TEST_KEY,), seed=SEED % 1000, days=1, operations_per_day=600, start=START, **faults)
-    return sandbox.serve(host="127.0.0.1", port=0)
+    return Sandbox(orgs=(TEST_KEY,), seed=SEED % 1000, days=1, operations_per_day=600, start=START, **faults)
+
+
+def serve(**faults):
+    return make_sandbox(**faults).serve(host="127.0.0.1", port=0)
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def clean() -> InProcess:
+    """The sandbox without faults, answering in process: the clean reference and the tests whose fault is the
+    warehouse's, not the network's, sync from it (built once; syncs only read it)."""
+    return InProcess(make_sandbox())
+
+
+@pytest.fixture(scope="module")
+def reference(clean, tmp_path_factory):
     path = tmp_path_factory.mktemp("ref") / "clean.duckdb"
-    with serve() as server, Client(server.base_url, TEST_KEY) as client:
-        sync(client=client, warehouse=str(path), quiet=True)
+    assert clean.sync(path).outcome == "ok"
     return snapshot(path)
 
 
@@ -79,7 +90,7 @@ def test_faults_that_never_clear_stop_with_a_clear_error(tmp_path) -> None:
 
 
 def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catches_up(
-    reference, tmp_path, monkeypatch
+    clean, reference, tmp_path, monkeypatch
 ) -> None:
     """A commit that fails (a full disk, say) loses its transaction whole: no cursor survives without its rows,
     the run is audited as failed with the error, the error says the disk is full and to run again, and the next run
@@ -99,7 +110,7 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
         return real(self, cursors)
 
     monkeypatch.setattr(Warehouse, "set_cursors", failing_once)
-    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+    with clean.client() as client:
         with pytest.raises(WarehouseError, match=r"No space left.*disk is full.*run the sync again") as raised:
             sync(client=client, warehouse=str(path), quiet=True)
         assert isinstance(raised.value.__cause__, OSError)
@@ -119,7 +130,7 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
 
 
 def test_a_warehouse_that_cannot_be_reopened_reports_why_and_keeps_what_was_synced(
-    reference, tmp_path, monkeypatch
+    clean, reference, tmp_path, monkeypatch
 ) -> None:
     """Before the models the sync reopens its connection; if the file cannot be opened again, the error says so
     (not a closed-connection error from writing the audit row) and the rows already committed stay."""
@@ -137,7 +148,7 @@ def test_a_warehouse_that_cannot_be_reopened_reports_why_and_keeps_what_was_sync
         return real(self, wait)
 
     monkeypatch.setattr(Warehouse, "_connect", failing_second_time)
-    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+    with clean.client() as client:
         with pytest.raises(WarehouseError, match="simulated lock"):
             sync(client=client, warehouse=str(path), quiet=True)
         monkeypatch.setattr(Warehouse, "_connect", real)
