@@ -27,11 +27,14 @@ PATIENT = RetryPolicy(attempts=12, initial=0.01, maximum=0.1, floor=0.01, deadli
 FAULTS = {
     "5xx": {"fail_rate": 0.25},
     "429": {"limit_rate": 0.2},  # at random, not a bucket: a slow machine must see them too
-    "slow": {"slow_rate": 0.1, "slow_seconds": 1.5},
+    "slow": {"slow_rate": 0.1, "slow_seconds": 0.8},  # twice the client's timeout in this mode (SLOW_TIMEOUT)
     "truncated": {"truncate_rate": 0.2},
     "dropped": {"drop_rate": 0.2},
     "malformed": {"malformed_rate": 0.2},
 }
+#: The client's timeout: each slow answer costs the client this long, so the slow mode's is short (a normal answer
+#: still comes well within it; one that does not is retried like a slow one, and the sync still ends exact).
+TIMEOUT, SLOW_TIMEOUT = 0.75, 0.4
 
 
 def make_sandbox(**faults):
@@ -61,7 +64,8 @@ def reference(clean, tmp_path_factory):
 @pytest.mark.parametrize("mode", sorted(FAULTS))
 def test_sync_under_faults_equals_a_clean_sync(mode, reference, tmp_path) -> None:
     path = tmp_path / f"{mode}.duckdb"
-    with serve(**FAULTS[mode]) as server, Client(server.base_url, TEST_KEY, retry=PATIENT, timeout=0.75) as client:
+    timeout = SLOW_TIMEOUT if mode == "slow" else TIMEOUT
+    with serve(**FAULTS[mode]) as server, Client(server.base_url, TEST_KEY, retry=PATIENT, timeout=timeout) as client:
         result = sync(client=client, warehouse=str(path), quiet=True)
     assert result.outcome == "ok", f"seed {SEED}: {result.summary()}"
     assert result.retries > 0, f"seed {SEED}: the {mode} faults were never hit"
