@@ -1,6 +1,8 @@
 """The command line in an environment that is not the usual one (issue 28 item 11): a CREC_BASE_URL with a stray
 ``\\r`` or ``\\n``, a tab or a query string, and a standard output that is not UTF-8. Each gives a clear message or
-escaped text, never a traceback. Real processes, real DuckDB files, servers on 127.0.0.1."""
+escaped text, never a traceback. Real DuckDB files, servers on 127.0.0.1; the standard output that is not UTF-8 is a
+real process's, and the base URLs (read from the environment, a message or a sync) run `chainops` through
+``main(argv)`` in this process, with the setting in ``os.environ``."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import TEST_KEY
+from tests.support.cli import run_in_process
 from tests.support.hostile import Defects, HostileServer
 from toolkit.warehouse import Warehouse
 
@@ -35,7 +38,7 @@ def chainops(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 @pytest.mark.parametrize("tail", ["\r", "\n", "\r\n", " "])
 def test_a_base_url_with_a_stray_line_end_is_used_without_it(tail, tmp_path) -> None:
     with HostileServer(TEST_KEY) as server:
-        done = chainops(
+        done = run_in_process(
             "sync",
             "--quiet",
             "--warehouse",
@@ -57,7 +60,7 @@ def test_a_base_url_with_a_stray_line_end_is_used_without_it(tail, tmp_path) -> 
 )
 def test_a_base_url_that_cannot_be_used_is_refused_with_a_message(url, said, tmp_path) -> None:
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": url}
-    done = chainops("sync", "--warehouse", str(tmp_path / "w.duckdb"), env=env)
+    done = run_in_process("sync", "--warehouse", str(tmp_path / "w.duckdb"), env=env)
     assert done.returncode == 1, done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "w.duckdb").exists()

@@ -18,8 +18,11 @@ pytestmark = pytest.mark.slow
 def flaky_server():
     from toolkit.sandbox import Sandbox
 
-    # a fifth of the answers are 503s: every sync retries some requests
-    sandbox = Sandbox(orgs=(TEST_KEY,), seed=3, days=1, operations_per_day=150, fail_rate=0.2)
+    # a fifth of the answers are 429s: every sync retries some requests. They say `Retry-After: 0`, so a retry
+    # waits the client's floor (0.05 s), not a backoff from 0.25 s up: the log is the subject, not the waits
+    sandbox = Sandbox(
+        orgs=(TEST_KEY,), seed=3, days=1, operations_per_day=150, limit_rate=0.2, rate_limit_retry_after=0
+    )
     with sandbox.serve(host="127.0.0.1", port=0) as running:
         yield running
 

@@ -12,8 +12,8 @@ import duckdb
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.support.snapshot import TABLES, settings_for, snapshot
-from toolkit.loader import sync
+from tests.support.service import InProcess
+from tests.support.snapshot import TABLES, snapshot
 from toolkit.sandbox import Sandbox
 
 pytestmark = pytest.mark.slow
@@ -60,16 +60,16 @@ def views(path) -> dict[str, list[tuple]]:
 
 def test_a_clock_stepped_back_between_two_runs_gives_exact_results(tmp_path) -> None:
     sandbox = Sandbox(orgs=(TEST_KEY,), seed=29, days=1, operations_per_day=800, start=START)
-    with sandbox.serve(host="127.0.0.1", port=0) as server:
-        path = tmp_path / "w.duckdb"
-        assert sync(settings_for(server, path), quiet=True).outcome == "ok"
-        step_clock_back(path)
-        sandbox.advance(6 * 3600)  # operations move on: their events must move the stored rows, and the models
-        later = sync(settings_for(server, path), quiet=True)
-        assert later.outcome == "ok", later.summary()
-        assert later.rows["events"] > 0
-        fresh = tmp_path / "fresh.duckdb"
-        assert sync(settings_for(server, fresh), quiet=True).outcome == "ok"
+    service = InProcess(sandbox)  # the clock is the warehouse's subject here, not the network
+    path = tmp_path / "w.duckdb"
+    assert service.sync(path).outcome == "ok"
+    step_clock_back(path)
+    sandbox.advance(6 * 3600)  # operations move on: their events must move the stored rows, and the models
+    later = service.sync(path)
+    assert later.outcome == "ok", later.summary()
+    assert later.rows["events"] > 0
+    fresh = tmp_path / "fresh.duckdb"
+    assert service.sync(fresh).outcome == "ok"
     got, want = snapshot(path), snapshot(fresh)
     for table in TABLES:
         assert got[table] == want[table], table
@@ -107,16 +107,16 @@ def make_it_as_before_write_seq(path) -> None:
 
 def test_a_warehouse_from_before_write_seq_is_migrated_and_synced_exactly(tmp_path) -> None:
     sandbox = Sandbox(orgs=(TEST_KEY,), seed=31, days=1, operations_per_day=800, start=START)
-    with sandbox.serve(host="127.0.0.1", port=0) as server:
-        path = tmp_path / "w.duckdb"
-        assert sync(settings_for(server, path), quiet=True).outcome == "ok"
-        before = views(path)
-        make_it_as_before_write_seq(path)  # (its views are made again when the sync opens it)
-        sandbox.advance(6 * 3600)
-        later = sync(settings_for(server, path), quiet=True)  # its first writable open migrates
-        assert later.outcome == "ok", later.summary()
-        fresh = tmp_path / "fresh.duckdb"
-        assert sync(settings_for(server, fresh), quiet=True).outcome == "ok"
+    service = InProcess(sandbox)  # the clock is the warehouse's subject here, not the network
+    path = tmp_path / "w.duckdb"
+    assert service.sync(path).outcome == "ok"
+    before = views(path)
+    make_it_as_before_write_seq(path)  # (its views are made again when the sync opens it)
+    sandbox.advance(6 * 3600)
+    later = service.sync(path)  # its first writable open migrates
+    assert later.outcome == "ok", later.summary()
+    fresh = tmp_path / "fresh.duckdb"
+    assert service.sync(fresh).outcome == "ok"
     assert before["stale"] == [(0,)]  # the models had folded everything in before
     got, want = snapshot(path), snapshot(fresh)
     for table in TABLES:

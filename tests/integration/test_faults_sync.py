@@ -1,5 +1,6 @@
 """A sync under every fault the sandbox injects completes, and ends identical to a sync without faults; when the
-faults never clear it stops with a clear error."""
+faults never clear it stops with a clear error. The network's faults are served over real HTTP; the clean reference
+and the warehouse's own faults (a failed commit, a failed reopen) are answered in process by one sandbox."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
+from tests.support.service import InProcess
 from tests.support.snapshot import TABLES, snapshot
 from toolkit import errors
 from toolkit.api import Client
@@ -25,32 +27,45 @@ PATIENT = RetryPolicy(attempts=12, initial=0.01, maximum=0.1, floor=0.01, deadli
 FAULTS = {
     "5xx": {"fail_rate": 0.25},
     "429": {"limit_rate": 0.2},  # at random, not a bucket: a slow machine must see them too
-    "slow": {"slow_rate": 0.1, "slow_seconds": 1.5},
+    "slow": {"slow_rate": 0.1, "slow_seconds": 0.8},  # twice the client's timeout in this mode (SLOW_TIMEOUT)
     "truncated": {"truncate_rate": 0.2},
     "dropped": {"drop_rate": 0.2},
     "malformed": {"malformed_rate": 0.2},
 }
+#: The client's timeout: each slow answer costs the client this long, so the slow mode's is short (a normal answer
+#: still comes well within it; one that does not is retried like a slow one, and the sync still ends exact).
+TIMEOUT, SLOW_TIMEOUT = 0.75, 0.4
+
+
+def make_sandbox(**faults):
+    from toolkit.sandbox import Sandbox
+
+    return Sandbox(orgs=(TEST_KEY,), seed=SEED % 1000, days=1, operations_per_day=600, start=START, **faults)
 
 
 def serve(**faults):
-    from toolkit.sandbox import Sandbox
-
-    sandbox = Sandbox(orgs=(TEST_KEY,), seed=SEED % 1000, days=1, operations_per_day=600, start=START, **faults)
-    return sandbox.serve(host="127.0.0.1", port=0)
+    return make_sandbox(**faults).serve(host="127.0.0.1", port=0)
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def clean() -> InProcess:
+    """The sandbox without faults, answering in process: the clean reference and the tests whose fault is the
+    warehouse's, not the network's, sync from it (built once; syncs only read it)."""
+    return InProcess(make_sandbox())
+
+
+@pytest.fixture(scope="module")
+def reference(clean, tmp_path_factory):
     path = tmp_path_factory.mktemp("ref") / "clean.duckdb"
-    with serve() as server, Client(server.base_url, TEST_KEY) as client:
-        sync(client=client, warehouse=str(path), quiet=True)
+    assert clean.sync(path).outcome == "ok"
     return snapshot(path)
 
 
 @pytest.mark.parametrize("mode", sorted(FAULTS))
 def test_sync_under_faults_equals_a_clean_sync(mode, reference, tmp_path) -> None:
     path = tmp_path / f"{mode}.duckdb"
-    with serve(**FAULTS[mode]) as server, Client(server.base_url, TEST_KEY, retry=PATIENT, timeout=0.75) as client:
+    timeout = SLOW_TIMEOUT if mode == "slow" else TIMEOUT
+    with serve(**FAULTS[mode]) as server, Client(server.base_url, TEST_KEY, retry=PATIENT, timeout=timeout) as client:
         result = sync(client=client, warehouse=str(path), quiet=True)
     assert result.outcome == "ok", f"seed {SEED}: {result.summary()}"
     assert result.retries > 0, f"seed {SEED}: the {mode} faults were never hit"
@@ -79,7 +94,7 @@ def test_faults_that_never_clear_stop_with_a_clear_error(tmp_path) -> None:
 
 
 def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catches_up(
-    reference, tmp_path, monkeypatch
+    clean, reference, tmp_path, monkeypatch
 ) -> None:
     """A commit that fails (a full disk, say) loses its transaction whole: no cursor survives without its rows,
     the run is audited as failed with the error, the error says the disk is full and to run again, and the next run
@@ -99,7 +114,7 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
         return real(self, cursors)
 
     monkeypatch.setattr(Warehouse, "set_cursors", failing_once)
-    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+    with clean.client() as client:
         with pytest.raises(WarehouseError, match=r"No space left.*disk is full.*run the sync again") as raised:
             sync(client=client, warehouse=str(path), quiet=True)
         assert isinstance(raised.value.__cause__, OSError)
@@ -119,7 +134,7 @@ def test_a_failed_commit_keeps_no_cursor_without_its_rows_and_the_next_run_catch
 
 
 def test_a_warehouse_that_cannot_be_reopened_reports_why_and_keeps_what_was_synced(
-    reference, tmp_path, monkeypatch
+    clean, reference, tmp_path, monkeypatch
 ) -> None:
     """Before the models the sync reopens its connection; if the file cannot be opened again, the error says so
     (not a closed-connection error from writing the audit row) and the rows already committed stay."""
@@ -137,7 +152,7 @@ def test_a_warehouse_that_cannot_be_reopened_reports_why_and_keeps_what_was_sync
         return real(self, wait)
 
     monkeypatch.setattr(Warehouse, "_connect", failing_second_time)
-    with serve() as server, Client(server.base_url, TEST_KEY) as client:
+    with clean.client() as client:
         with pytest.raises(WarehouseError, match="simulated lock"):
             sync(client=client, warehouse=str(path), quiet=True)
         monkeypatch.setattr(Warehouse, "_connect", real)

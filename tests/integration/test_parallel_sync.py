@@ -11,6 +11,9 @@ import subprocess
 import threading
 import time
 import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,13 +21,14 @@ import pytest
 from benchmarks.support.latency_proxy import LatencyProxy
 from tests.conftest import TEST_KEY
 from tests.support import kill
+from tests.support.service import InProcess
 from tests.support.snapshot import TABLES, snapshot
 from toolkit.api import Client
 from toolkit.api import client as client_module
 from toolkit.api.concurrency import RequestPool
 from toolkit.api.retry import RetryPolicy
 from toolkit.errors import RateLimitError
-from toolkit.loader import sync
+from toolkit.loader import SyncResult, sync
 from toolkit.sandbox.faults import FaultInjector
 from toolkit.warehouse import Warehouse
 
@@ -68,42 +72,72 @@ def assert_same(got_path, want_path, what: str) -> None:
     assert bookkeeping(got_path) == bookkeeping(want_path), f"seed {SEED}: cursors or queue differ ({what})"
 
 
+@dataclass(frozen=True)
+class Serial:
+    """A shape's sandbox and its sync one request at a time: the reference the parallel runs are compared with."""
+
+    sandbox: object
+    path: Path
+    result: SyncResult
+    requests: int  # what the client sent
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Serial]:
+    """The serial reference of a shape, built once per module: it is read, never written, by the tests that compare
+    with it. It is answered in process (no socket, no faults): the network is the parallel run's subject, not its."""
+    done: dict[str, Serial] = {}
+
+    def of(shape: str) -> Serial:
+        if shape not in done:
+            box = sandbox(shape, SHAPES[shape])
+            path = tmp_path_factory.mktemp(f"serial-{shape}") / "serial.duckdb"
+            with InProcess(box).client() as client:
+                result = sync(client=client, warehouse=str(path), quiet=True, workers=1)
+                done[shape] = Serial(box, path, result, client.requests)
+        return done[shape]
+
+    return of
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_parallel_sync_equals_a_serial_one_and_keeps_within_workers(shape, tmp_path) -> None:
-    with sandbox(shape, SHAPES[shape]).serve(host="127.0.0.1", port=0) as server:
-        serial = tmp_path / "serial.duckdb"
-        with Client(server.base_url, TEST_KEY) as client:
-            one = sync(client=client, warehouse=str(serial), quiet=True, workers=1)
-        with LatencyProxy(server.base_url, 0.01) as proxy, Client(proxy.base_url, TEST_KEY) as client:
-            parallel = tmp_path / "parallel.duckdb"
-            four = sync(client=client, warehouse=str(parallel), quiet=True, workers=WORKERS)
-            assert proxy.max_in_flight <= WORKERS, f"{proxy.max_in_flight} requests in flight"
-            assert proxy.max_in_flight > 1, "the requests never overlapped"
-            assert proxy.requests == four.requests
+def test_parallel_sync_equals_a_serial_one_and_keeps_within_workers(shape, serial, tmp_path) -> None:
+    ref = serial(shape)
+    one = ref.result
+    with (
+        ref.sandbox.serve(host="127.0.0.1", port=0) as server,
+        LatencyProxy(server.base_url, 0.01) as proxy,
+        Client(proxy.base_url, TEST_KEY) as client,
+    ):
+        parallel = tmp_path / "parallel.duckdb"
+        four = sync(client=client, warehouse=str(parallel), quiet=True, workers=WORKERS)
+        assert proxy.max_in_flight <= WORKERS, f"{proxy.max_in_flight} requests in flight"
+        assert proxy.max_in_flight > 1, "the requests never overlapped"
+        assert proxy.requests == four.requests
     assert four.outcome == one.outcome, four.summary()
     assert four.rejected == one.rejected
     assert four.gaps == one.gaps
-    assert_same(parallel, serial, f"{shape}: parallel against serial")
+    assert_same(parallel, ref.path, f"{shape}: parallel against serial")
 
 
-def test_one_channel_log_is_read_ahead_up_to_its_head(tmp_path) -> None:
+def test_one_channel_log_is_read_ahead_up_to_its_head(serial, tmp_path) -> None:
     """The event walk of a channel sends the pages after the one it waits for (the offsets are contiguous), up to
     the head: it never asks past it, so it costs no request a serial walk does not make (but the head's poll)."""
-    with sandbox("one-channel", 600).serve(host="127.0.0.1", port=0) as server:
-        with Client(server.base_url, TEST_KEY) as client:
-            one = sync(client=client, warehouse=str(tmp_path / "serial.duckdb"), quiet=True, workers=1)
-            events_serial = client.requests
-        with LatencyProxy(server.base_url, 0.01) as proxy, Client(proxy.base_url, TEST_KEY) as client:
-            four = sync(client=client, warehouse=str(tmp_path / "parallel.duckdb"), quiet=True, workers=WORKERS)
-            assert proxy.max_in_flight == WORKERS  # one channel alone keeps every worker busy
+    ref = serial("one-channel")
+    events_serial = ref.requests
+    with (
+        ref.sandbox.serve(host="127.0.0.1", port=0) as server,
+        LatencyProxy(server.base_url, 0.01) as proxy,
+        Client(proxy.base_url, TEST_KEY) as client,
+    ):
+        four = sync(client=client, warehouse=str(tmp_path / "parallel.duckdb"), quiet=True, workers=WORKERS)
+        assert proxy.max_in_flight == WORKERS  # one channel alone keeps every worker busy
     # the parallel run adds one newest-first poll per channel and at most WORKERS list pages past each list's end
-    assert events_serial <= four.requests <= events_serial + 1 + 2 * WORKERS, (one.requests, four.requests)
+    assert events_serial <= four.requests <= events_serial + 1 + 2 * WORKERS, (ref.result.requests, four.requests)
 
 
-def test_a_429_storm_slows_every_worker_and_still_ends_exact(tmp_path) -> None:
-    reference = tmp_path / "reference.duckdb"
-    with sandbox().serve(host="127.0.0.1", port=0) as server, Client(server.base_url, TEST_KEY) as client:
-        sync(client=client, warehouse=str(reference), quiet=True, workers=1)
+def test_a_429_storm_slows_every_worker_and_still_ends_exact(serial, tmp_path) -> None:
+    reference = serial("default").path  # the same history: sandbox() is the default shape at its default size
     with (
         sandbox(rate_limit=15.0).serve(host="127.0.0.1", port=0) as server,
         LatencyProxy(server.base_url, 0.005) as proxy,
@@ -192,15 +226,14 @@ def start_sync(base_url: str, path) -> subprocess.Popen:
 @pytest.mark.kill
 def test_sigkill_mid_parallel_sync_then_resume_equals_an_uninterrupted_sync(tmp_path) -> None:
     rng = random.Random(SEED)
-    with sandbox("one-channel", 1500).serve(host="127.0.0.1", port=0) as server:
-        reference = tmp_path / "reference.duckdb"
-        with Client(server.base_url, TEST_KEY) as client:
-            sync(client=client, warehouse=str(reference), quiet=True, workers=1)
+    server_sandbox = sandbox("one-channel", 1500)
+    with server_sandbox.serve(host="127.0.0.1", port=0) as server:
+        reference = tmp_path / "reference.duckdb"  # no socket: the kills are the runs' subject, not this one's
+        InProcess(server_sandbox).sync(reference, workers=1)
         with LatencyProxy(server.base_url, 0.02) as proxy:
             path = tmp_path / "killed.duckdb"
-            first = start_sync(proxy.base_url, tmp_path / "counted.duckdb")
-            _, err = first.communicate(timeout=300)
-            assert first.returncode == 0, err
+            with Client(proxy.base_url, TEST_KEY) as client:  # in this process: only its count of requests is used
+                sync(client=client, warehouse=str(tmp_path / "counted.duckdb"), quiet=True, workers=WORKERS)
             requests = proxy.requests  # of an uninterrupted parallel sync
             kills = runs = 0
             while kills < 4 and runs < 12:
