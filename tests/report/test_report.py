@@ -123,17 +123,25 @@ def parse(text: str) -> Page:
     return page
 
 
+#: The arguments of the module's report (the ``page`` fixture).
+PAGE_ARGS = {
+    "since": SINCE,
+    "until": UNTIL,
+    "title": "Weekly <ops>",
+    "thresholds": ["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"],
+}
+
+
 @pytest.fixture(scope="module")
-def page(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Page, report.Report]:
+def written(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, report.Report]:
+    """The module's report, built and written once (a report costs seconds): the file and the Report."""
     out = tmp_path_factory.mktemp("out") / "weekly.html"
-    rep = report.write_report(
-        str(warehouse),
-        out,
-        since=SINCE,
-        until=UNTIL,
-        title="Weekly <ops>",
-        thresholds=["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"],
-    )
+    return out, report.write_report(str(warehouse), out, **PAGE_ARGS)
+
+
+@pytest.fixture(scope="module")
+def page(written: tuple[Path, report.Report]) -> tuple[str, Page, report.Report]:
+    out, rep = written
     text = out.read_text(encoding="utf-8")
     return text, parse(text), rep
 
@@ -300,8 +308,8 @@ def test_nan_never_breaches() -> None:
     assert not report.Threshold("failure_rate", "<", 1).breached({})
 
 
-def test_csv_and_parquet_tables(warehouse: Path, tmp_path: Path) -> None:
-    rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
+def test_csv_and_parquet_tables(page, tmp_path: Path) -> None:
+    _, _, rep = page  # thresholds judge the tables, they do not change them
     csv_files = rep.write(tmp_path / "csv", "csv")
     pq_files = rep.write(tmp_path / "pq", "parquet")
     names = {p.stem for p in csv_files}
@@ -314,12 +322,12 @@ def test_csv_and_parquet_tables(warehouse: Path, tmp_path: Path) -> None:
     assert dict(zip(summary["name"], summary["value"], strict=True))["stuck"] == "1.0"
 
 
-def test_writing_twice_gives_the_same_bytes(warehouse: Path, tmp_path: Path) -> None:
-    first = report.write_report(str(warehouse), tmp_path / "a.html", since=SINCE, until=UNTIL)
-    report.write_report(str(warehouse), tmp_path / "b.html", since=SINCE, until=UNTIL)
-    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
-    assert first.findings
-    assert not list(tmp_path.glob(".*.tmp"))
+def test_writing_twice_gives_the_same_bytes(warehouse: Path, written, tmp_path: Path) -> None:
+    first_out, first = written  # the first writing: the module's report
+    again = report.write_report(str(warehouse), tmp_path / "b.html", **PAGE_ARGS)
+    assert first_out.read_bytes() == (tmp_path / "b.html").read_bytes()
+    assert first.findings and again.findings == first.findings
+    assert not list(tmp_path.glob(".*.tmp")) and not list(first_out.parent.glob(".*.tmp"))
 
 
 def test_an_empty_warehouse_still_reports(tmp_path: Path) -> None:
@@ -333,8 +341,8 @@ def test_an_empty_warehouse_still_reports(tmp_path: Path) -> None:
     assert "Warehouse last synced never" in " ".join(parsed.text)
 
 
-def test_repr_html_renders_without_figures(warehouse: Path) -> None:
-    rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
+def test_repr_html_renders_without_figures(page) -> None:
+    _, _, rep = page
     shown = rep._repr_html_()
     assert "<img" not in shown and "Findings" in shown and "&lt;script&gt;" in shown
 
@@ -372,7 +380,19 @@ def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:
     (tmp_path / "a-dir.html").mkdir()
     unwritable = chainops(*base, "--out", str(tmp_path / "a-dir.html"))
     assert unwritable.returncode == 1 and "Cannot write the report" in unwritable.stderr
-    assert "Traceback" not in unwritable.stderr
+    assert "it is a directory" in unwritable.stderr and "Traceback" not in unwritable.stderr
+
+
+def test_a_directory_as_the_html_file_is_refused_before_the_report_is_built(
+    warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-dir.html").mkdir()
+    built: list[object] = []
+    original = report.build_report
+    monkeypatch.setattr(report, "build_report", lambda *a, **k: built.append(a) or original(*a, **k))
+    with pytest.raises(IsADirectoryError, match="it is a directory"):
+        report.write_report(str(warehouse), tmp_path / "a-dir.html", since=SINCE, until=UNTIL)
+    assert built == [] and list(tmp_path.iterdir()) == [tmp_path / "a-dir.html"]
 
 
 def test_cli_csv_directory(warehouse: Path, tmp_path: Path) -> None:
