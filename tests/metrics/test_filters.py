@@ -49,15 +49,28 @@ def test_channel_network_status_and_period_filters(warehouse) -> None:
     assert metrics.failure_rates(warehouse, by=["channel_id"], channel="ch-2")["failed"].tolist() == [1]
 
 
+def _hostile_kwargs(func, value: object) -> dict[str, object]:
+    params = {*inspect.signature(func).parameters, *func.filter_names}
+    return {k: value for k in ("channel", "network", "status") if k in params}
+
+
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_filter_values_are_bound_not_pasted(warehouse, value) -> None:
-    for name, func in metrics.METRICS.items():
-        params = {*inspect.signature(func).parameters, *func.filter_names}
-        kwargs = {k: value for k in ("channel", "network", "status") if k in params}
+    for func in metrics.METRICS.values():
         with pytest.raises(UnknownValueError):  # the Python API refuses a value the warehouse does not know
-            func(warehouse, **kwargs)
-        # and the SQL binds it, never pastes it: the metric's own query, past the check, matches nothing (a metric
-        # built on another metric meets the check again there)
+            func(warehouse, **_hostile_kwargs(func, value))
+    assert warehouse.count("events") > 0 and warehouse.count("operation_transitions") > 0
+
+
+def test_hostile_filter_values_past_the_check_match_nothing(warehouse) -> None:
+    """The SQL binds each value, never pastes it: the metric's own query, past the check, matches nothing (a metric
+    built on another metric meets the check again there). A filter's values are bound as one list whether one is
+    given or several (:meth:`~toolkit.metrics.Filters.of`), so every hostile value goes into each query at once: a
+    value that widened the match (a quote ending the string, ``%``/``_`` as patterns) would bring rows, one that
+    broke the SQL an error."""
+    for name, func in metrics.METRICS.items():
+        kwargs = _hostile_kwargs(func, list(HOSTILE))
+        assert metrics.Filters.of(**kwargs) == metrics.Filters.of(**{k: tuple(HOSTILE) for k in kwargs})
         try:
             df = func.__wrapped__(warehouse, where=metrics.Filters.of(**kwargs))
         except UnknownValueError:
