@@ -141,6 +141,8 @@ class Dashboard:
     :data:`ALL`; it, or nothing, selected means all), ``period`` (a ``SelectionRangeSlider`` of UTC times, its
     range written out in full by ``period_label``), ``images`` and ``html`` per view, ``figures`` and ``tables``
     per view as last drawn, ``redraws`` (how many times it redrew), and ``widget`` (the whole dashboard).
+    :meth:`reset` puts every filter back to "All"; the views of the last few filter settings are kept while the
+    warehouse file is unchanged (:meth:`redraw`).
     """
 
     def __init__(self, warehouse: metrics.WarehouseLike = None, *, bucket: str | None = None) -> None:
