@@ -294,8 +294,8 @@ class Dashboard:
         statuses: Sequence[str] | None = self._chosen(self.status.value)
         stamp = data_stamp(self.warehouse)
         chosen = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in f.items())
-        key = (stamp, chosen, statuses and tuple(statuses))
-        kept = self._kept.get(key) if stamp is not None else None
+        setting = (stamp, chosen, statuses and tuple(statuses))
+        kept = self._kept.get(setting) if stamp is not None else None
         try:
             tables, figures, pngs = kept or self._draw(f, statuses)
         except Exception as exc:  # shown in the dashboard, not raised into the widget callback
@@ -303,8 +303,8 @@ class Dashboard:
             self.summary.value = f'<b style="color:#a00">Could not redraw: {html.escape(self.error)}</b>'
             return
         if stamp is not None:
-            self._kept[key] = (tables, figures, pngs)
-            self._kept.move_to_end(key)
+            self._kept[setting] = (tables, figures, pngs)
+            self._kept.move_to_end(setting)
             while len(self._kept) > _KEPT_VIEWS:
                 self._kept.popitem(last=False)
         self.error = None
