@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
-from tests.report.test_report import SCRIPT_CHANNEL, SCRIPT_NETWORK, warehouse  # noqa: F401  (the fixture)
+from tests.support.report_warehouse import SCRIPT_CHANNEL, SCRIPT_NETWORK
 from toolkit.dashboard_app import ALL, EMPTY
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -24,7 +24,7 @@ def texts(fig) -> str:
 
 
 @pytest.fixture(scope="module")
-def board(warehouse):  # noqa: F811
+def board(warehouse):
     """One dashboard for the module (a first draw costs seconds), and how many times it had drawn when built."""
     built = tk.dashboard(str(warehouse))
     return built, built.redraws
@@ -200,7 +200,7 @@ def test_reset_brings_back_every_filter_with_one_redraw(dash) -> None:
     pd.testing.assert_frame_equal(dash.tables["failure"], first)
 
 
-def test_kept_views_are_shown_again_until_the_warehouse_file_changes(dash, warehouse) -> None:  # noqa: F811
+def test_kept_views_are_shown_again_until_the_warehouse_file_changes(dash, warehouse) -> None:
     """Going back to a filter shows the views drawn for it (the same objects); once the file changes they are
     computed again."""
     import os
