@@ -8,31 +8,12 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from tests.support.builders import SEPOLIA, T0, build, ladder, query_event, refresh, watcher_event, watcher_status
+from tests.support.builders import SEPOLIA, T0, build, ladder
 from toolkit import metrics, spec
 from toolkit.known_values import UnknownValueError
 from toolkit.warehouse import Warehouse
 
-FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
 HOSTILE = ["x' OR '1'='1", "'; DROP TABLE events; --", 'a"b', "%", "_", "\\", "ch-1' --"]
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory) -> Warehouse:
-    path = tmp_path_factory.mktemp("filters") / "w.duckdb"
-    events = ladder("a", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-1")
-    events += ladder("b", FULL, (86_400, 86_401, 86_402, 86_403, 86_415, 86_800, 87_200), channel="ch-2")
-    events += ladder(
-        "c",
-        ("accepted", "sending", "sent", "broadcasting", "confirmed_latest"),
-        (0, 1, 2, 3, 12),
-        chain=SEPOLIA,
-        channel="ch-1",
-    )
-    events += ladder("d", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low", channel="ch-2")
-    events += [query_event("q", s, t) for s, t in (("accepted", 0), ("sending", 1), ("sent", 2), ("completed", 9))]
-    events += [watcher_status("w", "active", 0), watcher_event("w", 60)]
-    return refresh(build(path, events=events))
 
 
 def test_channel_network_status_and_period_filters(warehouse) -> None:
