@@ -74,6 +74,13 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
             tmp.unlink()
 
 
+def check_file_target(path: str | os.PathLike[str]) -> None:
+    """Raise the :class:`OSError` that :func:`atomic_file` would raise for ``path`` (a directory, a block device,
+    a socket), before anything is computed for it: a command that takes minutes to build its output refuses such a
+    target at once."""
+    _written_through(Path(path))
+
+
 def _written_through(target: Path) -> bool:
     """Whether ``target`` is written in place (a character device, a FIFO, or a link through ``/proc``) rather than
     replaced; raises :class:`OSError` for what is neither that nor a regular file (or nothing yet)."""

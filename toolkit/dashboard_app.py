@@ -17,7 +17,10 @@ from __future__ import annotations
 import base64
 import html
 import io
+import os
+from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -40,6 +43,8 @@ EMPTY: dict[str, str] = {v.key: v.empty for _, v in views()}
 _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {v.key: m.default for m, v in views()}
 #: Table rows shown before the rest is folded away (none is left out).
 _MAX_ROWS = 30
+#: Filter settings whose drawn views a dashboard keeps, so that going back to one (All again) redraws at once.
+_KEPT_VIEWS = 8
 
 
 class _All:
@@ -57,6 +62,25 @@ def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90)
     return buffer.getvalue()
+
+
+def data_stamp(warehouse: metrics.WarehouseLike) -> tuple[tuple[str, int, int], ...] | None:
+    """What changes whenever the warehouse file does: each of its files' (name, modification time, size), the
+    write-ahead log's too; None when the warehouse is not a file on disk (an engine, the configured default), whose
+    views are then never reused."""
+    path = getattr(warehouse, "path", None) if not isinstance(warehouse, (str, os.PathLike)) else warehouse
+    if path is None:
+        return None
+    stamp = []
+    for file in (Path(path), Path(f"{path}.wal")):
+        try:
+            st = file.stat()
+        except OSError:
+            if file.suffix == ".wal":
+                continue
+            return None
+        stamp.append((file.name, st.st_mtime_ns, st.st_size))
+    return tuple(stamp)
 
 
 def _step(span: pd.Timedelta) -> pd.Timedelta:
@@ -117,6 +141,8 @@ class Dashboard:
     :data:`ALL`; it, or nothing, selected means all), ``period`` (a ``SelectionRangeSlider`` of UTC times, its
     range written out in full by ``period_label``), ``images`` and ``html`` per view, ``figures`` and ``tables``
     per view as last drawn, ``redraws`` (how many times it redrew), and ``widget`` (the whole dashboard).
+    :meth:`reset` puts every filter back to "All"; the views of the last few filter settings are kept while the
+    warehouse file is unchanged (:meth:`redraw`).
     """
 
     def __init__(self, warehouse: metrics.WarehouseLike = None, *, bucket: str | None = None) -> None:
@@ -133,6 +159,9 @@ class Dashboard:
         self.tables: dict[str, pd.DataFrame] = {}
         self.redraws = 0
         self.error: str | None = None
+        # filters (and the warehouse file's stamp) -> the tables, figures and PNGs drawn for them
+        self._kept: OrderedDict[tuple[Any, ...], tuple[dict, dict, dict[str, bytes]]] = OrderedDict()
+        self._holding = False
         with metrics._open(warehouse) as wh:
             channels = wh.query("SELECT channel_id, coalesce(name, channel_id) AS name FROM channels ORDER BY name")
             networks = wh.query(
@@ -216,8 +245,22 @@ class Dashboard:
         return bundle
 
     def _on_change(self, _change: dict[str, Any]) -> None:
+        if self._holding:
+            return
         if _change.get("owner") is self.period:
             self._show_period()
+        self.redraw()
+
+    def reset(self) -> None:
+        """Every filter back to "All" and the period to the whole range, with one redraw (not one per filter)."""
+        self._holding = True
+        try:
+            for control in (self.channel, self.network, self.status):
+                control.value = (ALL,)
+            self.period.index = (0, len(self.period.options) - 1)
+        finally:
+            self._holding = False
+        self._show_period()
         self.redraw()
 
     def _show_period(self) -> None:
@@ -242,15 +285,28 @@ class Dashboard:
         }
 
     def redraw(self) -> None:
-        """Recompute the four views from the warehouse with the current filters, and redraw them."""
+        """Recompute the four views from the warehouse with the current filters, and redraw them.
+
+        The views of the last few filter settings are kept while the warehouse file is unchanged (its
+        :func:`data_stamp`): going back to one, such as "All" after a look at one network, shows them again at once.
+        """
         f = self.filters
         statuses: Sequence[str] | None = self._chosen(self.status.value)
+        stamp = data_stamp(self.warehouse)
+        chosen = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in f.items())
+        setting = (stamp, chosen, statuses and tuple(statuses))
+        kept = self._kept.get(setting) if stamp is not None else None
         try:
-            tables, figures = compute_views(self.warehouse, f, statuses, self.bucket)
+            tables, figures, pngs = kept or self._draw(f, statuses)
         except Exception as exc:  # shown in the dashboard, not raised into the widget callback
             self.error = f"{type(exc).__name__}: {exc}"
             self.summary.value = f'<b style="color:#a00">Could not redraw: {html.escape(self.error)}</b>'
             return
+        if stamp is not None:
+            self._kept[setting] = (tables, figures, pngs)
+            self._kept.move_to_end(setting)
+            while len(self._kept) > _KEPT_VIEWS:
+                self._kept.popitem(last=False)
         self.error = None
         for key in VIEWS:
             if tables[key].empty:  # said in text, as the dashboard page says it: an empty figure tells nothing
@@ -258,7 +314,7 @@ class Dashboard:
                 self.images[key].layout.display = "none"
                 self.html[key].value = f'<p class="chainops-empty">{html.escape(EMPTY[key])}</p>'
                 continue
-            self.images[key].value = _png(figures[key])
+            self.images[key].value = pngs[key]
             self.images[key].layout.display = None
             rows, _ = hide_rows(tables[key], VIEW_METRICS[key])  # final statuses carry no time in them
             shown = html_table(rows, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
@@ -266,6 +322,12 @@ class Dashboard:
         self.figures, self.tables = figures, tables
         self.redraws += 1
         self.summary.value = self._summary_html(tables)
+
+    def _draw(
+        self, f: dict[str, Any], statuses: Sequence[str] | None
+    ) -> tuple[dict[str, pd.DataFrame], dict[str, Figure], dict[str, bytes]]:
+        tables, figures = compute_views(self.warehouse, f, statuses, self.bucket)
+        return tables, figures, {key: _png(figures[key]) for key in VIEWS if not tables[key].empty}
 
     def to_text(self) -> str:
         """What the dashboard shows, as plain text: filters, summary and each view's table (a static fallback)."""

@@ -250,7 +250,10 @@ def serving(warehouse: str | Path, port: int = 0) -> Iterator[str]:
     path = str(warehouse)
     cache = _Cache(path, Options(path))
     server = ThreadingHTTPServer(("127.0.0.1", port), _handler(cache))
-    thread = threading.Thread(target=server.serve_forever, name="chainops-dashboard", daemon=True)
+    # the loop looks at shutdown()'s flag once per poll_interval (0.5 s by default): stopping took up to that long
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="chainops-dashboard", daemon=True
+    )
     thread.start()
     # the first visit finds the unfiltered page ready (a failure here is shown to that visit instead)
     threading.Thread(target=_quietly(cache.warm), name="chainops-dashboard-warm", daemon=True).start()

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from .atomic import atomic_dir, atomic_file
+from .atomic import atomic_dir, atomic_file, check_file_target
 from .display import frame_for_csv, frame_for_terminal
 from .metrics import proofs as proof_metrics
 from .metrics.common import with_channel_names
@@ -792,6 +792,8 @@ def write_report(
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose from {FORMATS}")
+    if fmt == "html":
+        check_file_target(out)  # a directory named as the HTML file is refused before the report is built
     report = build_report(warehouse, since=since, until=until, title=title, thresholds=thresholds)
     report.write(out, fmt)
     return report

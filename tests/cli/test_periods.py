@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.support.builders import T0, build, ladder, op_record, refresh
 from tests.support.cli import run_in_process as chainops  # main(argv) in this process
@@ -31,8 +32,14 @@ def _warehouse(path: Path) -> Path:
     return path
 
 
-def test_metrics_and_report_select_the_same_period(tmp_path: Path) -> None:
-    wh = str(_warehouse(tmp_path / "w.duckdb"))
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The module's warehouse (its tests only read it)."""
+    return str(_warehouse(tmp_path_factory.mktemp("periods") / "w.duckdb"))
+
+
+def test_metrics_and_report_select_the_same_period(warehouse: str, tmp_path: Path) -> None:
+    wh = warehouse
     period = ("--since", "1d", "--until", "2026-01-01")
     got = chainops("metrics", "failure-rates", "--warehouse", wh, "--by", "network", "--format", "csv", *period)
     assert got.returncode == 0, got.stderr
@@ -55,9 +62,9 @@ def test_metrics_and_report_select_the_same_period(tmp_path: Path) -> None:
     assert int(pd.read_csv(io.StringIO(week.stdout))["operations"].sum()) == 6
 
 
-def test_a_relative_period_older_than_the_data_says_why_it_is_empty(tmp_path: Path, monkeypatch) -> None:
+def test_a_relative_period_older_than_the_data_says_why_it_is_empty(warehouse: str, monkeypatch) -> None:
     # `--since 7d` counts back from the wall clock; the hand-built warehouse ends on 2026-01-01, so nothing is in it
-    wh = str(_warehouse(tmp_path / "w.duckdb"))
+    wh = warehouse
     newest = pd.Timestamp(T0 + START + DAY + 60 * 4 + 10, unit="s", tz="UTC")  # the last "after" operation's end
     monkeypatch.setenv("COLUMNS", "60")
     got = chainops("metrics", "failure-rates", "--warehouse", wh, "--format", "csv", "--since", "7d")

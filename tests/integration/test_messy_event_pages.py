@@ -5,6 +5,7 @@ event sent again on a later page is stored once, as its last copy."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -58,6 +59,18 @@ def server():
         yield running
 
 
+@pytest.fixture(scope="module")
+def clean(server, tmp_path_factory) -> tuple[Path, str]:
+    """The sandbox synced untampered, with the default batches (the frozen sandbox answers the same every time):
+    the warehouse, and the channel with the longest event log."""
+    path = tmp_path_factory.mktemp("clean") / "clean.duckdb"
+    with Client(server.base_url, TEST_KEY) as plain:
+        sync(client=plain, warehouse=str(path), quiet=True)
+    with Warehouse(path, read_only=True) as wh:
+        rows = wh.con.execute("SELECT channel_id FROM events GROUP BY ALL ORDER BY count(*) DESC LIMIT 1").fetchall()
+    return path, rows[0][0]
+
+
 @pytest.mark.parametrize(
     ("rows_per_batch", "rows_per_transaction"),
     [
@@ -68,19 +81,13 @@ def server():
     ids=["one-batch", "batch-per-page", "transaction-per-page"],
 )
 def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stored_once(
-    server, tmp_path, monkeypatch, rows_per_batch, rows_per_transaction
+    server, clean, tmp_path, monkeypatch, rows_per_batch, rows_per_transaction
 ) -> None:
+    clean_path, first = clean  # the channel with the longest event log
     if rows_per_batch is not None:
         monkeypatch.setitem(COMMIT_ROWS, "events", rows_per_batch)
     if rows_per_transaction is not None:
         monkeypatch.setattr(unit_of_work, "TRANSACTION_ROWS", rows_per_transaction)
-    clean = tmp_path / "clean.duckdb"
-    with Client(server.base_url, TEST_KEY) as plain:
-        sync(client=plain, warehouse=str(clean), quiet=True)
-    with Warehouse(clean, read_only=True) as wh:  # the channel with the longest event log
-        first = wh.con.execute("SELECT channel_id FROM events GROUP BY ALL ORDER BY count(*) DESC LIMIT 1").fetchall()[
-            0
-        ][0]
     with Client(server.base_url, TEST_KEY, transport=TamperingTransport(first)) as tampered:
         messy = tmp_path / "messy.duckdb"
         result = sync(client=tampered, warehouse=str(messy), quiet=True)
@@ -90,7 +97,7 @@ def test_a_blank_event_id_is_rejected_with_its_request_and_a_repeated_event_stor
     assert "'event_id' is empty" in result.rejected[0] and f"channels/{first}/events" in result.rejected[0]
     assert "offset=200)" in result.rejected[0], result.rejected[0]
     query = 'SELECT event_id, status_reason FROM events WHERE channel_id = ? ORDER BY "offset"'
-    with Warehouse(clean, read_only=True) as wh:
+    with Warehouse(clean_path, read_only=True) as wh:
         expected = wh.con.execute(query, [first]).fetchall()
     with Warehouse(messy, read_only=True) as wh:
         got = wh.con.execute(query, [first]).fetchall()

@@ -8,31 +8,12 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from tests.support.builders import SEPOLIA, T0, build, ladder, query_event, refresh, watcher_event, watcher_status
+from tests.support.builders import SEPOLIA, T0, build, ladder
 from toolkit import metrics, spec
 from toolkit.known_values import UnknownValueError
 from toolkit.warehouse import Warehouse
 
-FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
 HOSTILE = ["x' OR '1'='1", "'; DROP TABLE events; --", 'a"b', "%", "_", "\\", "ch-1' --"]
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory) -> Warehouse:
-    path = tmp_path_factory.mktemp("filters") / "w.duckdb"
-    events = ladder("a", FULL, (0, 1, 2, 3, 15, 400, 800), channel="ch-1")
-    events += ladder("b", FULL, (86_400, 86_401, 86_402, 86_403, 86_415, 86_800, 87_200), channel="ch-2")
-    events += ladder(
-        "c",
-        ("accepted", "sending", "sent", "broadcasting", "confirmed_latest"),
-        (0, 1, 2, 3, 12),
-        chain=SEPOLIA,
-        channel="ch-1",
-    )
-    events += ladder("d", ("accepted", "sending", "failed"), (0, 1, 5), reason="nonce too low", channel="ch-2")
-    events += [query_event("q", s, t) for s, t in (("accepted", 0), ("sending", 1), ("sent", 2), ("completed", 9))]
-    events += [watcher_status("w", "active", 0), watcher_event("w", 60)]
-    return refresh(build(path, events=events))
 
 
 def test_channel_network_status_and_period_filters(warehouse) -> None:
@@ -49,15 +30,28 @@ def test_channel_network_status_and_period_filters(warehouse) -> None:
     assert metrics.failure_rates(warehouse, by=["channel_id"], channel="ch-2")["failed"].tolist() == [1]
 
 
+def _hostile_kwargs(func, value: object) -> dict[str, object]:
+    params = {*inspect.signature(func).parameters, *func.filter_names}
+    return {k: value for k in ("channel", "network", "status") if k in params}
+
+
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_filter_values_are_bound_not_pasted(warehouse, value) -> None:
-    for name, func in metrics.METRICS.items():
-        params = {*inspect.signature(func).parameters, *func.filter_names}
-        kwargs = {k: value for k in ("channel", "network", "status") if k in params}
+    for func in metrics.METRICS.values():
         with pytest.raises(UnknownValueError):  # the Python API refuses a value the warehouse does not know
-            func(warehouse, **kwargs)
-        # and the SQL binds it, never pastes it: the metric's own query, past the check, matches nothing (a metric
-        # built on another metric meets the check again there)
+            func(warehouse, **_hostile_kwargs(func, value))
+    assert warehouse.count("events") > 0 and warehouse.count("operation_transitions") > 0
+
+
+def test_hostile_filter_values_past_the_check_match_nothing(warehouse) -> None:
+    """The SQL binds each value, never pastes it: the metric's own query, past the check, matches nothing (a metric
+    built on another metric meets the check again there). A filter's values are bound as one list whether one is
+    given or several (:meth:`~toolkit.metrics.Filters.of`), so every hostile value goes into each query at once: a
+    value that widened the match (a quote ending the string, ``%``/``_`` as patterns) would bring rows, one that
+    broke the SQL an error."""
+    for name, func in metrics.METRICS.items():
+        kwargs = _hostile_kwargs(func, list(HOSTILE))
+        assert metrics.Filters.of(**kwargs) == metrics.Filters.of(**{k: tuple(HOSTILE) for k in kwargs})
         try:
             df = func.__wrapped__(warehouse, where=metrics.Filters.of(**kwargs))
         except UnknownValueError:

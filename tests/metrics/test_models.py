@@ -9,7 +9,18 @@ from collections import Counter, defaultdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.builders import ETHEREUM, NETWORKS, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
+from tests.support.builders import (
+    ETHEREUM,
+    NETWORKS,
+    SEPOLIA,
+    T0,
+    build,
+    empty_warehouse,
+    ladder,
+    op_event,
+    op_record,
+    refresh,
+)
 from toolkit import spec
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse import model_tables as models_module
@@ -197,7 +208,7 @@ def test_any_history_in_any_batches_matches_the_reference(tmp_path_factory, hist
         ev = op_event(op, status, T0 + t, event_id=f"00000000-0000-4000-a000-{i:012d}")
         events.append(ev)
     bounds = sorted({0, len(events), *(min(c, len(events)) for c in cuts)})
-    wh = Warehouse(path)
+    wh = empty_warehouse(path)
     seen: list[tuple[str, str, str, int]] = []
     for (lo, hi), do_refresh in zip(itertools.pairwise(bounds), refresh_after, strict=False):
         build(path, wh=wh, networks=NETWORKS, events=events[lo:hi])

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.metrics.test_filters import warehouse  # noqa: F401  (the fixture)
 from toolkit import metrics, present
 from toolkit.metrics.coverage import REQUIRED_TYPES
 from toolkit.registry import METRICS, markdown
@@ -22,7 +21,7 @@ def test_the_command_line_names_are_the_registry_names() -> None:
 
 
 @pytest.mark.parametrize("entry", METRICS, ids=lambda m: m.name)
-def test_declared_columns_filters_and_kinds_match_the_results(warehouse, entry) -> None:  # noqa: F811
+def test_declared_columns_filters_and_kinds_match_the_results(warehouse, entry) -> None:
     func = getattr(metrics, entry.function)
     assert tuple(func.filter_names) == entry.filters
     df = func(warehouse)

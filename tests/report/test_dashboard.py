@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
-from tests.report.test_report import SCRIPT_CHANNEL, SCRIPT_NETWORK, warehouse  # noqa: F401  (the fixture)
+from tests.support.report_warehouse import SCRIPT_CHANNEL, SCRIPT_NETWORK
 from toolkit.dashboard_app import ALL, EMPTY
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -23,13 +23,25 @@ def texts(fig) -> str:
     return "\n".join(t.get_text() for t in fig.findobj(Text))
 
 
+@pytest.fixture(scope="module")
+def board(warehouse):
+    """One dashboard for the module (a first draw costs seconds), and how many times it had drawn when built."""
+    built = tk.dashboard(str(warehouse))
+    return built, built.redraws
+
+
 @pytest.fixture
-def dash(warehouse):  # noqa: F811
-    return tk.dashboard(str(warehouse))
+def dash(board):
+    """The module's dashboard with every filter back to "All" (:meth:`Dashboard.reset`; the views of that setting
+    are kept, so the reset draws nothing again)."""
+    built, _ = board
+    built.reset()
+    assert built.error is None and built.filters["network"] is None and built.filters["channel"] is None
+    return built
 
 
-def test_first_draw_shows_every_view(dash) -> None:
-    assert dash.redraws == 1 and dash.error is None
+def test_first_draw_shows_every_view(dash, board) -> None:
+    assert board[1] == 1 and dash.error is None
     assert set(dash.figures) == set(dash.tables) == {"latency", "failure", "finality", "stuck"}
     for key, image in dash.images.items():
         assert bytes(image.value).startswith(PNG), key
@@ -54,8 +66,9 @@ def test_options_come_from_the_warehouse(dash) -> None:
 
 def test_network_filter_redraws_every_view(dash) -> None:
     before = {k: bytes(img.value) for k, img in dash.images.items()}
+    redraws = dash.redraws
     dash.network.value = ("Ethereum Sepolia",)
-    assert dash.redraws == 2
+    assert dash.redraws == redraws + 1
     for key in ("latency", "failure", "finality"):
         assert set(dash.tables[key]["network"]) == {"Ethereum Sepolia"}, key
         assert bytes(dash.images[key].value) != bytes(before[key]), key
@@ -169,3 +182,45 @@ def test_import_toolkit_loads_no_widgets_and_the_name_stays_a_function() -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
     assert "dashboard" in tk.__all__ and callable(tk.dashboard)
+
+
+def test_reset_brings_back_every_filter_with_one_redraw(dash) -> None:
+    first = dash.tables["failure"].copy()
+    dash.network.value = ("Ethereum Sepolia",)
+    dash.status.value = ("sending",)
+    options = [value for _, value in dash.period.options]
+    dash.period.value = (options[1], options[3])
+    assert len(dash.tables["failure"]) < len(first)
+    redraws = dash.redraws
+    dash.reset()
+    assert dash.redraws == redraws + 1
+    assert all(control.value == (ALL,) for control in (dash.channel, dash.network, dash.status))
+    assert dash.period.value == (options[0], options[-1])
+    assert dash.period_label.value.startswith(f"<b>{options[0]:%Y-%m-%d %H:%M}</b>")
+    pd.testing.assert_frame_equal(dash.tables["failure"], first)
+
+
+def test_kept_views_are_shown_again_until_the_warehouse_file_changes(dash, warehouse) -> None:
+    """Going back to a filter shows the views drawn for it (the same objects); once the file changes they are
+    computed again."""
+    import os
+
+    from toolkit.dashboard_app import data_stamp
+
+    drawn = dash.tables["failure"]
+    dash.network.value = ("Ethereum Sepolia",)
+    dash.network.value = (ALL,)
+    assert dash.tables["failure"] is drawn
+    stat = os.stat(warehouse)
+    stamp = data_stamp(str(warehouse))
+    try:
+        os.utime(warehouse, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert data_stamp(str(warehouse)) != stamp
+        redraws = dash.redraws
+        dash.redraw()  # the same filters: drawn again from the warehouse, not taken from what was kept
+        assert dash.redraws == redraws + 1 and dash.tables["failure"] is not drawn
+        pd.testing.assert_frame_equal(dash.tables["failure"], drawn)
+    finally:
+        os.utime(warehouse, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert data_stamp(str(warehouse)) == stamp
+    assert data_stamp(str(warehouse) + ".missing") is None

@@ -23,7 +23,7 @@ import httpx
 import nbformat
 import pytest
 
-from tests.report.test_report import SINCE, UNTIL, warehouse  # noqa: F401  (the fixture)
+from tests.support.report_warehouse import SINCE, UNTIL
 from toolkit.dashboard_app import EMPTY
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -61,7 +61,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def voila(warehouse: Path, tmp_path: Path) -> Iterator[str]:  # noqa: F811
+def voila(warehouse: Path, tmp_path: Path) -> Iterator[str]:
     """Voilà serving a notebook whose only output is the dashboard over the test warehouse; yields its URL."""
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(f"import toolkit as tk\n\ntk.dashboard({str(warehouse)!r})")]
@@ -233,7 +233,7 @@ def _loopback_only(outside: list[str], inside: list[str] | None = None):
     return route
 
 
-def test_the_dashboard_page_and_the_report_fit_1280_px(warehouse: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_the_dashboard_page_and_the_report_fit_1280_px(warehouse: Path, tmp_path: Path) -> None:
     """`chainops dashboard` serves a page that loads in Chromium with nothing fetched beyond 127.0.0.1; no table of
     it, nor of the HTML report, runs past a 1280 px wide window (a wide table scrolls inside its own box)."""
     from playwright.sync_api import sync_playwright

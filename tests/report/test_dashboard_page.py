@@ -11,13 +11,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.report.test_report import warehouse  # noqa: F401  (the fixture)
 from toolkit.dashboard_app import VIEWS
 from toolkit.dashboard_page import EMPTY, serving
 
 
 @pytest.fixture(scope="module")
-def url(warehouse: Path):  # noqa: F811
+def url(warehouse: Path):
     with serving(warehouse) as running:
         yield running
 
@@ -55,7 +54,7 @@ def test_figures_are_png_and_unknown_paths_are_404(url: str) -> None:
     assert httpx.get(f"{url}figure/nope.png", timeout=10).status_code == 404
 
 
-def test_chainops_dashboard_prints_its_url_on_loopback(warehouse: Path) -> None:  # noqa: F811
+def test_chainops_dashboard_prints_its_url_on_loopback(warehouse: Path) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "toolkit", "dashboard", "--warehouse", str(warehouse), "--port", "0"],
         stdout=subprocess.PIPE,

@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import TEST_KEY
-from tests.report.test_report import warehouse  # noqa: F401  (the fixture)
 from toolkit.export import EXPORTS, NULL_PARTITION, export_parquet, portable_column
 from toolkit.warehouse import Warehouse
 
@@ -190,13 +189,13 @@ def test_export_of_a_missing_warehouse_says_what_to_do(tmp_path: Path) -> None:
     assert out.returncode == 1 and "chainops sync" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_awkward_partition_values_round_trip(warehouse, tmp_path: Path) -> None:  # noqa: F811
+def test_awkward_partition_values_round_trip(warehouse, tmp_path: Path) -> None:
     """Network names with markup, quotes, '=' , '/' and '%', and rows without a network or a time, come back as
     they were."""
     import shutil
 
-    from tests.report.test_report import SCRIPT_NETWORK
     from tests.support.builders import SEPOLIA
+    from tests.support.report_warehouse import SCRIPT_NETWORK
 
     path = tmp_path / "w.duckdb"
     shutil.copy(warehouse, path)

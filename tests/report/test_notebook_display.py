@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
-from tests.report.test_report import SINCE, UNTIL, warehouse  # noqa: F401  (the fixture)
+from tests.support.report_warehouse import SINCE, UNTIL
 from toolkit.present import NOTEBOOK_ROWS, use_in_notebook
 
 
@@ -35,7 +35,7 @@ def test_outside_ipython_nothing_is_registered() -> None:
     assert use_in_notebook() is False
 
 
-def test_a_metric_result_shows_as_tk_show_shows_it(shell, warehouse: Path) -> None:  # noqa: F811
+def test_a_metric_result_shows_as_tk_show_shows_it(shell, warehouse: Path) -> None:
     df = tk.metrics.failure_rates(str(warehouse), by=["network"], since=SINCE, until=UNTIL)
     shown = _html(shell, df)
     assert shown == tk.show(df)._repr_html_()  # the one presentation model, 50 rows or fewer: nothing folded
@@ -47,7 +47,7 @@ def test_a_metric_result_shows_as_tk_show_shows_it(shell, warehouse: Path) -> No
     assert df["failure_rate"].between(0, 1).all()  # the data stays as it was: shares in [0, 1]
 
 
-def test_other_frames_keep_pandas_look(shell, warehouse: Path) -> None:  # noqa: F811
+def test_other_frames_keep_pandas_look(shell, warehouse: Path) -> None:
     tk.metrics.failure_rates(str(warehouse), since=SINCE, until=UNTIL)  # registers the formatter
     plain = pd.DataFrame({"failure_rate": [0.5]})
     assert 'class="dataframe"' in _html(shell, plain) and "50%" not in _html(shell, plain)

@@ -5,81 +5,15 @@ from __future__ import annotations
 
 import html
 import html.parser
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.support.builders import ETHEREUM, NETWORKS, RELAY, SEPOLIA, T0, build, ladder, op_record, refresh
 from tests.support.cli import Ran, run_in_process
+from tests.support.report_warehouse import SCRIPT_CHANNEL, SCRIPT_NETWORK, SCRIPT_REASON, SINCE, UNTIL
 from toolkit import report
-from toolkit.warehouse import Warehouse, to_batch
-
-SCRIPT_REASON = "<script>alert('reason')</script> execution reverted"
-SCRIPT_CHANNEL = "<script>alert('channel')</script> & <b>ops</b>"
-SCRIPT_NETWORK = 'Evil <img src=x onerror="alert(1)"> Net'
-EVIL_CHAIN = "4444444444444444444"
-DAY = 86_400
-#: The period of the tests: [T0, T0 + 1 day); the previous period is the day before.
-SINCE = datetime.fromtimestamp(T0, UTC).isoformat()
-UNTIL = datetime.fromtimestamp(T0 + DAY, UTC).isoformat()
-
-
-def _ops(prefix: str, n_ok: int, n_failed: int, *, chain: str, start: int, channel: str = "ch-1") -> tuple[list, list]:
-    events, records = [], []
-    for i in range(n_ok + n_failed):
-        op, t = f"{prefix}-{i}", start + i * 60
-        if i < n_ok:
-            statuses, times = RELAY, [t + k * 10 for k in range(len(RELAY))]
-            status = "confirmed"
-        else:
-            statuses, times = ("accepted", "sending", "failed"), (t, t + 10, t + 20)
-            status = "failed"
-        events += ladder(op, statuses, times, chain=chain, channel=channel, reason=SCRIPT_REASON)
-        records.append(op_record(op, status, chain=chain, created=times[0], updated=times[-1], channel=channel))
-    return events, records
-
-
-@pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This period: Ethereum 8 ok + 2 failed, Sepolia 9 ok + 1 failed, the evil network 1 failed; the day before:
-    Ethereum 10 ok. One operation stuck in ``sending``; a channel and a network name full of markup."""
-    path = tmp_path_factory.mktemp("report") / "w.duckdb"
-    evil = {**NETWORKS[1], "id": "n-evil", "name": SCRIPT_NETWORK, "chain_selector": EVIL_CHAIN}
-    events, records = [], []
-    for args in (
-        ("eth", 8, 2, ETHEREUM, 600),
-        ("sep", 9, 1, SEPOLIA, 900),
-        ("evil", 0, 1, EVIL_CHAIN, 1200),
-        ("old", 10, 0, ETHEREUM, 600 - DAY),
-    ):
-        e, r = _ops(*args[:3], chain=args[3], start=args[4], channel="ch-evil" if args[0] == "evil" else "ch-1")
-        events += e
-        records += r
-    # one operation stuck in sending for hours while later events keep arriving
-    events += ladder("stuck-1", ("accepted", "sending"), (2000, 2010), chain=ETHEREUM)
-    records.append(op_record("stuck-1", "sending", chain=ETHEREUM, created=2000, updated=2010))
-    events += ladder("late-1", RELAY, [40_000 + 10 * k for k in range(len(RELAY))], chain=ETHEREUM)
-    records.append(op_record("late-1", "confirmed", chain=ETHEREUM, created=40_000, updated=40_060))
-    wh = build(path, events=events, operations=records, networks=[*NETWORKS, evil])
-    with wh.transaction():
-        batch, rejected = to_batch(
-            "channels",
-            [
-                {"channel_id": "ch-1", "name": "payments", "status": "active", "created_at": T0 - DAY},
-                {"channel_id": "ch-evil", "name": SCRIPT_CHANNEL, "status": "active", "created_at": T0 - DAY},
-            ],
-        )
-        assert not rejected
-        wh.upsert("channels", batch)
-        wh.con.execute(
-            "INSERT INTO sync_runs (run_id, started_at, finished_at, outcome) VALUES "
-            "('r1', to_timestamp(?), to_timestamp(?), 'ok')",
-            [T0 + DAY - 120, T0 + DAY - 60],
-        )
-    refresh(wh).close()
-    return path
+from toolkit.warehouse import Warehouse
 
 
 class Page(html.parser.HTMLParser):
@@ -123,17 +57,25 @@ def parse(text: str) -> Page:
     return page
 
 
+#: The arguments of the module's report (the ``page`` fixture).
+PAGE_ARGS = {
+    "since": SINCE,
+    "until": UNTIL,
+    "title": "Weekly <ops>",
+    "thresholds": ["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"],
+}
+
+
 @pytest.fixture(scope="module")
-def page(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Page, report.Report]:
+def written(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, report.Report]:
+    """The module's report, built and written once (a report costs seconds): the file and the Report."""
     out = tmp_path_factory.mktemp("out") / "weekly.html"
-    rep = report.write_report(
-        str(warehouse),
-        out,
-        since=SINCE,
-        until=UNTIL,
-        title="Weekly <ops>",
-        thresholds=["failure_rate>0.05", "stuck>0", "worst_failure_rate<0.5"],
-    )
+    return out, report.write_report(str(warehouse), out, **PAGE_ARGS)
+
+
+@pytest.fixture(scope="module")
+def page(written: tuple[Path, report.Report]) -> tuple[str, Page, report.Report]:
+    out, rep = written
     text = out.read_text(encoding="utf-8")
     return text, parse(text), rep
 
@@ -300,8 +242,8 @@ def test_nan_never_breaches() -> None:
     assert not report.Threshold("failure_rate", "<", 1).breached({})
 
 
-def test_csv_and_parquet_tables(warehouse: Path, tmp_path: Path) -> None:
-    rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
+def test_csv_and_parquet_tables(page, tmp_path: Path) -> None:
+    _, _, rep = page  # thresholds judge the tables, they do not change them
     csv_files = rep.write(tmp_path / "csv", "csv")
     pq_files = rep.write(tmp_path / "pq", "parquet")
     names = {p.stem for p in csv_files}
@@ -314,12 +256,12 @@ def test_csv_and_parquet_tables(warehouse: Path, tmp_path: Path) -> None:
     assert dict(zip(summary["name"], summary["value"], strict=True))["stuck"] == "1.0"
 
 
-def test_writing_twice_gives_the_same_bytes(warehouse: Path, tmp_path: Path) -> None:
-    first = report.write_report(str(warehouse), tmp_path / "a.html", since=SINCE, until=UNTIL)
-    report.write_report(str(warehouse), tmp_path / "b.html", since=SINCE, until=UNTIL)
-    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
-    assert first.findings
-    assert not list(tmp_path.glob(".*.tmp"))
+def test_writing_twice_gives_the_same_bytes(warehouse: Path, written, tmp_path: Path) -> None:
+    first_out, first = written  # the first writing: the module's report
+    again = report.write_report(str(warehouse), tmp_path / "b.html", **PAGE_ARGS)
+    assert first_out.read_bytes() == (tmp_path / "b.html").read_bytes()
+    assert first.findings and again.findings == first.findings
+    assert not list(tmp_path.glob(".*.tmp")) and not list(first_out.parent.glob(".*.tmp"))
 
 
 def test_an_empty_warehouse_still_reports(tmp_path: Path) -> None:
@@ -333,8 +275,8 @@ def test_an_empty_warehouse_still_reports(tmp_path: Path) -> None:
     assert "Warehouse last synced never" in " ".join(parsed.text)
 
 
-def test_repr_html_renders_without_figures(warehouse: Path) -> None:
-    rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
+def test_repr_html_renders_without_figures(page) -> None:
+    _, _, rep = page
     shown = rep._repr_html_()
     assert "<img" not in shown and "Findings" in shown and "&lt;script&gt;" in shown
 
@@ -372,7 +314,19 @@ def test_cli_exit_codes(warehouse: Path, tmp_path: Path) -> None:
     (tmp_path / "a-dir.html").mkdir()
     unwritable = chainops(*base, "--out", str(tmp_path / "a-dir.html"))
     assert unwritable.returncode == 1 and "Cannot write the report" in unwritable.stderr
-    assert "Traceback" not in unwritable.stderr
+    assert "it is a directory" in unwritable.stderr and "Traceback" not in unwritable.stderr
+
+
+def test_a_directory_as_the_html_file_is_refused_before_the_report_is_built(
+    warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-dir.html").mkdir()
+    built: list[object] = []
+    original = report.build_report
+    monkeypatch.setattr(report, "build_report", lambda *a, **k: built.append(a) or original(*a, **k))
+    with pytest.raises(IsADirectoryError, match="it is a directory"):
+        report.write_report(str(warehouse), tmp_path / "a-dir.html", since=SINCE, until=UNTIL)
+    assert built == [] and list(tmp_path.iterdir()) == [tmp_path / "a-dir.html"]
 
 
 def test_cli_csv_directory(warehouse: Path, tmp_path: Path) -> None:

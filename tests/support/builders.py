@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -16,6 +19,7 @@ __all__ = [
     "SEPOLIA",
     "T0",
     "build",
+    "empty_warehouse",
     "ladder",
     "op_event",
     "op_record",
@@ -172,6 +176,26 @@ def watcher_record(watcher: str, name: str, status: str, *, chain: str = ETHEREU
     }
 
 
+_templates: list[Path] = []
+
+
+def empty_warehouse(path: Path) -> Warehouse:
+    """A new warehouse at ``path``, opened for writing: a copy of an empty one made once per process (creating the
+    tables, views and comments costs more than copying the file they end up in). An existing file is opened. The
+    one difference from a new file: the marker table's migration times are those of the template."""
+    path = Path(path)
+    if path.exists():
+        return Warehouse(path)
+    if not _templates:
+        folder = Path(tempfile.mkdtemp(prefix="chainops-empty-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        Warehouse(folder / "empty.duckdb").close()
+        _templates.append(folder / "empty.duckdb")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_templates[0], path)
+    return Warehouse(path)
+
+
 def build(
     path: Path,
     *,
@@ -183,7 +207,7 @@ def build(
     wh: Warehouse | None = None,
 ) -> Warehouse:
     """A warehouse file holding these records (added to ``wh`` when given), in one transaction per call."""
-    wh = wh or Warehouse(path)
+    wh = wh or empty_warehouse(path)
     with wh.transaction():
         for table, records in (
             ("networks", networks),
