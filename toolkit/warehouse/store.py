@@ -42,7 +42,7 @@ from .identity import (
 from .migrations import migrate
 from .schema import RAW_TABLES, schema_sql
 from .sync_queries import SyncQueries
-from .views import view_statements
+from .views import MODELS_CURRENT_SQL, current_model_views, view_statements
 from .write_seq import next_write_seq
 
 #: Seconds a reader waits for a running sync to make room before giving up.
@@ -102,6 +102,19 @@ def refuse_special_file(path: Path) -> None:
         f"{path} is {kind}, not a warehouse file; nothing was read or written. Point --warehouse / "
         "CHAINOPS_WAREHOUSE at a DuckDB file (or a new path)."
     )
+
+
+def read_current_models(con: duckdb.DuckDBPyConnection) -> None:
+    """On a read-only connection to a warehouse whose models are current, let ``operation_transitions`` and
+    ``operation_lifecycle`` read the model tables alone (:func:`~.views.current_model_views`): the same rows, each
+    statement planned without the live part. A warehouse with stale operations (a sync stopped before its model
+    refresh) keeps its own views, which compute those operations live."""
+    try:
+        if con.execute(MODELS_CURRENT_SQL).fetchall()[0][0]:
+            for statement in current_model_views():
+                con.execute(statement)
+    except duckdb.Error:
+        pass  # a file without the model tables or views (made elsewhere, or damaged): its own views answer
 
 
 class Warehouse(SyncQueries):
@@ -213,6 +226,7 @@ class Warehouse(SyncQueries):
                         f"{self.path} is an empty DuckDB file, not a warehouse yet: run `chainops sync` (or "
                         "`chainops demo`) into it first, or point CHAINOPS_WAREHOUSE / --warehouse at a warehouse."
                     )
+                read_current_models(con)
             except BaseException:
                 con.close()
                 raise
@@ -430,7 +444,8 @@ class Warehouse(SyncQueries):
     def columns(self, table: str) -> list[str]:
         """Column names of a table or view."""
         rows = self.con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            "SELECT column_name FROM information_schema.columns WHERE table_catalog = current_database() "
+            "AND table_name = ? ORDER BY ordinal_position",
             [table],
         ).fetchall()
         return [r[0] for r in rows]
@@ -474,7 +489,10 @@ class Warehouse(SyncQueries):
 
     def tables(self) -> list[str]:
         """Names of the tables and views."""
-        rows = self.con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()
+        rows = self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+            "ORDER BY table_name"
+        ).fetchall()
         return [r[0] for r in rows]
 
 
