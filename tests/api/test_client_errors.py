@@ -133,6 +133,23 @@ def test_key_is_refused_over_plain_http_to_a_remote_host() -> None:
     assert Client("https://api.example.com/v1", TEST_KEY).base_url == "https://api.example.com/v1"
 
 
+def test_clients_share_one_verifying_tls_context() -> None:
+    """The roots are loaded once a process, and every https client still checks the certificate and host name."""
+    import ssl
+
+    from toolkit.api.client import tls_context
+
+    contexts = []
+    for _ in range(2):
+        client = Client("https://api.example.com/v1", TEST_KEY)
+        pool = client._http._transport._pool
+        contexts.append(pool._ssl_context)
+        client.close()
+    assert contexts[0] is contexts[1] is tls_context()
+    assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+    assert contexts[0].cert_store_stats()["x509_ca"] > 0
+
+
 def test_client_repr_hides_the_key() -> None:
     client = client_for(answering(200, {}))
     assert TEST_KEY not in repr(client) and TEST_KEY not in repr(client.__dict__)
