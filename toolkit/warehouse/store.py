@@ -41,6 +41,7 @@ from .identity import (
 )
 from .migrations import migrate
 from .schema import RAW_TABLES, schema_sql
+from .settled import is_settled, remember_settled
 from .sync_queries import SyncQueries
 from .views import MODELS_CURRENT_SQL, current_model_views, view_statements
 from .write_seq import next_write_seq
@@ -300,7 +301,10 @@ class Warehouse(SyncQueries):
 
     def ensure_schema(self) -> None:
         """Create missing tables (:mod:`.schema`), bring an older warehouse up to date (:mod:`.migrations`), and
-        (re)create the views and the data dictionary's comments."""
+        (re)create the views and the data dictionary's comments. A file whose shape this process has already seen
+        that leave behind is left as it is (:mod:`.settled`)."""
+        if is_settled(self.con):
+            return
         self.con.execute(schema_sql())
         self.con.execute(MARKER_SQL)
         if migrate(self.con):
@@ -308,6 +312,7 @@ class Warehouse(SyncQueries):
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed
+        remember_settled(self.con)
 
     def close(self) -> None:
         """Close the connection (and let go of the writer lock, if this warehouse took it)."""
