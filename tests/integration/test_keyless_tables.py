@@ -6,11 +6,18 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from tests.conftest import TEST_KEY
+from tests.conftest import TEST_KEY, small_sandbox
 from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse.schema import KEYLESS_TABLES
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """Half a day of history: the keys dropped and the rows kept do not depend on how many there are."""
+    return small_sandbox()
+
 
 KEYS = {"operations": "operation_id", "operation_transactions": "operation_id, idx", "queries": "query_id"}
 

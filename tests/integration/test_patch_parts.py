@@ -7,12 +7,24 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
+from tests.conftest import small_sandbox
 from tests.support.snapshot import settings_for
 from toolkit import spec
 from toolkit.loader import sync
 from toolkit.warehouse import Warehouse, patch
 from toolkit.warehouse.patch import _WORKFLOW_FIELDS
 
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """Half a day of history: its ~700 operation events make about 20 parts of :data:`PART`."""
+    return small_sandbox()
+
+
+#: Events a part holds here (a prime: the last part is a short one).
+PART = 37
 QUERY_AT = [f"{s}_at" for s in spec.QUERY_STATUSES]
 RESULT = {
     "operations": "SELECT operation_id, status, updated_at::VARCHAR, confirmed_at::VARCHAR, cancelled_at::VARCHAR, "
@@ -53,7 +65,7 @@ def test_a_patch_in_many_parts_equals_one_in_one_piece(server, tmp_path, monkeyp
     shutil.copy(whole, parts)
 
     looked_at, one_piece = patched(whole)
-    monkeypatch.setattr(patch, "PATCH_PART_EVENTS", 97)
+    monkeypatch.setattr(patch, "PATCH_PART_EVENTS", PART)
     sizes: list[int] = []
     real = patch.apply_operation_events
 
@@ -64,8 +76,8 @@ def test_a_patch_in_many_parts_equals_one_in_one_piece(server, tmp_path, monkeyp
     monkeypatch.setattr(patch, "apply_operation_events", counting)
     looked_at_in_parts, in_parts = patched(parts)
 
-    assert looked_at == looked_at_in_parts > 97 * 10
-    assert len(sizes) == -(-looked_at // 97) and sum(sizes) == looked_at, "every event in exactly one part"
+    assert looked_at == looked_at_in_parts > PART * 10
+    assert len(sizes) == -(-looked_at // PART) and sum(sizes) == looked_at, "every event in exactly one part"
     assert in_parts == one_piece
     # the patch did real work: most rows are back where the sync left them, and moved drafts wait for a refetch
     assert one_piece["sync_refetch"], "drafts that moved were queued for a refetch"

@@ -7,11 +7,17 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from tests.conftest import TEST_KEY
+from tests.conftest import TEST_KEY, small_sandbox
 from toolkit.config import Settings
 from toolkit.errors import ChainopsError
 from toolkit.loader import DEFAULT_TUNING, sync
 from toolkit.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """Half a day of history: which pool and which GC freeze a sync runs with does not depend on its size."""
+    return small_sandbox()
 
 
 def _pools_seen_by_upserts(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.conftest import TEST_KEY
+import pytest
+
+from tests.conftest import TEST_KEY, small_sandbox
 from tests.support.snapshot import snapshot
 from toolkit.config import Settings
 from toolkit.loader import DEFAULT_TUNING, Tuning, default_workers, sync
 from toolkit.loader import run as loader_run
 from toolkit.warehouse import Warehouse
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """Half a day of history: which settings a sync runs with does not depend on its size (the first sync still stores
+    events in partly filled row groups)."""
+    return small_sandbox()
+
 
 #: Values no default has, so each can only come from the instance passed in.
 OURS = Tuning(
