@@ -33,12 +33,18 @@ def run(capsys, synced: Path, command: str, out: Path) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+_PLAIN: dict[tuple[Path, str], bytes] = {}
+
+
 def plain_output(capsys, synced: Path, command: str, tmp_path: Path) -> bytes:
-    """What the command writes to a new regular file: the bytes any other target must receive."""
-    path = tmp_path / f"plain-{command}"
-    code, err = run(capsys, synced, command, path)
-    assert code == 0, err
-    return path.read_bytes()
+    """What the command writes to a new regular file: the bytes any other target must receive (made once a module
+    per command: the warehouse is never written, and the same command writes the same bytes)."""
+    if (synced, command) not in _PLAIN:
+        path = tmp_path / f"plain-{command}"
+        code, err = run(capsys, synced, command, path)
+        assert code == 0, err
+        _PLAIN[synced, command] = path.read_bytes()
+    return _PLAIN[synced, command]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
