@@ -43,6 +43,7 @@ def config() -> dict[str, object]:
     return yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
 
 
+@pytest.mark.slow  # mkdocs as a process (~2 CPU-s); `make test` builds the site too
 def test_the_site_builds_strictly_with_every_page_of_the_nav(tmp_path, config) -> None:
     out = build(ROOT, tmp_path / "site")
     assert out.returncode == 0, out.stderr
@@ -56,6 +57,7 @@ def test_the_site_builds_strictly_with_every_page_of_the_nav(tmp_path, config) -
     assert "https://fonts.googleapis.com" not in (tmp_path / "site" / "index.html").read_text()
 
 
+@pytest.mark.slow  # mkdocs as a process on a copy of the project
 def test_a_broken_link_fails_the_build(tmp_path) -> None:
     copy = tmp_path / "project"
     shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("__pycache__"))

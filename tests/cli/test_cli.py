@@ -58,6 +58,7 @@ def test_sync_refuses_plain_http_to_a_remote_host(tmp_path) -> None:
     assert_no_key(out.stdout, out.stderr)
 
 
+@pytest.mark.slow  # every command, as processes and in-process, over real HTTP: ~15 CPU-s
 def test_sync_then_metrics_sql_and_report_over_http(server, tmp_path, backoff_waits) -> None:
     wh = str(tmp_path / "w.duckdb")
     env = {"CREC_API_KEY": TEST_KEY, "CREC_BASE_URL": server.base_url, "CHAINOPS_WAREHOUSE": wh}

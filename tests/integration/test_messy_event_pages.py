@@ -15,6 +15,9 @@ from toolkit.api import Client
 from toolkit.loader import COMMIT_ROWS, sync, unit_of_work
 from toolkit.warehouse import Warehouse
 
+#: Every test syncs from an altering server over real HTTP (a hostile server, as in the other such modules).
+pytestmark = pytest.mark.slow
+
 START = 1_795_000_000
 
 

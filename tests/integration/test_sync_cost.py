@@ -26,6 +26,9 @@ from toolkit.loader.safety_net import SAFETY_NET_EVERY
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import Warehouse
 
+#: Its syncs count their requests through a real HTTP transport to the sandbox on 127.0.0.1 (the whole module is slow).
+pytestmark = pytest.mark.slow
+
 KEY = "ck_cost_SECRET-5e1d"
 START = 1_791_000_000 // 60 * 60
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
