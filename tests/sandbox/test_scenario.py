@@ -109,7 +109,8 @@ def test_live_mode_follows_wall_time_and_keeps_producing_work(monkeypatch) -> No
     """The simulated clock runs ``speed`` times the wall clock, here one the test moves (no sleep, exact)."""
     wall = [1000.0]
     monkeypatch.setattr(sandbox_module, "SimClock", functools.partial(SimClock, wall=lambda: wall[0]))
-    sb = Sandbox(seed=3, days=0.25, operations_per_day=20000, speed=600.0, start=START)
+    # an hour of history is enough behind it: the claim is about the work made after the start
+    sb = Sandbox(seed=3, days=1 / 24, operations_per_day=20000, speed=600.0, start=START)
     assert sb.now == START
     ops_before = len(sb.truth("sandbox-key").operations)
     wall[0] += 0.5  # half a wall second: 300 simulated seconds
