@@ -81,6 +81,31 @@ def check_file_target(path: str | os.PathLike[str]) -> None:
     _written_through(Path(path))
 
 
+def check_output_place(path: str | os.PathLike[str], *, directory: bool = False) -> None:
+    """Raise the :class:`OSError` that writing ``path`` (a file, or with ``directory`` a directory of files) would
+    meet in the place it goes, before anything is computed for it: a path under a regular file, a directory that
+    takes no new file (read-only, ``/proc``), a directory output named as an existing file. The nearest existing
+    directory on the way gets a temporary file, removed at once; a target written in place (a character device,
+    a FIFO) is only checked as :func:`check_file_target` checks it."""
+    target = Path(path)
+    if not directory:
+        check_file_target(target)
+        if _written_through(target):
+            return
+        if target.is_symlink():
+            target = Path(os.path.realpath(target))
+    elif target.exists() and not target.is_dir():
+        raise OSError(errno.ENOTDIR, "it is a file, and the output is a directory of files", str(target))
+    place = target if directory and target.is_dir() else target.parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if not place.is_dir():
+        raise OSError(errno.ENOTDIR, "Not a directory", str(place))
+    fd, name = tempfile.mkstemp(prefix=".chainops-probe.", suffix=".tmp", dir=place)
+    os.close(fd)
+    os.unlink(name)
+
+
 def _written_through(target: Path) -> bool:
     """Whether ``target`` is written in place (a character device, a FIFO, or a link through ``/proc``) rather than
     replaced; raises :class:`OSError` for what is neither that nor a regular file (or nothing yet)."""

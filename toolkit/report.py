@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from .atomic import atomic_dir, atomic_file, check_file_target
+from .atomic import atomic_dir, atomic_file, check_output_place
 from .display import frame_for_csv, frame_for_terminal
 from .metrics import proofs as proof_metrics
 from .metrics.common import with_channel_names
@@ -792,8 +792,9 @@ def write_report(
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; choose from {FORMATS}")
-    if fmt == "html":
-        check_file_target(out)  # a directory named as the HTML file is refused before the report is built
+    # a place the output cannot go (a directory named as the HTML file, a path under a file, a read-only
+    # directory) is refused before the report is built
+    check_output_place(out, directory=fmt != "html")
     report = build_report(warehouse, since=since, until=until, title=title, thresholds=thresholds)
     report.write(out, fmt)
     return report

@@ -172,6 +172,13 @@ def unwritable_dirs(tmp_path: Path) -> list[Path]:
 def test_unwritable_places_give_a_clear_message(synced, capsys, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("CREC_API_KEY", TEST_KEY)
     monkeypatch.setenv("CREC_BASE_URL", UNREACHABLE)
+
+    def never_built(*args, **kwargs):
+        raise AssertionError("the report was built for a place it cannot be written to")
+
+    # the place is checked before the report is built, whatever the format (a failure after building is
+    # test_a_report_that_fails_midway_leaves_nothing_behind's subject)
+    monkeypatch.setattr(report, "build_report", never_built)
     wh = str(synced)
     for place in unwritable_dirs(tmp_path):
         runs = {
@@ -188,6 +195,7 @@ def test_unwritable_places_give_a_clear_message(synced, capsys, monkeypatch, tmp
             ],
             "sql": ["sql", "select 1", "--warehouse", wh, "--out", str(place / "q.json"), "--format", "json"],
             "report": ["report", "--warehouse", wh, "--out", str(place / "r.html")],
+            "report-csv": ["report", "--warehouse", wh, "--format", "csv", "--out", str(place / "tables")],
             "export": ["export", "--warehouse", wh, "--out", str(place / "export")],
         }
         for name, argv in runs.items():
@@ -195,6 +203,25 @@ def test_unwritable_places_give_a_clear_message(synced, capsys, monkeypatch, tmp
             assert code == 1, (place, name, err)
             assert "Cannot write" in err and str(place) in err, (place, name, err)
             assert "Traceback" not in err
+
+
+def test_the_place_of_an_output_is_checked_without_leaving_anything(tmp_path) -> None:
+    from toolkit.atomic import check_output_place
+
+    check_output_place(tmp_path / "new" / "deeper" / "r.html")  # parents still to make: their nearest ancestor
+    check_output_place(tmp_path / "tables", directory=True)
+    check_output_place("/dev/null")  # written in place, never beside
+    assert list(tmp_path.iterdir()) == []  # no directory made, no probe file left
+    (tmp_path / "a-file").write_text("x")
+    for place in unwritable_dirs(tmp_path):
+        for directory in (False, True):
+            with pytest.raises(OSError):
+                check_output_place(place / "out", directory=directory)
+    with pytest.raises(OSError, match="directory of files"):
+        check_output_place(tmp_path / "a-file", directory=True)
+    with pytest.raises(IsADirectoryError):
+        check_output_place(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("locked")) == ["a-file"]
 
 
 def test_a_full_disk_during_a_sync_says_so_and_the_next_run_completes(server, synced, tmp_path) -> None:
@@ -230,7 +257,10 @@ def test_a_full_disk_during_a_sync_says_so_and_the_next_run_completes(server, sy
 
 
 def test_a_report_that_fails_midway_leaves_nothing_behind(synced, monkeypatch, tmp_path) -> None:
-    built = report.build_report(str(synced), since="30d")
+    # a day before the history: every table and section, drawn at about half the cost (what is tested is how the
+    # write fails, not what the tables hold)
+    built = report.build_report(str(synced), since="2026-01-01", until="2026-01-02")
+    assert len(built.tables) >= 3
     calls = {"n": 0}
     real_to_csv = type(built.tables["status_latency"]).to_csv
 

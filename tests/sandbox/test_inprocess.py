@@ -82,3 +82,27 @@ def test_a_sandbox_with_faults_refuses_the_transport(fault) -> None:
         Sandbox(orgs=(KEY,), empty=True, **{fault: 0.5}).transport()
     with pytest.raises(ValueError, match="needs a socket"):
         Sandbox(orgs=(KEY,), empty=True, rate_limit=5).transport()
+
+
+def test_the_client_asks_the_in_process_app_in_its_own_thread_and_keeps_its_body_cap(sandbox) -> None:
+    """No thread per request for an answer made in the caller's thread; the decoded-size cap still holds."""
+    import threading
+
+    transport = sandbox.transport()
+    app, seen = transport.app, []
+
+    class Recording:
+        faults = app.faults
+
+        def answer(self, request):
+            seen.append(threading.get_ident())
+            return app.answer(request)
+
+    transport.app = Recording()
+    with Client(BASE_URL, KEY, transport=transport) as client:
+        assert client.get_channel(next(client.iter_channels())["channel_id"])
+    assert seen and set(seen) == {threading.get_ident()}
+    transport.app = app
+    with Client(BASE_URL, KEY, transport=transport, max_body_bytes=100) as small, pytest.raises(Exception) as info:
+        list(small.iter_channels())
+    assert "100 bytes decoded" in str(info.value)

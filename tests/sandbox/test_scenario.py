@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections import Counter
 
@@ -108,7 +109,8 @@ def test_live_mode_follows_wall_time_and_keeps_producing_work(monkeypatch) -> No
     """The simulated clock runs ``speed`` times the wall clock, here one the test moves (no sleep, exact)."""
     wall = [1000.0]
     monkeypatch.setattr(sandbox_module, "SimClock", functools.partial(SimClock, wall=lambda: wall[0]))
-    sb = Sandbox(seed=3, days=0.25, operations_per_day=20000, speed=600.0, start=START)
+    # an hour of history is enough behind it: the claim is about the work made after the start
+    sb = Sandbox(seed=3, days=1 / 24, operations_per_day=20000, speed=600.0, start=START)
     assert sb.now == START
     ops_before = len(sb.truth("sandbox-key").operations)
     wall[0] += 0.5  # half a wall second: 300 simulated seconds
@@ -164,3 +166,17 @@ def test_the_cli_knows_every_shape_and_an_unknown_one_is_refused() -> None:
     assert main(["sandbox", "--shape", "no-such-shape", "--port", "0"]) == 2
     with pytest.raises(ValueError, match="unknown scenario shape"):
         Sandbox(shape="no-such-shape")
+
+
+def test_the_event_index_is_what_the_served_events_say(sb) -> None:
+    """``Truth.event_index`` reads ids, types and times from the log's index, signing and decoding nothing: it must
+    agree with the events decoded as served."""
+    truth = sb.truth(SEEDED)
+    for channel in truth.channels:
+        events = truth.events(channel["channel_id"])
+        index = truth.event_index(channel["channel_id"])
+        assert [(o, i, k) for o, i, k, _ in index] == [
+            (e["headers"]["offset"], e["event_id"], e["headers"]["type"]) for e in events
+        ]
+        # the search compares the newest payload time so far (a late event does not step back)
+        assert [t for *_, t in index] == list(itertools.accumulate((e["payload"]["timestamp"] for e in events), max))

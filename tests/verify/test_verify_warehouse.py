@@ -62,6 +62,18 @@ def world(tmp_path_factory):
     return sandbox, info, forged, path
 
 
+@pytest.fixture(scope="module")
+def verified(world, tmp_path_factory) -> Path:
+    """A copy of the world's warehouse verified once with the sandbox's signers (what
+    ``test_verify_finds_exactly_what_the_sandbox_forged`` checks verdict by verdict); never written: tests that
+    start from a verified warehouse take their own copy."""
+    _, info, _, synced = world
+    path = tmp_path_factory.mktemp("verified") / "w.duckdb"
+    shutil.copy(synced, path)
+    verify_warehouse(path, resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={}), workers=1)
+    return path
+
+
 def _proof_bearing(path: Path) -> list[tuple[str, str, dict, list]]:
     import json
 
@@ -145,12 +157,11 @@ def test_verify_finds_exactly_what_the_sandbox_forged(world, tmp_path) -> None:
     assert again.checked == 0 and again.standing == result.standing
 
 
-def test_a_new_minimum_or_signer_set_re_verifies_and_events_that_need_none_stay_out(world, tmp_path) -> None:
-    _, info, forged, synced = world
+def test_a_new_minimum_or_signer_set_re_verifies_and_events_that_need_none_stay_out(world, verified, tmp_path) -> None:
+    _, info, forged, _ = world
     path = tmp_path / "w.duckdb"
-    shutil.copy(synced, path)
+    shutil.copy(verified, path)  # verified with the sandbox's signers and the default minimum
     signers = ",".join(info["signers"])
-    verify_warehouse(path, resolve_policy(org_id=info["org_id"], signers=signers, env={}), workers=1)
     lenient = resolve_policy(org_id=info["org_id"], signers=signers, min_signatures=3, env={})
     result = verify_warehouse(path, lenient, workers=1)
     events = _proof_bearing(path)
@@ -196,14 +207,11 @@ def test_missing_and_not_kept_proofs(world, tmp_path) -> None:
     assert verify_warehouse(path, policy, workers=1).checked == 1
 
 
-def test_proof_coverage_and_the_report_count_verdicts(world, tmp_path) -> None:
-    _, info, forged, synced = world
-    path = tmp_path / "w.duckdb"
-    shutil.copy(synced, path)
-    before = proof_coverage(str(path), by=[]).iloc[0]
+def test_proof_coverage_and_the_report_count_verdicts(world, verified) -> None:
+    _, _, forged, synced = world
+    before = proof_coverage(str(synced), by=[]).iloc[0]
     assert before["verified"] == 0 and before["verified_share"] == 0  # nothing verified yet: nothing proven
-    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
-    verify_warehouse(path, policy, workers=1)
+    path = verified
     events = _proof_bearing(path)
     bad = sum(1 for _, _, p, _ in events if p["event_hash"] in forged)
     row = proof_coverage(str(path), by=[]).iloc[0]

@@ -126,6 +126,9 @@ class Client:
             headers={"Accept": "application/json", "User-Agent": "chainops-toolkit"},
             trust_env=False,
         )
+        # a transport that answers in the calling thread, with no socket (the sandbox's in-process one), is asked
+        # there: a thread per request would only add cost (see exchange)
+        self._inline = bool(getattr(transport, "answers_in_caller", False))
         self._lock = threading.Lock()
         self._refusals_as_pages = 0
         self._paused_until = 0.0
@@ -224,6 +227,7 @@ class Client:
                 json_body=json_body,
                 deadline=deadline,
                 max_bytes=self.max_body_bytes,
+                inline=self._inline,
             )
         except DeadlinePassed as exc:
             limit = f"the request's deadline of {self.retry.deadline:g} s"

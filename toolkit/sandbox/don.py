@@ -49,22 +49,39 @@ def _key(seed: int, label: bytes, index: int) -> PrivateKey:
 PLACEHOLDER = "0x" + "00" * 65
 
 
+class ReportDigest:
+    """Keccak-256(Keccak-256(report) ‖ context), what the nodes sign, computed on first use and then kept: the
+    signatures of one report share it, and a report never read is never hashed."""
+
+    __slots__ = ("_context", "_report", "_value")
+
+    def __init__(self, report: bytes, context: bytes) -> None:
+        self._report, self._context = report, context
+        self._value: bytes | None = None
+
+    def value(self) -> bytes:
+        """The 32-byte digest."""
+        if self._value is None:
+            self._value = keccak256(keccak256(self._report) + self._context)
+        return self._value
+
+
 class PendingSignature(str):
     """A signature made on first read: its text is :data:`PLACEHOLDER` (the final length) until the event log that
     holds it writes the real one in place (:meth:`make`). Signing costs ~50 µs; a sandbox's history holds tens of
-    thousands of signatures, most never served, so the backfill only records what to sign."""
+    thousands of signatures, most never served, so the backfill only records what to sign (not even the digest)."""
 
     key: PrivateKey
-    digest: bytes
+    digest: ReportDigest
 
-    def __new__(cls, key: PrivateKey, digest: bytes) -> PendingSignature:
+    def __new__(cls, key: PrivateKey, digest: ReportDigest) -> PendingSignature:
         made = super().__new__(cls, PLACEHOLDER)
         made.key, made.digest = key, digest
         return made
 
     def make(self) -> str:
         """The signature's ``0x`` hex text (r ‖ s ‖ v, v = 27/28)."""
-        sig = bytearray(self.key.sign_recoverable(self.digest, hasher=None))
+        sig = bytearray(self.key.sign_recoverable(self.digest.value(), hasher=None))
         sig[64] += 27
         return "0x" + sig.hex()
 
@@ -87,7 +104,7 @@ class Committee:
         """``0x`` hex signatures (r ‖ s ‖ v, v = 27/28) of Keccak-256(Keccak-256(report) ‖ context) by ``nodes``;
         with ``outsider`` the last one is made by a key outside the committee. ``lazy`` answers
         :class:`PendingSignature` values, for an event log to make when the event is first read."""
-        digest = keccak256(keccak256(report) + context)
+        digest = ReportDigest(report, context)
         keys = [self.keys[i] for i in nodes]
         if outsider:
             keys[-1] = self.outsider

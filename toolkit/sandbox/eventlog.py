@@ -69,6 +69,7 @@ class EventLog:
         self._service: list[str | None] = []
         self._by_type: dict[int, array] = {code: array("q") for code in TYPE_CODE.values()}
         self._by_id: dict[str, int] = {}
+        self._ids: list[str] = []
         self._by_subject: dict[str, array] = {}
         self._last_ts = 0
         #: offset -> the signatures still to make in its bytes: (position in the buffer, signature)
@@ -118,6 +119,7 @@ class EventLog:
         self._extra.append(meta.extra)
         self._service.append(meta.service)
         self._by_id[event_id] = offset
+        self._ids.append(event_id)
         subject = self._by_subject.get(meta.subject)
         if subject is None:
             subject = self._by_subject[meta.subject] = array("q")
@@ -143,6 +145,10 @@ class EventLog:
         """The serialised event at ``offset``."""
         self._sign((offset,))
         return bytes(self._buf[self._starts[offset] : self._end(offset)])
+
+    def id_of(self, offset: int) -> str:
+        """The id of the event at ``offset`` (read from the index: nothing is signed or decoded)."""
+        return self._ids[offset]
 
     def offset_of(self, event_id: str) -> int | None:
         """The offset of an event id, or ``None``."""

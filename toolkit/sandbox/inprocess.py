@@ -26,6 +26,10 @@ BASE_URL = "http://127.0.0.1/v1"
 class InProcessTransport(httpx.BaseTransport):
     """An httpx transport answered by a :class:`~toolkit.sandbox.app.SandboxApp` in the calling thread."""
 
+    #: Read by :class:`toolkit.api.Client`: answers come at once, in the caller's thread, so the client asks here
+    #: rather than on a thread of its own per request (nothing can trickle or hang without a socket).
+    answers_in_caller = True
+
     def __init__(self, app: SandboxApp) -> None:
         if app.faults.config.active:
             raise ValueError("fault injection needs a socket: serve the sandbox (Sandbox.serve) to test faults")
