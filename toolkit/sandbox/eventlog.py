@@ -69,6 +69,8 @@ class EventLog:
         self._service: list[str | None] = []
         self._by_type: dict[int, array] = {code: array("q") for code in TYPE_CODE.values()}
         self._by_id: dict[str, int] = {}
+        #: event id by offset (a duplicate served at a later offset repeats its id; ``_by_id`` keeps the last)
+        self._ids: list[str] = []
         self._by_subject: dict[str, array] = {}
         self._last_ts = 0
         #: offset -> the signatures still to make in its bytes: (position in the buffer, signature)
@@ -118,6 +120,7 @@ class EventLog:
         self._extra.append(meta.extra)
         self._service.append(meta.service)
         self._by_id[event_id] = offset
+        self._ids.append(event_id)
         subject = self._by_subject.get(meta.subject)
         if subject is None:
             subject = self._by_subject[meta.subject] = array("q")
@@ -163,6 +166,10 @@ class EventLog:
         """Every event, decoded, in offset order (for test views, not for serving)."""
         for offset in range(len(self._starts)):
             yield json.loads(self.event_bytes(offset))
+
+    def id_of(self, offset: int) -> str:
+        """The event id of the event at ``offset`` (read from the index: nothing decoded, no signature made)."""
+        return self._ids[offset]
 
     def type_of(self, offset: int) -> str:
         """The type of the event at ``offset``."""
