@@ -167,9 +167,11 @@ class EventLog:
         for offset in range(len(self._starts)):
             yield json.loads(self.event_bytes(offset))
 
-    def id_of(self, offset: int) -> str:
-        """The event id of the event at ``offset`` (read from the index: nothing decoded, no signature made)."""
-        return self._ids[offset]
+    def index(self) -> list[tuple[int, str, str, int]]:
+        """(offset, event_id, type, indexed timestamp) of every event in offset order, from the index alone: nothing
+        decoded, no signature made."""
+        names = EVENT_TYPES
+        return [(o, i, names[t], ts) for o, (i, t, ts) in enumerate(zip(self._ids, self._types, self._ts, strict=True))]
 
     def type_of(self, offset: int) -> str:
         """The type of the event at ``offset``."""
