@@ -160,13 +160,27 @@ def _pages(client: httpx.Client, path: str, key: str, limit: int, **params: obje
         offset += len(body[key])
 
 
+def _status_events(client: httpx.Client, channel_id: str) -> Iterator[dict]:
+    """The channel's ``operation.status`` events in offset order (the poll's ``type`` filter; the next page starts
+    after the last message offset served, since a filtered page skips offsets)."""
+    offset = 0
+    while True:
+        params = {"type": "operation.status", "limit": 200, "offset": offset}
+        body = client.get(f"/channels/{channel_id}/events", params=params).raise_for_status().json()
+        yield from body["events"]
+        if not body["has_more"] or not body["events"]:
+            return
+        offset = int(body["events"][-1]["headers"]["offset"]) + 1
+
+
 def read_history(
-    base_url: str, api_key: str, transport: httpx.BaseTransport | None = None
+    base_url: str, api_key: str, transport: httpx.BaseTransport | None = None, *, as_of: bool = True
 ) -> tuple[list[RawOperation], int]:
     """Every operation of the organisation with its ``operation.status`` events, and the newest payload
     ``timestamp`` of any event of any channel (the time the data is as of, docs/metrics.md), in one read of every
     list and event log over HTTP, page by page (through ``transport`` when given, such as a sandbox's in-process
-    one: the same answers without a socket)."""
+    one: the same answers without a socket). Without ``as_of`` only the status events are read (the newest time
+    answered is then 0): most of a log can be watcher events."""
     headers = {"Authorization": f"Apikey {api_key}"}
     newest = 0
     with httpx.Client(base_url=base_url, headers=headers, timeout=60, transport=transport) as client:
@@ -186,7 +200,8 @@ def read_history(
                     record["status"],
                     deadline=int(record["deadline"]) if record.get("deadline") else None,
                 )
-            for event in _pages(client, f"/channels/{cid}/events", "events", 200):
+            served = _pages(client, f"/channels/{cid}/events", "events", 200) if as_of else _status_events(client, cid)
+            for event in served:
                 stamp = (event.get("payload") or {}).get("timestamp")
                 if stamp is not None:
                     newest = max(newest, int(stamp))
@@ -204,7 +219,7 @@ def read_history(
 
 def read_operations(base_url: str, api_key: str, transport: httpx.BaseTransport | None = None) -> list[RawOperation]:
     """Every operation of the organisation with its ``operation.status`` events, read over HTTP page by page."""
-    return read_history(base_url, api_key, transport)[0]
+    return read_history(base_url, api_key, transport, as_of=False)[0]
 
 
 def newest_event_time(base_url: str, api_key: str) -> int:

@@ -35,8 +35,9 @@ def due(wh: Warehouse, channel_ids: Sequence[str], now: datetime, *, full: bool)
     if full:
         return set(channel_ids)
     out = set()
+    saved = wh.get_cursors(_STREAM + cid for cid in channel_ids)
     for cid in channel_ids:
-        last = (wh.get_cursor(_STREAM + cid) or {}).get("at")
+        last = (saved[_STREAM + cid] or {}).get("at")
         if last is None or now - datetime.fromisoformat(last) >= SAFETY_NET_EVERY:
             out.add(cid)
     return out

@@ -69,6 +69,7 @@ class EventLog:
         self._service: list[str | None] = []
         self._by_type: dict[int, array] = {code: array("q") for code in TYPE_CODE.values()}
         self._by_id: dict[str, int] = {}
+        #: event id by offset (a duplicate served at a later offset repeats its id; ``_by_id`` keeps the last)
         self._ids: list[str] = []
         self._by_subject: dict[str, array] = {}
         self._last_ts = 0
@@ -169,6 +170,12 @@ class EventLog:
         """Every event, decoded, in offset order (for test views, not for serving)."""
         for offset in range(len(self._starts)):
             yield json.loads(self.event_bytes(offset))
+
+    def index(self) -> list[tuple[int, str, str, int]]:
+        """(offset, event_id, type, indexed timestamp) of every event in offset order, from the index alone: nothing
+        decoded, no signature made."""
+        names = EVENT_TYPES
+        return [(o, i, names[t], ts) for o, (i, t, ts) in enumerate(zip(self._ids, self._types, self._ts, strict=True))]
 
     def type_of(self, offset: int) -> str:
         """The type of the event at ``offset``."""

@@ -131,6 +131,26 @@ class SyncQueries(_Base):
         ).fetchall()
         return [(int(lo), int(hi)) for lo, hi in rows]
 
+    def event_holes_of(self, channel_ids: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
+        """:meth:`event_holes` of many channels in one statement: channel -> its holes (channels without any are
+        left out)."""
+        rows = self.con.execute(
+            """
+            SELECT channel_id, prev + 1 AS lo, "offset" - 1 AS hi FROM (
+                SELECT channel_id, "offset", lag("offset") OVER (PARTITION BY channel_id ORDER BY "offset") AS prev
+                FROM (
+                    SELECT DISTINCT channel_id, "offset" FROM events
+                    WHERE channel_id IN (SELECT unnest(?::VARCHAR[])) AND "offset" IS NOT NULL
+                )
+            ) WHERE "offset" - prev > 1 ORDER BY channel_id, lo
+            """,
+            [list(channel_ids)],
+        ).fetchall()
+        out: dict[str, list[tuple[int, int]]] = {}
+        for cid, lo, hi in rows:
+            out.setdefault(str(cid), []).append((int(lo), int(hi)))
+        return out
+
     def ids_in_statuses(self, table: str, channel_ids: Sequence[str], statuses: Sequence[str]) -> list[tuple[str, str]]:
         """``(channel_id, id)`` of the ``operations`` or ``queries`` rows of ``channel_ids`` held in ``statuses``."""
         (key,) = RAW_TABLES[table].key

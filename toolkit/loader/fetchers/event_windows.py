@@ -53,14 +53,12 @@ class EventWindows:
 
     def plan(self, channel_ids: Sequence[str]) -> None:
         """Plan each channel's walks and save the plans (with the warehouse's default window) in one transaction."""
-        saved = self.ctx.read(
-            lambda wh: (
-                wh.get_cursor(STREAM),
-                {
-                    cid: (wh.get_cursor(stream_of(cid)), wh.get_cursor(f"events:{cid}") is not None)
-                    for cid in channel_ids
-                },
-            )
+        got = self.ctx.read(
+            lambda wh: wh.get_cursors([STREAM, *(s for c in channel_ids for s in (stream_of(c), f"events:{c}"))])
+        )
+        saved = (
+            got[STREAM],
+            {cid: (got[stream_of(cid)], got[f"events:{cid}"] is not None) for cid in channel_ids},
         )
         default = Window.from_json(saved[0])
         cursors: dict[str, Any] = {}

@@ -49,9 +49,8 @@ def fetch(
 ) -> Iterator[Write]:
     """Yield each channel's events forward from its saved ``events:<channel>`` cursor (poll by offset); ``start``,
     given a channel and its saved offset, may move where it begins (past what an event window walked)."""
-    saved = ctx.read(
-        lambda wh: {c: int((wh.get_cursor(f"events:{c}") or {}).get("next_offset", 0)) for c in channel_ids}
-    )
+    got = ctx.read(lambda wh: wh.get_cursors(f"events:{c}" for c in channel_ids))
+    saved = {c: int((got[f"events:{c}"] or {}).get("next_offset", 0)) for c in channel_ids}
     starts = {c: start(c, offset) for c, offset in saved.items()} if start is not None else saved
     # Where each log ends (a newest-first poll per channel): a parallel walk reads ahead up to it. With a bar on
     # screen every channel's is asked first, all at once, for the bar's total; otherwise only a walk whose first

@@ -23,9 +23,8 @@ LISTED_TABLES = ("operations", "queries")
 
 def fetch(ctx: FetchContext, channel_ids: Sequence[str]) -> Iterator[Write]:
     """Yield each channel's operations and queries past the saved offsets, each batch with its cursor."""
-    saved: dict[tuple[str, str], Any] = ctx.read(
-        lambda wh: {(t, c): wh.get_cursor(f"{t}:{c}") or {} for t in LISTED_TABLES for c in channel_ids}
-    )
+    got = ctx.read(lambda wh: wh.get_cursors(f"{t}:{c}" for t in LISTED_TABLES for c in channel_ids))
+    saved: dict[tuple[str, str], Any] = {(t, c): got[f"{t}:{c}"] or {} for t in LISTED_TABLES for c in channel_ids}
     streams: Streams = {}
     starts: dict[tuple[str, str], tuple[int, bool]] = {}
     for table in LISTED_TABLES:
@@ -50,7 +49,8 @@ def fetch(ctx: FetchContext, channel_ids: Sequence[str]) -> Iterator[Write]:
 def listed_channels(wh: Warehouse, channel_ids: Sequence[str]) -> list[str]:
     """The channels whose operations and queries were listed whole before this run: only their in-flight rows are
     re-listed (one channel whose list stopped at a bad page does not turn that off for the others)."""
-    return [c for c in channel_ids if all((wh.get_cursor(f"{t}:{c}") or {}).get("complete") for t in LISTED_TABLES)]
+    got = wh.get_cursors(f"{t}:{c}" for t in LISTED_TABLES for c in channel_ids)
+    return [c for c in channel_ids if all((got[f"{t}:{c}"] or {}).get("complete") for t in LISTED_TABLES)]
 
 
 def restart(wh: Warehouse, channel_ids: Sequence[str]) -> None:

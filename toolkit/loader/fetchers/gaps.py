@@ -34,18 +34,26 @@ RECHECK_SECONDS = 7 * 24 * 3600
 
 
 def fetch(ctx: FetchContext, channel_ids: Sequence[str]) -> Iterator[Write]:
-    """Re-read each channel's holes (see the module docstring)."""
+    """Re-read each channel's holes (see the module docstring). Every channel's holes and confirmed-empty state are
+    read in two statements first: a channel's re-read writes only its own events and state."""
+    holes = ctx.read(lambda wh: wh.event_holes_of(channel_ids))
+    states = {} if ctx.full else ctx.read(lambda wh: wh.get_cursors(f"{CONFIRMED}:{c}" for c in channel_ids))
     for cid in channel_ids:
-        yield from fetch_channel(ctx, cid)
+        yield from fetch_channel(ctx, cid, holes.get(cid, []), states.get(f"{CONFIRMED}:{cid}"))
 
 
-def fetch_channel(ctx: FetchContext, channel_id: str) -> Iterator[Write]:
+def fetch_channel(
+    ctx: FetchContext, channel_id: str, holes: list[tuple[int, int]] | None = None, state: object = None
+) -> Iterator[Write]:
     """Re-read once any hole in the channel's stored offsets, but a hole confirmed empty within
     :data:`RECHECK_SECONDS` (not on ``--full``); record the holes that survive, as gaps, and those the service
-    confirmed empty (see the module docstring)."""
-    holes = ctx.read(lambda wh: wh.event_holes(channel_id))
+    confirmed empty (see the module docstring). ``holes`` and ``state`` (its saved confirmed-empty cursor), when
+    given, were read for it; otherwise both are read here."""
     stream = f"{CONFIRMED}:{channel_id}"
-    known = {} if ctx.full else _confirmed(ctx.read(lambda wh: wh.get_cursor(stream)))
+    if holes is None:
+        holes = ctx.read(lambda wh: wh.event_holes(channel_id))
+        state = None if ctx.full else ctx.read(lambda wh: wh.get_cursor(stream))
+    known = {} if ctx.full else _confirmed(state)
     now = int(time.time())
     skipped = {h: at for h in holes if (at := known.get(h)) is not None and now - at < RECHECK_SECONDS}
     to_read = [h for h in holes if h not in skipped]
