@@ -175,3 +175,17 @@ def test_an_unknown_network_on_spark_is_a_usage_error(spark, demo_export, capsys
     _, export = demo_export
     assert main(["metrics", "failure-rates", "--engine", "spark", "--parquet", export, "--network", "Polygn"]) == 2
     assert "Polygon" in capsys.readouterr().err
+
+
+def test_a_statement_reads_the_kept_views_inside_a_with_clause(spark, messy_export) -> None:
+    """Every metric reads the rebuilt views inside WITH clauses: there the kept rows are read, not the Parquet
+    files again (Spark 4 ignores a persisted view inside a WITH clause; a local checkpoint is a leaf)."""
+    warehouse, export = messy_export
+    source = spark_warehouse(export, spark)
+    for view in ("operation_transitions", "operation_lifecycle", "query_lifecycle"):
+        sql = f"WITH v AS (SELECT * FROM {view}), w AS (SELECT * FROM v) SELECT count(*) AS n FROM w"
+        frame = source.frame(sql)
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert "FileScan" not in plan, f"{view} is read from the Parquet files again:\n{plan}"
+        with Warehouse(warehouse, read_only=True) as wh:
+            assert frame.collect()[0]["n"] == wh.query(f"SELECT count(*) AS n FROM {view}")["n"][0] > 0
