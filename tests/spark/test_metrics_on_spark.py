@@ -189,3 +189,13 @@ def test_a_statement_reads_the_kept_views_inside_a_with_clause(spark, messy_expo
         assert "FileScan" not in plan, f"{view} is read from the Parquet files again:\n{plan}"
         with Warehouse(warehouse, read_only=True) as wh:
             assert frame.collect()[0]["n"] == wh.query(f"SELECT count(*) AS n FROM {view}")["n"][0] > 0
+
+
+def test_the_session_keeps_the_logging_option_beside_the_tests_java_options(spark) -> None:
+    """`spark_session(config=...)` appends ``spark.driver.extraJavaOptions`` to the toolkit's logging option: the
+    JVM started with both."""
+    from toolkit.spark.session import _LOG4J
+
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}" in arguments
+    assert "-XX:TieredStopAtLevel=1" in arguments and "-XX:+UseSerialGC" in arguments
