@@ -199,3 +199,22 @@ def test_the_session_keeps_the_logging_option_beside_the_tests_java_options(spar
     arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}" in arguments
     assert "-XX:TieredStopAtLevel=1" in arguments and "-XX:+UseSerialGC" in arguments
+
+
+def test_functions_are_checked_against_the_sessions_own(spark, messy_export) -> None:
+    """A function SQLGlot does not know is carried when the session has it (here a temporary one) and refused, before
+    Spark runs anything, when it does not."""
+    from pyspark.sql.types import LongType
+
+    from toolkit.spark import SparkSqlError, SparkWarehouse
+
+    _, export = messy_export
+    spark.udf.register("chainops_test_only_fn", lambda x: x, LongType())
+    source = SparkWarehouse(export, spark, cache=False)
+    try:
+        assert source.frame("SELECT chainops_test_only_fn(1) AS x").columns == ["x"]
+        with pytest.raises(SparkSqlError, match=r"chainops_test_other_fn.*has no such function"):
+            source.frame("SELECT chainops_test_other_fn(1) AS x")
+    finally:
+        source.close()
+        spark.sql("DROP TEMPORARY FUNCTION IF EXISTS chainops_test_only_fn")
