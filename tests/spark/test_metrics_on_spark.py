@@ -175,3 +175,46 @@ def test_an_unknown_network_on_spark_is_a_usage_error(spark, demo_export, capsys
     _, export = demo_export
     assert main(["metrics", "failure-rates", "--engine", "spark", "--parquet", export, "--network", "Polygn"]) == 2
     assert "Polygon" in capsys.readouterr().err
+
+
+def test_a_statement_reads_the_kept_views_inside_a_with_clause(spark, messy_export) -> None:
+    """Every metric reads the rebuilt views inside WITH clauses: there the kept rows are read, not the Parquet
+    files again (Spark 4 ignores a persisted view inside a WITH clause; a local checkpoint is a leaf)."""
+    warehouse, export = messy_export
+    source = spark_warehouse(export, spark)
+    for view in ("operation_transitions", "operation_lifecycle", "query_lifecycle"):
+        sql = f"WITH v AS (SELECT * FROM {view}), w AS (SELECT * FROM v) SELECT count(*) AS n FROM w"
+        frame = source.frame(sql)
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert "FileScan" not in plan, f"{view} is read from the Parquet files again:\n{plan}"
+        with Warehouse(warehouse, read_only=True) as wh:
+            assert frame.collect()[0]["n"] == wh.query(f"SELECT count(*) AS n FROM {view}")["n"][0] > 0
+
+
+def test_the_session_keeps_the_logging_option_beside_the_tests_java_options(spark) -> None:
+    """`spark_session(config=...)` appends ``spark.driver.extraJavaOptions`` to the toolkit's logging option: the
+    JVM started with both."""
+    from toolkit.spark.session import _LOG4J
+
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}" in arguments
+    assert "-XX:TieredStopAtLevel=1" in arguments and "-XX:+UseSerialGC" in arguments
+
+
+def test_functions_are_checked_against_the_sessions_own(spark, messy_export) -> None:
+    """A function SQLGlot does not know is carried when the session has it (here a temporary one) and refused, before
+    Spark runs anything, when it does not."""
+    from pyspark.sql.types import LongType
+
+    from toolkit.spark import SparkSqlError, SparkWarehouse
+
+    _, export = messy_export
+    spark.udf.register("chainops_test_only_fn", lambda x: x, LongType())
+    source = SparkWarehouse(export, spark, cache=False)
+    try:
+        assert source.frame("SELECT chainops_test_only_fn(1) AS x").columns == ["x"]
+        with pytest.raises(SparkSqlError, match=r"chainops_test_other_fn.*has no such function"):
+            source.frame("SELECT chainops_test_other_fn(1) AS x")
+    finally:
+        source.close()
+        spark.sql("DROP TEMPORARY FUNCTION IF EXISTS chainops_test_only_fn")

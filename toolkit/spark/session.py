@@ -79,7 +79,8 @@ def spark_session(master: str | None = None, *, config: dict[str, Any] | None = 
     """The active Spark session, or a new one on ``master`` (default ``local[*]``: every core of this machine).
 
     A new session binds its driver to 127.0.0.1 when local, runs in UTC, keeps Spark's web UI off and logs errors
-    only; ``config`` adds settings (``spark.driver.memory`` and the like, read when the JVM starts). Raises
+    only; ``config`` adds settings (``spark.driver.memory`` and the like, read when the JVM starts; its
+    ``spark.driver.extraJavaOptions`` come after the toolkit's logging option instead of replacing it). Raises
     :class:`SparkUnavailable` when pyspark or Java is missing.
     """
     reason = spark_unavailable_reason()
@@ -105,7 +106,11 @@ def spark_session(master: str | None = None, *, config: dict[str, Any] | None = 
     }
     if master.startswith("local"):
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    for key, value in (settings | (config or {})).items():
+    config = dict(config or {})
+    java_options = config.pop("spark.driver.extraJavaOptions", None)
+    if java_options:
+        settings["spark.driver.extraJavaOptions"] += f" {java_options}"
+    for key, value in (settings | config).items():
         builder = builder.config(key, value)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # pyspark's notice about pandas 3; we never use its pandas
