@@ -66,13 +66,14 @@ test test-fast: export PYTHONDONTWRITEBYTECODE :=
 # Where the tests write their files: a RAM disk when the machine has one with room (/dev/shm a tmpfs with more than
 # 8 GB free), else the system's temporary directory. DuckDB syncs every commit to disk (fdatasync): on this
 # machine's disk those waits were about 5-7% of the suite's wall time, and a RAM disk answers them at once. The files
-# and what the tests check are the same. pytest keeps the last run's files there (older runs are removed).
+# and what the tests check are the same. There, pytest keeps the files of failed tests only (all of a run that
+# failed), so a passing run gives its RAM back.
 TEST_TMPDIR := $(shell [ "$$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && \
 	[ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $$4}')" -gt 8000000 ] 2>/dev/null && \
 	echo /dev/shm/chainops-tests-$$(id -u))
 ifneq ($(TEST_TMPDIR),)
 test test-fast: export TMPDIR := $(TEST_TMPDIR)
-PYTEST_TMP := -o tmp_path_retention_count=1
+PYTEST_TMP := -o tmp_path_retention_policy=failed
 endif
 
 test: install docs

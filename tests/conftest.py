@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +120,43 @@ def unique_node_ids(items: list[pytest.Item]) -> None:
     still = [nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1]
     if still:  # a test xdist would silently not run: refuse to start
         raise pytest.UsageError(f"tests share a node id, so pytest-xdist would run one of them: {still}")
+
+
+#: A module marked whole: ``pytestmark = pytest.mark.slow`` (or a list of marks) at the start of a line.
+_MODULE_MARKS = re.compile(r"^pytestmark\s*=\s*(.+)$", re.MULTILINE)
+
+
+def module_marks(path: Path) -> set[str]:
+    """The marks a test module gives every test in it, read from its text (the module is not imported)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {mark for line in _MODULE_MARKS.findall(text) for mark in re.findall(r"pytest\.mark\.(\w+)", line)}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m`` (as ``make test-fast`` runs), a module marked whole with a kind the expression leaves out is not
+    even imported: its tests would all be deselected, and importing it costs every worker (schemathesis builds its
+    coverage cases, Playwright and pyspark load). The module is skipped only when the expression is false for it
+    whatever marks its tests add (tried with every other mark absent and with every other mark present)."""
+    markexpr = config.getoption("markexpr", default="")
+    if not markexpr or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    marks = module_marks(collection_path)
+    if not marks:
+        return None
+    try:
+        from _pytest.mark.expression import Expression  # pytest's own evaluator of -m
+
+        expression = Expression.compile(markexpr)
+        kept = any(
+            expression.evaluate(lambda name, /, _others=others, **_: name in marks or _others)
+            for others in (False, True)
+        )
+    except Exception:  # an expression or a pytest this does not know: collect as usual
+        return None
+    return None if kept else True
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -17,6 +17,7 @@ from toolkit.sandbox import Sandbox
         (("--rate-limit", "-1"), "--rate-limit"),
     ],
 )
+@pytest.mark.slow  # `chainops sandbox` as a process: a flag not refused would start serving
 def test_rate_limit_flags_it_cannot_honour_are_usage_errors(flags, named) -> None:
     out = chainops("sandbox", "--port", "0", "--empty", *flags, timeout=30)
     assert out.returncode == 2, (out.stdout, out.stderr)

@@ -16,6 +16,9 @@ import pytest
 from tests.conftest import TEST_KEY
 from toolkit.warehouse.failures import write_failure
 
+#: Every command runs as a real process (a FIFO as the warehouse must not hang it).
+pytestmark = pytest.mark.slow
+
 UNREACHABLE = "http://127.0.0.1:9/v1"
 
 

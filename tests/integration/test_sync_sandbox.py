@@ -16,6 +16,9 @@ from toolkit.loader import sync
 from toolkit.metrics import status_latency
 from toolkit.warehouse import Warehouse
 
+#: The sandbox over real HTTP, end to end (its in-process counterparts: test_incremental, the loader's tests).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def synced(server, tmp_path_factory):

@@ -26,6 +26,9 @@ from toolkit.sandbox import Sandbox
 from toolkit.sandbox.openapi import build
 from toolkit.sandbox.serve import ServerHandle
 
+#: Every case is a request to the sandbox on 127.0.0.1; schemathesis also builds its coverage cases at collection.
+pytestmark = pytest.mark.slow
+
 KEY = "sbx_fuzz_SECRET-4b1e"
 START = 1_760_000_000 // 60 * 60
 EXAMPLES = 12
