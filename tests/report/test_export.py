@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import TEST_KEY
+from tests.support.cli import run_in_process
 from toolkit.export import EXPORTS, NULL_PARTITION, export_parquet, portable_column
 from toolkit.warehouse import Warehouse
 
@@ -171,21 +172,7 @@ def test_an_empty_warehouse_exports_readable_empty_tables(tmp_path: Path) -> Non
 
 
 def test_export_of_a_missing_warehouse_says_what_to_do(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolkit",
-            "export",
-            "--warehouse",
-            str(tmp_path / "none.duckdb"),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_in_process("export", "--warehouse", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / "out"))
     assert out.returncode == 1 and "chainops sync" in out.stderr and "Traceback" not in out.stderr
 
 

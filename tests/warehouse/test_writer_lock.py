@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_process as chainops
+from tests.support.cli import run_in_process
 from toolkit.errors import SyncLockedError
 from toolkit.warehouse import Warehouse, sync_lock
 from toolkit.warehouse.identity import is_demo_warehouse
@@ -79,7 +79,7 @@ def test_the_demo_replaces_its_warehouse_only_under_the_lock(tmp_path: Path) -> 
     with Warehouse(path) as wh:
         wh.con.execute("INSERT INTO sync_state VALUES ('old', '1', now())")
     with held_by_another_process(path) as pid:
-        out = chainops("demo", "--warehouse", str(path), "--quiet")
+        out = run_in_process("demo", "--warehouse", str(path), "--quiet")  # the lock's holder is the other process
         assert out.returncode != 0 and f"held by a sync, process {pid}" in out.stderr, out.stderr
         assert "Traceback" not in out.stderr
         with Warehouse(path, read_only=True) as wh:  # untouched
