@@ -22,28 +22,24 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def seeded_sandbox():
-    """A seeded sandbox (frozen clock) with one organisation holding ``TEST_KEY``."""
-    from toolkit.sandbox import Sandbox
-
-    return Sandbox(
-        orgs=(TEST_KEY, "other-org-key"), not_onboarded=("not-onboarded-key",), seed=11, days=2, operations_per_day=300
-    )
-
-
-def small_sandbox():
-    """``seeded_sandbox``'s organisations and seed over half a day (about 150 operations, 2,700 events): for the
-    modules whose claims hold at any size (a setting applied, a pool restored, parts equal to one piece), which
-    override their ``sandbox`` fixture with it."""
+def seeded_sandbox(days: float = 2):
+    """A seeded sandbox (frozen clock) with one organisation holding ``TEST_KEY``; ``days`` of history."""
     from toolkit.sandbox import Sandbox
 
     return Sandbox(
         orgs=(TEST_KEY, "other-org-key"),
         not_onboarded=("not-onboarded-key",),
         seed=11,
-        days=0.5,
+        days=days,
         operations_per_day=300,
     )
+
+
+def small_sandbox():
+    """``seeded_sandbox`` over half a day (about 150 operations, 2,700 events): for the modules whose claims hold at
+    any size (a setting applied, a pool restored, parts equal to one piece), which override their ``sandbox``
+    fixture with it."""
+    return seeded_sandbox(days=0.5)
 
 
 @pytest.fixture(scope="module")

@@ -147,10 +147,6 @@ class EventLog:
         self._sign((offset,))
         return bytes(self._buf[self._starts[offset] : self._end(offset)])
 
-    def id_of(self, offset: int) -> str:
-        """The id of the event at ``offset`` (read from the index: nothing is signed or decoded)."""
-        return self._ids[offset]
-
     def offset_of(self, event_id: str) -> int | None:
         """The offset of an event id, or ``None``."""
         return self._by_id.get(event_id)

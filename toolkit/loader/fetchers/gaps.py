@@ -42,17 +42,11 @@ def fetch(ctx: FetchContext, channel_ids: Sequence[str]) -> Iterator[Write]:
         yield from fetch_channel(ctx, cid, holes.get(cid, []), states.get(f"{CONFIRMED}:{cid}"))
 
 
-def fetch_channel(
-    ctx: FetchContext, channel_id: str, holes: list[tuple[int, int]] | None = None, state: object = None
-) -> Iterator[Write]:
-    """Re-read once any hole in the channel's stored offsets, but a hole confirmed empty within
-    :data:`RECHECK_SECONDS` (not on ``--full``); record the holes that survive, as gaps, and those the service
-    confirmed empty (see the module docstring). ``holes`` and ``state`` (its saved confirmed-empty cursor), when
-    given, were read for it; otherwise both are read here."""
+def fetch_channel(ctx: FetchContext, channel_id: str, holes: list[tuple[int, int]], state: object) -> Iterator[Write]:
+    """Re-read once any of ``holes`` (the gaps in the channel's stored offsets), but a hole confirmed empty within
+    :data:`RECHECK_SECONDS` (``state``: the channel's saved confirmed-empty cursor; not on ``--full``); record the
+    holes that survive, as gaps, and those the service confirmed empty (see the module docstring)."""
     stream = f"{CONFIRMED}:{channel_id}"
-    if holes is None:
-        holes = ctx.read(lambda wh: wh.event_holes(channel_id))
-        state = None if ctx.full else ctx.read(lambda wh: wh.get_cursor(stream))
     known = {} if ctx.full else _confirmed(state)
     now = int(time.time())
     skipped = {h: at for h in holes if (at := known.get(h)) is not None and now - at < RECHECK_SECONDS}
