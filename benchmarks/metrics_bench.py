@@ -407,12 +407,30 @@ def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: 
         _insert_queries(con, max(n_ops // 8, 10), span, t_end, seed)
         _insert_watchers(con, max(n_events // 20, 100), span, seed)
         _insert_reference(con)
+        _number_writes(con)
         counts = dict(con.execute("SELECT type, count(*) FROM events GROUP BY type").fetchall())
         counts["operations"] = con.execute("SELECT count(*) FROM operations").fetchone()[0]
         for t in ("g_ops", "g_op_events", "g_q", "g_w", "g_net", "g_pick"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
         con.execute("CHECKPOINT")
     return counts
+
+
+def _number_writes(con: duckdb.DuckDBPyConnection) -> None:
+    """Give every generated row the ``write_seq`` a sync would have given it: one number per (hourly) write, in the
+    order of ``synced_at`` (``toolkit.warehouse.write_seq``), and the counter the next write continues from.
+    Without it every row looks unrefreshed to the models (``write_seq`` NULL), which no sync leaves behind."""
+    from toolkit.warehouse.schema import WRITE_SEQ_TABLES
+    from toolkit.warehouse.write_seq import STREAM
+
+    seq = f"(CAST(epoch(synced_at) AS BIGINT) - {T0}) // 60 + 1"
+    for table in WRITE_SEQ_TABLES:
+        con.execute(f"UPDATE {table} SET write_seq = {seq} WHERE synced_at IS NOT NULL")
+    top = max(
+        con.execute(f"SELECT coalesce(max(write_seq), 0) FROM {table}").fetchone()[0] for table in WRITE_SEQ_TABLES
+    )
+    con.execute("DELETE FROM sync_state WHERE stream = ?", [STREAM])
+    con.execute("INSERT INTO sync_state VALUES (?, json_object('last', ?), now())", [STREAM, int(top)])
 
 
 # ---- the sync-time refresh -----------------------------------------------------------------------------------------
@@ -426,41 +444,42 @@ def new_sync_batch(path: str | os.PathLike[str], operations: int = 5_000) -> tup
     with Warehouse(path) as wh:
         con = wh.con
         con.execute("SET enable_progress_bar = false")
-        con.execute(
-            f"""
-            INSERT INTO events BY NAME
-            SELECT {_uuid_sql("'again-' || event_id || $salt")} AS event_id, channel_id, type, ts, status,
-                status_reason, subject_id, operation_id, chain_selector, address, event_hash, proof_count,
-                signature_count, payload, now() AS synced_at
-            FROM events
-            WHERE operation_id IN (SELECT operation_id FROM operations ORDER BY created_at DESC LIMIT $n)
-              AND synced_at < now() - INTERVAL 1 DAY  -- the generated history, not earlier copies
-        """,
-            {"salt": str(time.time_ns()), "n": operations},
-        )
-        added = con.execute("SELECT count(*) FROM events WHERE synced_at = (SELECT max(synced_at) FROM events)")
-        n_events = int(added.fetchone()[0])
-        with wh.transaction():
+        with wh.transaction():  # one sync transaction: its rows carry its write_seq, as a sync's do
+            seq = wh._current_write_seq()
+            con.execute(
+                f"""
+                INSERT INTO events BY NAME
+                SELECT {_uuid_sql("'again-' || event_id || $salt")} AS event_id, channel_id, type, ts, status,
+                    status_reason, subject_id, operation_id, chain_selector, address, event_hash, proof_count,
+                    signature_count, payload, now() AS synced_at, $seq AS write_seq
+                FROM events
+                WHERE operation_id IN (SELECT operation_id FROM operations ORDER BY created_at DESC LIMIT $n)
+                  AND synced_at < now() - INTERVAL 1 DAY  -- the generated history, not earlier copies
+            """,
+                {"salt": str(time.time_ns()), "n": operations, "seq": seq},
+            )
+            n_events = int(con.execute("SELECT count(*) FROM events WHERE write_seq = ?", [seq]).fetchone()[0])
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE _relist AS SELECT * FROM operations WHERE NOT list_contains(?, status)",
                 [terminal],
             )
             con.execute("DELETE FROM operations WHERE operation_id IN (SELECT operation_id FROM _relist)")
-            con.execute("INSERT INTO operations SELECT * REPLACE (now() AS synced_at) FROM _relist")
-        n_records = int(con.execute("SELECT count(*) FROM _relist").fetchone()[0])
+            con.execute(
+                "INSERT INTO operations SELECT * REPLACE (now() AS synced_at, ? AS write_seq) FROM _relist", [seq]
+            )
+            n_records = int(con.execute("SELECT count(*) FROM _relist").fetchone()[0])
         return n_events, n_records
 
 
 def time_refresh(path: str | os.PathLike[str], *, full: bool = False) -> tuple[float, object]:
-    """Run one ``refresh_models`` under the sync's memory ceiling. Returns (seconds, its result)."""
+    """Run one ``refresh_models`` as a sync runs it (``toolkit.loader.run``: the models' memory limit and threads).
+    Returns (seconds, its result)."""
     from toolkit.loader.tuning import DEFAULT_TUNING
-
-    SYNC_MEMORY_LIMIT = DEFAULT_TUNING.sync_memory_limit
     from toolkit.warehouse.model_tables import refresh_models
 
-    with Warehouse(path, memory_limit=SYNC_MEMORY_LIMIT) as wh:
+    with Warehouse(path, memory_limit=DEFAULT_TUNING.models_memory_limit) as wh:
         started = time.perf_counter()
-        result = refresh_models(wh, full=full)
+        result = refresh_models(wh, full=full, threads=DEFAULT_TUNING.models_threads)
         return time.perf_counter() - started, result
 
 
