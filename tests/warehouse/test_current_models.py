@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.builders import ETHEREUM, RELAY, T0, build, ladder, op_record, refresh
+from tests.support.builders import ETHEREUM, RELAY, SEPOLIA, T0, build, ladder, op_record, refresh
 from toolkit.warehouse import Warehouse
+from toolkit.warehouse.views import MODELS_STREAM, REFERENCE_TABLE
 
-SHADOWED = ("operation_lifecycle", "operation_transitions")
+SHADOWED = ("operation_lifecycle", "operation_stay_reference", "operation_transitions")
 
 
 def _warehouse(path: Path) -> Path:
@@ -66,3 +67,79 @@ def test_a_writer_never_reads_around_its_views(tmp_path) -> None:
     path = _warehouse(tmp_path / "w.duckdb")
     with Warehouse(path) as wh:
         assert _temp_views(wh) == []
+
+
+def _reference_rows(wh: Warehouse) -> tuple[list[tuple], list[tuple]]:
+    """(the model table's rows, the rows the stored view computes live from the transitions and lifecycles)."""
+    catalog = wh.con.execute("SELECT current_database()").fetchall()[0][0]
+    return _rows(wh, REFERENCE_TABLE), _rows(wh, f'"{catalog}".main.operation_stay_reference')
+
+
+def test_the_stays_reference_follows_every_refresh_as_a_full_computation_would(tmp_path) -> None:
+    """model_stay_reference is kept by adding and removing the contributions of the operations a refresh
+    recomputes: after changes of every kind (an operation failing, one reorganised, one moving on, new ones, one
+    on another network, a record alone), it holds what the live view computes from scratch."""
+    path = _warehouse(tmp_path / "w.duckdb")
+    with Warehouse(path) as wh:
+        stored, live = _reference_rows(wh)
+        assert stored == live and sum(r[-1] for r in stored) > 10
+    batches = [
+        # op-1 (confirmed) reorganised back to broadcasting and confirmed again; op-0 (failed) gets nothing new
+        ladder("op-1", ("broadcasting", "confirmed_latest"), (T0 + 200, T0 + 210), chain=ETHEREUM),
+        # a new operation in flight, and one on a testnet that stops at confirmed_latest
+        ladder("op-new", ("accepted", "sending", "sent"), (T0 + 900, T0 + 905, T0 + 915), chain=ETHEREUM)
+        + ladder("op-sep", ("accepted", "sending", "confirmed_latest"), (T0 + 950, T0 + 951, T0 + 960), chain=SEPOLIA),
+        # the operation in flight fails
+        ladder("op-new", ("failed",), (T0 + 2000,), chain=ETHEREUM),
+    ]
+    records = [
+        [op_record("op-1", "confirmed", chain=ETHEREUM, created=T0 + 100, updated=T0 + 210)],
+        [op_record("op-new", "sent", chain=ETHEREUM, created=T0 + 900, updated=T0 + 915)],
+        [op_record("op-new", "failed", chain=ETHEREUM, created=T0 + 900, updated=T0 + 2000)],
+    ]
+    for events, recs in zip(batches, records, strict=True):
+        wh = build(path, events=events, operations=recs, wh=Warehouse(path))
+        refresh(wh)
+        stored, live = _reference_rows(wh)
+        wh.close()
+        assert stored == live
+    with Warehouse(path, read_only=True) as wh:
+        reorged = wh.query("SELECT revisits, reorgs FROM operation_lifecycle WHERE operation_id = 'op-1'")
+        assert reorged.values.tolist() == [[2, 1]]  # broadcasting and confirmed_latest again; one move back
+
+
+def test_a_reader_of_models_made_by_another_version_computes_the_views_from_the_raw_tables(tmp_path) -> None:
+    """Until a sync rebuilds them, model tables of another version are not read: the answers are this version's."""
+    path = _warehouse(tmp_path / "w.duckdb")
+    with Warehouse(path, read_only=True) as wh:
+        expected = {v: _rows(wh, v) for v in SHADOWED}
+    with Warehouse(path) as wh:  # as an older toolkit would have left it: another version, and a wrong reference
+        wh.con.execute(
+            "UPDATE sync_state SET cursor = json_object('version', 1, 'events_write_seq', "
+            "cursor->'$.events_write_seq', 'operations_write_seq', cursor->'$.operations_write_seq') WHERE stream = ?",
+            [MODELS_STREAM],
+        )
+        wh.con.execute(f"UPDATE {REFERENCE_TABLE} SET stays = stays + 1000")
+    with Warehouse(path, read_only=True) as wh:
+        assert "model_operation_transitions_live" in _temp_views(wh)
+        assert {v: _rows(wh, v) for v in SHADOWED} == expected
+
+
+def test_a_writer_replaces_model_tables_of_another_shape_and_the_views_stay_exact(tmp_path) -> None:
+    """A model table whose columns differ (made by another version) is dropped when a writer opens the file, so
+    the views (which name the new columns) compute every operation live until the next refresh rebuilds them."""
+    path = _warehouse(tmp_path / "w.duckdb")
+    with Warehouse(path, read_only=True) as wh:
+        expected = _rows(wh, "operation_lifecycle")
+    with Warehouse(path) as wh:
+        wh.con.execute("ALTER TABLE model_operation_lifecycle DROP COLUMN revisits")
+        wh.con.execute("CHECKPOINT")
+    with Warehouse(path) as wh:  # a writer of this version opens it
+        assert "revisits" in wh.columns("model_operation_lifecycle")
+        assert wh.count("model_operation_lifecycle") == 0
+        assert _rows(wh, "operation_lifecycle") == expected
+        refresh(wh)
+        assert wh.count("model_operation_lifecycle") == len(expected)
+    with Warehouse(path, read_only=True) as wh:
+        assert _temp_views(wh) == sorted(SHADOWED)
+        assert _rows(wh, "operation_lifecycle") == expected

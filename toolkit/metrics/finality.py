@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..times import TimeLike
+from ..warehouse.views import stage_relayed_sql
 from .common import (
     NO_FILTERS,
     Engine,
@@ -40,10 +41,8 @@ FINALITY_TIMES: dict[str, tuple[str, str]] = {
 #: The percentiles of each finality time, and the finality stages' columns from weakest to strongest.
 FINALITY_PERCENTILES = (0.5, 0.9)
 _STAGE_COLUMNS = ("confirmed_latest_at", "confirmed_safe_at", "confirmed_at")
-_RELAYED = (
-    "coalesce(accepted_at, sending_at, sent_at, broadcasting_at, confirmed_latest_at, confirmed_safe_at, "
-    "confirmed_at, failed_at) IS NOT NULL"
-)
+#: The cohort: operations with the time of a relay stage or of their failure.
+_RELAYED = stage_relayed_sql()
 _FINALITY_COUNTS = ("operations", "reached_latest", "reached_safe", "reached_finalized", "failed", "latest_only")
 
 
@@ -125,11 +124,7 @@ def _with_reorgs(df: pd.DataFrame, warehouse: WarehouseLike, where: Filters, col
 
 
 #: The shares of :func:`finality_breakdown`: name -> indicator (SQL over an operation) of its final outcome.
-_SHARES = {
-    "latest_share": "coalesce(confirmed_latest_at, confirmed_safe_at, confirmed_at) IS NOT NULL",
-    "safe_share": "coalesce(confirmed_safe_at, confirmed_at) IS NOT NULL",
-    "finalized_share": "confirmed_at IS NOT NULL",
-}
+_SHARES = {"latest_share": "reached_latest", "safe_share": "reached_safe", "finalized_share": "reached_finalized"}
 
 
 _FAILURE_RATE = ("failure_rate", "failure_rate_low", "failure_rate_high")
@@ -148,7 +143,7 @@ def _projected_shares(
     q = where.sql("created_at")
     indicators = {f"i_{name}": sql for name, sql in _SHARES.items()}
     counts = {"latest_only_basis": latest_only_basis_sql()}
-    cohort = operation_cohort(q, [(c, c) for c in cols], indicators, counts, scope=_RELAYED)
+    cohort = operation_cohort(q, [(c, c) for c in cols], indicators, counts, scope="stage_relayed")
     ratios = [Ratio(name, f"i_{name}") for name in _SHARES]
     shares = project(warehouse, cohort, ratios)
     # failed_share is failure_rates' failure_rate, one definition (docs/metrics.md, "One failure figure")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..warehouse.views import age_bin_sql
 from .common import WarehouseLike, latest_event_time, run
 from .stats import wilson_interval
 
@@ -37,8 +38,6 @@ from .stats import wilson_interval
 MIN_REFERENCE = 20
 #: Name of the implicit indicator that is 1 for every unit (the denominator of a share).
 EVERY = "_every"
-
-_BIN = "floor(log2(1 + greatest({x}, 0)))::INTEGER"
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,10 @@ class Cohort:
     - ``units``: a SELECT of the cohort, one row per unit, with the key columns' inputs, ``chain_selector``,
       ``status`` (the status an in-flight unit is in), ``entered_at`` (when it entered it), ``finished`` (bool) and
       one 0/1 column per indicator (the final outcome; read only for finished units).
-    - ``history``: a SELECT of the reference, one row per status a finished unit of the whole warehouse spent time
-      in: ``chain_selector``, ``status``, ``seconds`` (time spent in it) and the same indicator columns.
+    - ``history``: a SELECT of the reference: the stays of the whole warehouse's finished units in a status,
+      counted: ``chain_selector``, ``status``, ``bin`` (the age bin of the time spent in it, :func:`age_bin_sql`),
+      ``stays`` (how many such stays) and the same indicator columns (one row may stand for many stays; for
+      operations, ``operation_stay_reference``, which the sync keeps up to date).
     - ``keys``: (SQL expression over ``units``, output name) of each grouping column.
     - ``counts``: extra exact aggregates over the units (name -> SQL aggregate), such as ``count(*)``.
     - ``params``: the statement's bound parameters (``$p0``...), shared by both SELECTs.
@@ -78,11 +79,6 @@ class Cohort:
     counts: Mapping[str, str]
     params: dict
     ctes: str = ""
-
-
-def age_bin_sql(seconds: str) -> str:
-    """SQL of the logarithmic age bin of ``seconds`` (an SQL expression): ``floor(log2(1 + seconds))``."""
-    return _BIN.format(x=seconds)
 
 
 def project(warehouse: WarehouseLike, cohort: Cohort, ratios: Sequence[Ratio]) -> pd.DataFrame:
@@ -121,8 +117,8 @@ def _on(names: Sequence[str], left: str, right: str) -> str:
     return " AND ".join(f"{left}.{n} IS NOT DISTINCT FROM {right}.{n}" for n in names)
 
 
-def _sums(inds: Sequence[str], source: str = "") -> str:
-    return ", ".join(f"sum({source}{i})::DOUBLE AS s_{i}" for i in inds)
+def _sums(inds: Sequence[str], source: str = "", weight: str = "") -> str:
+    return ", ".join(f"sum({weight}{source}{i})::DOUBLE AS s_{i}" for i in inds)
 
 
 def _levels(inds: Sequence[str]) -> str:
@@ -130,8 +126,8 @@ def _levels(inds: Sequence[str]) -> str:
     s = _sums(inds, "r.s_")
     plain = _sums(inds, "s_")
     return f"""ref AS (
-    SELECT chain_selector, status, {age_bin_sql("seconds")} AS bin, count(*)::DOUBLE AS n, {_sums(inds)}
-    FROM hist WHERE seconds IS NOT NULL GROUP BY ALL
+    SELECT chain_selector, status, bin, sum(stays)::DOUBLE AS n, {_sums(inds, weight="stays * ")}
+    FROM hist WHERE bin IS NOT NULL GROUP BY ALL
 ),
 demand AS (SELECT DISTINCT chain_selector, status, bin FROM cells),
 ref_sb AS (SELECT status, bin, sum(n) AS n, {plain} FROM ref GROUP BY ALL),

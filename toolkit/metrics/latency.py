@@ -30,7 +30,6 @@ from .common import (
     takes_filters,
 )
 from .outcomes import latest_only_sql
-from .revisits import revisit_steps_sql
 from .survival import attach, in_flight_operations_sql, join_notes, km_percentiles, percentile_name
 
 STATUS_LATENCY_GROUPS = ("network", "chain_selector", "channel_id", "status")
@@ -108,10 +107,10 @@ def status_latency(
     as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
     group = ", ".join([*keys, "kind", "duration"])
     key_list = "".join(f"{k}, " for k in keys)
+    # only an operation's last status (no next one: seconds_in_status NULL) can be censored, so only those rows are
+    # looked up among the operations in flight
     sql = f"""
-        WITH {revisit_steps_sql()},
-        again AS (SELECT DISTINCT operation_id, status FROM steps WHERE visit > 1),
-        latest_only AS ({latest_only_sql()}),
+        WITH latest_only AS ({latest_only_sql()}),
         in_flight AS ({in_flight_operations_sql()}),
         first_obs AS (
             SELECT {select}
@@ -119,15 +118,22 @@ def status_latency(
                 status AS _status,
                 seconds_in_status,
                 seconds_since_created,
-                seconds_in_status IS NULL AND list_contains({open_statuses}, status)
-                    AND operation_id IN (SELECT operation_id FROM in_flight) AS is_censored,
+                entries > 1 AS is_reentered,
                 entered_at
             FROM operation_transitions
             {q.where()}
         ),
+        open_obs AS (
+            SELECT DISTINCT _op FROM first_obs
+            WHERE seconds_in_status IS NULL AND list_contains({open_statuses}, _status)
+        ),
+        censorable AS (
+            SELECT _op FROM open_obs WHERE _op IN (SELECT operation_id FROM in_flight)
+        ),
         obs AS (
-            SELECT o.*, a.operation_id IS NOT NULL AS is_reentered
-            FROM first_obs o LEFT JOIN again a ON a.operation_id = o._op AND a.status = o._status
+            SELECT o.*, seconds_in_status IS NULL AND list_contains({open_statuses}, _status)
+                AND c._op IS NOT NULL AS is_censored
+            FROM first_obs o LEFT JOIN censorable c ON c._op = o._op AND o.seconds_in_status IS NULL
         )
         SELECT {key_list}'in' AS kind,
             coalesce(seconds_in_status,

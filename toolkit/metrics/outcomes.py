@@ -13,6 +13,7 @@ import pandas as pd
 
 from .. import spec
 from ..times import TimeLike
+from ..warehouse.views import operation_attributes
 from .common import (
     NO_FILTERS,
     Engine,
@@ -92,10 +93,6 @@ def classify_failure(reason: str | None, status: str | None = None) -> str:
 
 
 _S = spec.OperationStatus
-#: Statuses of an operation that was relayed (accepted for relay, or any later stage of the relay ladder).
-RELAY_STATUSES: tuple[str, ...] = tuple(
-    s for s in spec.OPERATION_STATUSES if s not in (_S.PENDING_SIGNATURE, _S.EXPIRED, _S.CANCELLED)
-)
 #: Every outcome of an operation (``docs/metrics.md``), in display order; NULL is in flight.
 OPERATION_OUTCOMES: tuple[str, ...] = (
     "confirmed",
@@ -150,13 +147,6 @@ def latest_only_basis_sql(network_type: str = "network_type") -> str:
         WHEN bool_or({network_type} = {_lit(spec.ChainEnvironment.TESTNET)}) THEN 'testnet' END"""
 
 
-def relayed_sql() -> str:
-    """Whether an operation of ``operation_lifecycle`` was relayed: it reached ``accepted`` or a later stage."""
-    ats = ", ".join(f"{s}_at" for s in RELAY_STATUSES)
-    relay = _lits(RELAY_STATUSES)
-    return f"(coalesce({ats}) IS NOT NULL OR last_status IN ({relay}) OR current_status IN ({relay}))"
-
-
 def outcome_sql() -> str:
     """An operation's outcome (``docs/metrics.md``): confirmed, failed, expired, cancelled, draft_expired,
     draft_cancelled or unknown; NULL while in flight. Reads ``relayed`` and the CTE ``latest_only``."""
@@ -180,15 +170,20 @@ def operation_cohort(
     """The operations of a metric as a :class:`~toolkit.metrics.inflight.Cohort` for the in-flight projection.
 
     Arguments: ``q`` the filters' clauses (on ``operation_lifecycle`` columns); ``keys`` (SQL, name) of the
-    grouping; ``indicators`` name -> 0/1 SQL over an operation (columns of ``operation_lifecycle`` plus ``outcome``,
-    ``relayed``, ``network_type``); ``counts`` exact aggregates; ``scope`` a condition on both the cohort and its
-    reference history (for example only relayed operations). Returns the cohort.
+    grouping; ``indicators`` name -> 0/1 SQL over an operation's outcome attributes (``outcome``, ``terminal_status``,
+    ``last_status``, ``network_type`` and those of :func:`~toolkit.warehouse.views.operation_attributes`:
+    ``relayed``, ``stage_relayed``, ``reached_latest``, ...); ``counts`` exact aggregates over the operations;
+    ``scope`` a condition over the same attributes on both the cohort and its reference history (for example only
+    relayed operations). The units are the operations of ``operation_lifecycle``; the history is
+    ``operation_stay_reference`` (the stays of every operation, counted), read with the same attributes, so the two
+    agree by construction. Returns the cohort.
     """
     inds = "".join(f"({sql})::INTEGER AS {name}, " for name, sql in indicators.items())
+    attrs = "".join(f"{sql} AS {name}, " for name, sql in operation_attributes("l").items())
     ctes = f"""
 latest_only AS ({latest_only_sql()}),
 ops_base AS (
-    SELECT l.*, n.network_type, {relayed_sql()} AS relayed
+    SELECT {attrs}l.*, n.network_type
     FROM operation_lifecycle l LEFT JOIN networks n ON n.chain_selector = l.chain_selector
 ),
 ops_all AS (
@@ -196,10 +191,20 @@ ops_all AS (
 ),
 ops_ind AS (SELECT {inds} * FROM ops_all WHERE {scope})"""
     units = f"SELECT *, last_status AS status, last_status_at AS entered_at FROM ops_ind {q.where()}"
+    # the reference's stays, each read as its operation: the operation's network decides its outcome
     history = f"""
-        SELECT t.chain_selector, t.status, t.seconds_in_status AS seconds, {", ".join(f"o.{i}" for i in indicators)}
-        FROM operation_transitions t JOIN ops_ind o ON o.operation_id = t.operation_id
-        WHERE o.finished"""
+        SELECT stay_chain_selector AS chain_selector, stay_status AS status, bin, stays, {", ".join(indicators)}
+        FROM (
+            SELECT {inds} * FROM (
+                SELECT *, {outcome_sql()} AS outcome FROM (
+                    SELECT r.* EXCLUDE (chain_selector, op_chain_selector, status),
+                        r.chain_selector AS stay_chain_selector, r.status AS stay_status,
+                        r.op_chain_selector AS chain_selector, n.network_type
+                    FROM operation_stay_reference r LEFT JOIN networks n ON n.chain_selector = r.op_chain_selector
+                ) AS r0
+            ) AS r1
+            WHERE outcome IS NOT NULL AND {scope}
+        ) AS r2"""
     return Cohort(units, history, keys, list(indicators), counts, q.params, ctes)
 
 

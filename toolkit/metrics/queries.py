@@ -24,7 +24,7 @@ from .common import (
     status_categorical,
     takes_filters,
 )
-from .inflight import Cohort, Ratio, project
+from .inflight import Cohort, Ratio, age_bin_sql, project
 from .survival import with_km_times
 
 QUERY_GROUPS = ("network", "chain_selector", "channel_id", "outcome")
@@ -159,9 +159,12 @@ q_all AS (
         )
     counts = {"late_answers": "count(*) FILTER (WHERE late_answer)"}
     units = f"SELECT * FROM q_all {q.where()}"
-    return Cohort(
-        units, " UNION ALL ".join(steps), [(k, k) for k in keys], ["i_failed", "i_expired"], counts, q.params, ctes
-    )
+    history = f"""
+        SELECT chain_selector, status, {age_bin_sql("seconds")} AS bin, count(*) AS stays, i_failed, i_expired
+        FROM ({" UNION ALL ".join(steps)}) AS stays
+        WHERE seconds IS NOT NULL
+        GROUP BY ALL"""
+    return Cohort(units, history, [(k, k) for k in keys], ["i_failed", "i_expired"], counts, q.params, ctes)
 
 
 def _query_rates(warehouse: WarehouseLike, where: Filters, df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from .. import spec
 from ..times import TimeLike
+from ..warehouse.views import reorg_step_sql, revisit_steps_sql
 from .common import (
     NO_FILTERS,
     Engine,
@@ -25,45 +25,10 @@ from .common import (
 
 REVISIT_GROUPS = ("network", "chain_selector", "channel_id")
 
-#: Statuses a reorganisation moves an operation back from (the finality stages) and to (broadcasting or earlier).
-_FINALITY_RANK = spec.OPERATION_STAGE_ORDER[spec.FINALITY_STAGES[0]]
-_BROADCASTING_RANK = spec.OPERATION_STAGE_ORDER["broadcasting"]
-_LAST_FINALITY_RANK = spec.OPERATION_STAGE_ORDER[spec.FINALITY_STAGES[-1]]
-
-
-def _rank_sql(column: str) -> str:
-    """The stage rank of ``column`` (NULL for a status the vocabulary does not know)."""
-    cases = " ".join(f"WHEN '{s}' THEN {r}" for s, r in spec.OPERATION_STAGE_ORDER.items())
-    return f"CASE {column} {cases} END"
-
-
-def revisit_steps_sql() -> str:
-    """One row per status step of every operation, from raw ``operation.status`` events: deduplicated by event id
-    and by (operation, status, time), ordered by time then stage, consecutive repeats of one status merged.
-
-    Columns: operation_id, status, ts, rank, prev_status, prev_rank, visit (1 for the first entry of the status,
-    2 for the second, ...)."""
-    return f"""
-    ev AS (
-        SELECT DISTINCT operation_id, status, ts
-        FROM (SELECT DISTINCT ON (event_id) operation_id, status, ts FROM events
-              WHERE type = 'operation.status' AND operation_id IS NOT NULL AND status IS NOT NULL
-                AND ts IS NOT NULL)
-    ),
-    ranked AS (
-        SELECT *, {_rank_sql("status")} AS rank,
-            lag(status) OVER (PARTITION BY operation_id ORDER BY ts, {_rank_sql("status")} NULLS LAST, status)
-                AS before
-        FROM ev
-    ),
-    steps AS (
-        SELECT operation_id, status, ts, rank,
-            lag(status) OVER w AS prev_status, lag(rank) OVER w AS prev_rank,
-            row_number() OVER (PARTITION BY operation_id, status ORDER BY ts, rank NULLS LAST) AS visit
-        FROM ranked
-        WHERE before IS DISTINCT FROM status
-        WINDOW w AS (PARTITION BY operation_id ORDER BY ts, rank NULLS LAST, status)
-    )"""
+#: The status steps of every operation from its raw events, and whether a step is a reorganisation: defined with the
+#: models that count them (``operation_transitions.entries``/``reorg_entries``, ``operation_lifecycle.revisits``/
+#: ``reorgs``), kept here for code that reads the steps themselves.
+__all__ = ["REVISIT_GROUPS", "reorg_step_sql", "revisit_steps_sql", "revisits"]
 
 
 @takes_filters()
@@ -97,23 +62,15 @@ def revisits(
     cols = grouping(by, REVISIT_GROUPS, "revisits")
     q = where.sql("l.created_at", alias="l")
     select, group = select_groups(cols, exprs={c: f"l.{c}" for c in cols})
+    # each operation's revisits and reorgs are counted by the models (operation_lifecycle), from its status steps
     sql = f"""
-        WITH {revisit_steps_sql()},
-        per_op AS (
-            SELECT operation_id,
-                count(*) FILTER (WHERE visit > 1) AS revisits,
-                count(*) FILTER (WHERE prev_rank >= {_FINALITY_RANK} AND prev_rank <= {_LAST_FINALITY_RANK}
-                                   AND rank <= {_BROADCASTING_RANK}) AS reorgs
-            FROM steps GROUP BY operation_id
-        )
         SELECT {select}
             count(*) AS operations,
-            count(*) FILTER (WHERE coalesce(p.revisits, 0) > 0) AS operations_revisited,
-            coalesce(sum(p.revisits), 0)::BIGINT AS revisits,
-            count(*) FILTER (WHERE coalesce(p.reorgs, 0) > 0) AS operations_reorged,
-            coalesce(sum(p.reorgs), 0)::BIGINT AS reorgs
+            count(*) FILTER (WHERE l.revisits > 0) AS operations_revisited,
+            coalesce(sum(l.revisits), 0)::BIGINT AS revisits,
+            count(*) FILTER (WHERE l.reorgs > 0) AS operations_reorged,
+            coalesce(sum(l.reorgs), 0)::BIGINT AS reorgs
         FROM operation_lifecycle l
-        LEFT JOIN per_op p ON p.operation_id = l.operation_id
         {q.where()}
         GROUP BY {group}
     """

@@ -38,16 +38,44 @@ VIEW_COMMENTS: dict[str, str] = {
     "model_operation_lifecycle_live": "operation_lifecycle computed live for the operations changed since the last "
     "model refresh (internal).",
     "model_stale_operations": "Operations changed since the last model refresh (internal).",
+    "operation_stay_reference": "Every ended stay of an operation in a status, counted per network, status, age bin "
+    "and the outcome attributes of its operation: the reference the metrics project operations in flight from "
+    "(toolkit.metrics.inflight).",
+    "model_stay_reference": "Materialised operation_stay_reference, moved by each model refresh by what the "
+    "operations it recomputed took away and brought (internal: query operation_stay_reference).",
 }
 
 #: One sentence per table and view the dictionary documents: what one row is and where it comes from.
 OBJECT_COMMENTS: dict[str, str] = {**{name: t.doc for name, t in DECLARED_TABLES.items()}, **VIEW_COMMENTS}
 
-_TRANSITIONS: dict[str, str] = {"status": "The status entered (an unknown value is kept as text)."}
+_TRANSITIONS: dict[str, str] = {
+    "status": "The status entered (an unknown value is kept as text).",
+    "entries": "How many times the operation entered this status: 1, more when it came back to it after a later "
+    "status (a revisit; its time in status still runs from the first entry to the next new status).",
+    "reorg_entries": "Of those entries, the moves back from a finality stage (confirmed_latest, confirmed_safe, "
+    "confirmed) to this status, broadcasting or earlier: reorganisations.",
+}
 _LIFECYCLE: dict[str, str] = {
     **OPERATION_ENTERED_AT,
     "created_at": f"When the service created the operation ({UTC}).",
     "status_reason": "The reason the service gave with the last status (free text).",
+    "revisits": "Entries into a status the operation had already entered and left (0 when none).",
+    "reorgs": "Moves from a finality stage back to broadcasting or an earlier status (0 when none).",
+}
+_REFERENCE: dict[str, str] = {
+    "chain_selector": "The network of the stays (as the transitions give it; decimal text).",
+    "status": "The status the operations stayed in.",
+    "bin": "The stays' age bin: floor(log2(1 + seconds in status)), 0 below 1 s.",
+    "op_chain_selector": "The operations' network (as operation_lifecycle gives it): whether they have finished "
+    "depends on whether it is latest-only.",
+    "terminal_status": "The operations' terminal status; NULL while in flight.",
+    "last_status": "The last status the operations entered.",
+    "relayed": "Whether the operations were relayed (reached accepted or a later stage, by events or record).",
+    "stage_relayed": "Whether the operations have the time of a relay stage or of their failure.",
+    "reached_latest": "Whether the operations reached confirmed_latest or a later finality stage.",
+    "reached_safe": "Whether the operations reached confirmed_safe or confirmed.",
+    "reached_finalized": "Whether the operations reached confirmed.",
+    "stays": "How many stays share these values.",
 }
 _LIFECYCLE_MODEL = {
     **_LIFECYCLE,
@@ -68,6 +96,8 @@ VIEW_COLUMNS: dict[str, dict[str, str]] = {
     "operation_lifecycle": _LIFECYCLE,
     "model_operation_lifecycle": _LIFECYCLE_MODEL,
     "model_operation_lifecycle_live": _LIFECYCLE_MODEL,
+    "operation_stay_reference": _REFERENCE,
+    "model_stay_reference": _REFERENCE,
     "model_stale_operations": {
         "new_events": "Whether new events arrived for it (else only its operations record was stored again).",
     },

@@ -24,17 +24,19 @@ from .store import Warehouse
 from .views import (
     LIFECYCLE_MODEL_COLUMNS,
     LIFECYCLE_TABLE,
+    MODEL_VERSION,
     MODELS_STREAM,
+    REFERENCE_COLUMNS,
+    REFERENCE_TABLE,
     TRANSITION_COLUMNS,
     TRANSITIONS_TABLE,
     lifecycle_select,
     model_table_statements,
     record_hash,
+    stay_reference_select,
     transitions_select,
 )
 
-#: Bump when the model tables' definition changes: the next refresh rebuilds them from the raw tables.
-MODEL_VERSION = 2
 #: Operations recomputed per piece, per byte of DuckDB's memory limit (a first build over a long history then fits
 #: the sync's memory ceiling: 192 MB gives pieces of about 100,000 operations), and the bounds. A piece that runs
 #: out of memory anyway is retried on one thread, then split, and at :data:`MIN_PIECE` with a higher limit
@@ -104,7 +106,7 @@ def _rebuild(wh: Warehouse) -> None:
     """Recreate the model tables empty (their definition may have changed) and forget the watermark: every
     operation becomes stale, and a run stopped before the end rebuilds again."""
     with wh.transaction() as con:
-        for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE):
+        for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE, REFERENCE_TABLE):
             con.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in model_table_statements():
             con.execute(statement)
@@ -215,7 +217,7 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
                 for name, value in settings.items():
                     wh.con.execute(f"SET {name} = ?", [value])
                 with_more_memory(lambda: wh.con, lambda: _stage_stale(wh))
-    for table in ("_model_scope", "_model_stale", "_model_same"):
+    for table in ("_model_scope", "_model_stale", "_model_same", *_STAGED):
         wh.con.execute(f"DROP TABLE IF EXISTS {table}")
     return n_ops, n_rows, n_pieces, retries
 
@@ -266,17 +268,43 @@ def _chunk_operations(wh: Warehouse) -> int:
     return int(min(max(limit // BYTES_PER_OPERATION, CHUNK_BOUNDS[0]), CHUNK_BOUNDS[1]))
 
 
+#: Temp tables of one piece: its new transitions and lifecycles, and the changes to the stays reference.
+_STAGED = ("_model_t", "_model_l", "_model_ref_delta")
+
+
 def _fold_in_scope(wh: Warehouse, scope: str, *, delete: bool) -> tuple[int, int]:
-    """(Delete and) recompute the model rows of the operations listed in the temp table ``scope``."""
+    """(Delete and) recompute the model rows of the operations listed in the temp table ``scope``, and move the
+    stays reference (``model_stay_reference``) by what their stays took away and brought: it is the count over
+    every operation, kept by adding and removing the contributions of the operations recomputed."""
     con = wh.con
-    for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE) if delete else ():
-        con.execute(f"DELETE FROM {table} WHERE operation_id IN (SELECT operation_id FROM {scope})")
+    ref_cols = ", ".join(c for c, _ in REFERENCE_COLUMNS)
+    keys = ", ".join(c for c, _ in REFERENCE_COLUMNS if c != "stays")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _model_ref_delta AS SELECT {ref_cols} FROM {REFERENCE_TABLE} LIMIT 0")
+    if delete:
+        old = stay_reference_select(
+            f"(SELECT * FROM {TRANSITIONS_TABLE} WHERE operation_id IN (SELECT operation_id FROM {scope}))",
+            f"(SELECT * FROM {LIFECYCLE_TABLE} WHERE operation_id IN (SELECT operation_id FROM {scope}))",
+        )
+        con.execute(f"INSERT INTO _model_ref_delta SELECT * REPLACE (-stays AS stays) FROM ({old})")
+        for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE):
+            con.execute(f"DELETE FROM {table} WHERE operation_id IN (SELECT operation_id FROM {scope})")
     t_cols = ", ".join(c for c, _ in TRANSITION_COLUMNS)
     l_cols = ", ".join(c for c, _ in LIFECYCLE_MODEL_COLUMNS)
-    rows = con.execute(f"INSERT INTO {TRANSITIONS_TABLE} ({t_cols}) {transitions_select(scope)}").fetchone()[0]
-    ops = con.execute(
-        f"INSERT INTO {LIFECYCLE_TABLE} ({l_cols}) {lifecycle_select(TRANSITIONS_TABLE, scope)}"
-    ).fetchone()[0]
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _model_t AS {transitions_select(scope)}")
+    rows = con.execute(f"INSERT INTO {TRANSITIONS_TABLE} ({t_cols}) SELECT {t_cols} FROM _model_t").fetchone()[0]
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _model_l AS {lifecycle_select('_model_t', scope)}")
+    ops = con.execute(f"INSERT INTO {LIFECYCLE_TABLE} ({l_cols}) SELECT {l_cols} FROM _model_l").fetchone()[0]
+    con.execute(f"INSERT INTO _model_ref_delta {stay_reference_select('_model_t', '_model_l')}")
+    # the reference is small (networks x statuses x age bins x outcome attributes): rewritten whole
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _model_ref_new AS
+        SELECT {keys}, sum(stays)::BIGINT AS stays
+        FROM (SELECT {ref_cols} FROM {REFERENCE_TABLE} UNION ALL SELECT {ref_cols} FROM _model_ref_delta)
+        GROUP BY ALL HAVING sum(stays) <> 0
+    """)
+    con.execute(f"DELETE FROM {REFERENCE_TABLE}")
+    con.execute(f"INSERT INTO {REFERENCE_TABLE} ({ref_cols}) SELECT {ref_cols} FROM _model_ref_new")
+    con.execute("DROP TABLE _model_ref_new")
     return int(ops), int(rows)
 
 

@@ -43,7 +43,15 @@ from .migrations import migrate
 from .schema import RAW_TABLES, schema_sql
 from .settled import is_settled, remember_settled
 from .sync_queries import SyncQueries
-from .views import MODELS_CURRENT_SQL, current_model_views, view_statements
+from .views import (
+    MODEL_VERSION,
+    MODELS_CURRENT_SQL,
+    MODELS_VERSION_SQL,
+    current_model_views,
+    drop_outdated_models,
+    live_views,
+    view_statements,
+)
 from .write_seq import next_write_seq
 
 #: Seconds a reader waits for a running sync to make room before giving up.
@@ -106,14 +114,24 @@ def refuse_special_file(path: Path) -> None:
 
 
 def read_current_models(con: duckdb.DuckDBPyConnection) -> None:
-    """On a read-only connection to a warehouse whose models are current, let ``operation_transitions`` and
-    ``operation_lifecycle`` read the model tables alone (:func:`~.views.current_model_views`): the same rows, each
-    statement planned without the live part. A warehouse with stale operations (a sync stopped before its model
-    refresh) keeps its own views, which compute those operations live."""
+    """On a read-only connection, let the modelled views read what answers them fastest, exactly.
+
+    A warehouse whose models are current (:data:`~.views.MODEL_VERSION`, no stale operation) gets temporary views
+    over the model tables alone (:func:`~.views.current_model_views`): the same rows, each statement planned without
+    the live part. One whose model tables another version of the toolkit made (a sync by this version rebuilds them)
+    gets the views computed from the raw tables (:func:`~.views.live_views`): this version's answers, slower. A
+    warehouse with stale operations of this version (a sync stopped before its model refresh) keeps its own views,
+    which compute those operations live."""
     try:
-        if con.execute(MODELS_CURRENT_SQL).fetchall()[0][0]:
-            for statement in current_model_views():
-                con.execute(statement)
+        version = con.execute(MODELS_VERSION_SQL).fetchall()[0][0]
+        if version is not None and int(version) != MODEL_VERSION:
+            statements = live_views()
+        elif con.execute(MODELS_CURRENT_SQL).fetchall()[0][0]:
+            statements = current_model_views()
+        else:
+            return
+        for statement in statements:
+            con.execute(statement)
     except duckdb.Error:
         pass  # a file without the model tables or views (made elsewhere, or damaged): its own views answer
 
@@ -309,6 +327,7 @@ class Warehouse(SyncQueries):
         self.con.execute(MARKER_SQL)
         if migrate(self.con):
             self._column_cache.clear()
+        drop_outdated_models(self.con)  # model tables of another version: rebuilt by the next refresh
         for statement in view_statements():
             self.con.execute(statement)
         apply_comments(self.con)  # the data dictionary, also into warehouses made before it existed

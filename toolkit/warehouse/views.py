@@ -17,6 +17,13 @@ It records a watermark (the newest ``write_seq`` of ``events`` and ``operations`
 compute the stale ones live from the raw tables (``model_operation_transitions_live``,
 ``model_operation_lifecycle_live``), so they are always exact, refreshed or not; the refresh only moves work from
 query time to sync time. ``refresh_models`` writes exactly what the live views compute, so there is one definition.
+
+What does not depend on a metric's question is modelled too: each status's ``entries`` (an operation may come back
+to a status after a later one) and reorganisations, summed per operation into ``revisits`` and ``reorgs``; and
+``operation_stay_reference``, the finished operations' time in each status counted per network, status and age bin
+with the operation's outcome attributes, which the in-flight projection reads (``toolkit.metrics.inflight``). The
+refresh keeps ``model_stay_reference`` up to date by adding and removing the contributions of the operations it
+recomputes, so its cost follows what changed.
 """
 
 from __future__ import annotations
@@ -29,8 +36,12 @@ from .. import spec
 UNKNOWN_RANK = 1000
 #: Stream name of the models' watermark in ``sync_state``.
 MODELS_STREAM = "models"
+#: Bump when the model tables' definition changes: the next refresh rebuilds them from the raw tables, and until
+#: then a reader computes the views from the raw tables (:func:`reader_view_statements`).
+MODEL_VERSION = 3
 TRANSITIONS_TABLE = "model_operation_transitions"
 LIFECYCLE_TABLE = "model_operation_lifecycle"
+REFERENCE_TABLE = "model_stay_reference"
 
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -73,6 +84,8 @@ TRANSITION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("seconds_in_status", "DOUBLE"),
     ("seconds_since_created", "DOUBLE"),
     ("status_reason", "VARCHAR"),
+    ("entries", "BIGINT"),
+    ("reorg_entries", "BIGINT"),
 )
 LIFECYCLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("operation_id", "VARCHAR"),
@@ -87,6 +100,24 @@ LIFECYCLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("terminal_status", "VARCHAR"),
     ("terminal_at", "TIMESTAMPTZ"),
     ("status_reason", "VARCHAR"),
+    ("revisits", "BIGINT"),
+    ("reorgs", "BIGINT"),
+)
+#: What the in-flight projection needs of a finished operation's stays (:func:`stay_reference_select`): the stay's
+#: network, status and age bin, the operation's attributes its outcome and indicators are read from, and a count.
+REFERENCE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("chain_selector", "VARCHAR"),
+    ("status", "VARCHAR"),
+    ("bin", "INTEGER"),
+    ("op_chain_selector", "VARCHAR"),
+    ("terminal_status", "VARCHAR"),
+    ("last_status", "VARCHAR"),
+    ("relayed", "BOOLEAN"),
+    ("stage_relayed", "BOOLEAN"),
+    ("reached_latest", "BOOLEAN"),
+    ("reached_safe", "BOOLEAN"),
+    ("reached_finalized", "BOOLEAN"),
+    ("stays", "BIGINT"),
 )
 
 
@@ -107,9 +138,40 @@ def _table_ddl(name: str, columns: tuple[tuple[str, str], ...]) -> str:
     return f"CREATE TABLE IF NOT EXISTS {name} (\n    {cols}\n)"
 
 
+MODEL_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    TRANSITIONS_TABLE: TRANSITION_COLUMNS,
+    LIFECYCLE_TABLE: LIFECYCLE_MODEL_COLUMNS,
+    REFERENCE_TABLE: REFERENCE_COLUMNS,
+}
+
+
+def drop_outdated_models(con: object) -> bool:
+    """Drop the model tables when another version of the toolkit made them (their columns differ from these), and
+    forget the models' watermark: the views then compute every operation live until the next refresh rebuilds
+    them, instead of failing on a missing column. ``con`` is a writable DuckDB connection; returns whether it
+    dropped anything."""
+    rows = con.execute(  # type: ignore[attr-defined]
+        "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name = 'main' AND list_contains(?, table_name) "
+        "GROUP BY table_name",
+        [list(MODEL_TABLES)],
+    ).fetchall()
+    stored = {name: list(cols) for name, cols in rows}
+    if all(stored.get(name, [c for c, _ in cols]) == [c for c, _ in cols] for name, cols in MODEL_TABLES.items()):
+        return False
+    for name in stored:
+        con.execute(f"DROP TABLE IF EXISTS {name}")  # type: ignore[attr-defined]
+    con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])  # type: ignore[attr-defined]
+    return True
+
+
 def model_table_statements() -> list[str]:
     """Returns ``CREATE TABLE IF NOT EXISTS`` for the materialised model tables (empty until the first refresh)."""
-    return [_table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS), _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_MODEL_COLUMNS)]
+    return [
+        _table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS),
+        _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_MODEL_COLUMNS),
+        _table_ddl(REFERENCE_TABLE, REFERENCE_COLUMNS),
+    ]
 
 
 def _status_order_view() -> str:
@@ -164,12 +226,74 @@ def _in_scope(alias: str, scope: str | None) -> str:
     return f"{alias}.operation_id IN (SELECT operation_id FROM {scope})" if scope else "TRUE"
 
 
+def _rank_sql(column: str) -> str:
+    """The stage rank of ``column`` (NULL for a status the vocabulary does not know)."""
+    cases = " ".join(f"WHEN {_literal(s)} THEN {r}" for s, r in spec.OPERATION_STAGE_ORDER.items())
+    return f"CASE {column} {cases} END"
+
+
+#: Ranks of the statuses a reorganisation moves an operation back from (the finality stages) and to (broadcasting or
+#: earlier).
+_FINALITY_RANKS = (
+    spec.OPERATION_STAGE_ORDER[spec.FINALITY_STAGES[0]],
+    spec.OPERATION_STAGE_ORDER[spec.FINALITY_STAGES[-1]],
+)
+_BROADCASTING_RANK = spec.OPERATION_STAGE_ORDER["broadcasting"]
+
+
+def revisit_steps_sql(scope: str | None = None) -> str:
+    """CTEs (``step_events``, ``step_ranked``) ending in ``steps``: one row per status step of every operation (of
+    the relation ``scope``, an internal name, when given), from raw ``operation.status`` events: deduplicated by
+    (operation, status, time) (the events table's key is the event id, so a duplicate delivery is one of these),
+    ordered by time then stage, consecutive repeats of one status merged.
+
+    Columns: operation_id, status, ts, rank, prev_status, prev_rank, visit (1 for the first entry of the status,
+    2 for the second, ...)."""
+    return f"""
+    step_events AS (
+        SELECT DISTINCT e.operation_id, e.status, e.ts FROM events e
+        WHERE e.type = 'operation.status' AND e.operation_id IS NOT NULL AND e.status IS NOT NULL
+          AND e.ts IS NOT NULL AND {_in_scope("e", scope)}
+    ),
+    step_ranked AS (
+        SELECT *, {_rank_sql("status")} AS rank,
+            lag(status) OVER (PARTITION BY operation_id ORDER BY ts, {_rank_sql("status")} NULLS LAST, status)
+                AS before
+        FROM step_events
+    ),
+    steps AS (
+        SELECT operation_id, status, ts, rank,
+            lag(status) OVER w AS prev_status, lag(rank) OVER w AS prev_rank,
+            row_number() OVER (PARTITION BY operation_id, status ORDER BY ts, rank NULLS LAST) AS visit
+        FROM step_ranked
+        WHERE before IS DISTINCT FROM status
+        WINDOW w AS (PARTITION BY operation_id ORDER BY ts, rank NULLS LAST, status)
+    )"""
+
+
+def reorg_step_sql() -> str:
+    """Whether a row of ``steps`` (:func:`revisit_steps_sql`) is a reorganisation: a move from a finality stage
+    (``confirmed_latest``, ``confirmed_safe``, ``confirmed``) back to ``broadcasting`` or an earlier status."""
+    low, high = _FINALITY_RANKS
+    return f"(prev_rank >= {low} AND prev_rank <= {high} AND rank <= {_BROADCASTING_RANK})"
+
+
 def transitions_select(scope: str | None) -> str:
     """Returns the SELECT of the transitions of the operations listed in the relation ``scope`` (every operation
     when None), computed from the raw events: the single definition of a transition. ``scope`` is an internal
-    name, never user input."""
+    name, never user input.
+
+    Besides the first entry into each status and the time to the next new status, each row counts the ``entries``
+    into the status (more than one when the operation came back to it after a later status: a revisit) and the
+    ``reorg_entries`` among them (moves back from a finality stage), from the status steps of
+    :func:`revisit_steps_sql`."""
     return f"""
-WITH entered AS (
+WITH {revisit_steps_sql(scope)},
+step_counts AS (
+    SELECT operation_id, status, count(*) AS entries, count(*) FILTER (WHERE {reorg_step_sql()}) AS reorg_entries
+    FROM steps GROUP BY operation_id, status
+),
+entered AS (
     SELECT
         e.operation_id,
         e.status,
@@ -203,9 +327,12 @@ SELECT
     lead(r.status) OVER w AS next_status,
     epoch(lead(r.entered_at) OVER w) - epoch(r.entered_at) AS seconds_in_status,
     epoch(r.entered_at) - epoch(coalesce(op.created_at, first_value(r.entered_at) OVER w)) AS seconds_since_created,
-    r.status_reason
+    r.status_reason,
+    coalesce(c.entries, 1) AS entries,
+    coalesce(c.reorg_entries, 0) AS reorg_entries
 FROM ranked r
 LEFT JOIN ops op USING (operation_id)
+LEFT JOIN step_counts c ON c.operation_id = r.operation_id AND c.status = r.status
 WINDOW w AS (PARTITION BY r.operation_id ORDER BY r.entered_at, r.stage_rank)
 """
 
@@ -232,7 +359,9 @@ WITH per_op AS (
     min(entered_at) AS first_at,
     arg_max(status, (entered_at, stage_rank)) AS last_status,
     max(entered_at) AS last_status_at,
-    arg_max(status_reason, (entered_at, stage_rank)) FILTER (WHERE status IN ({terminal})) AS terminal_reason
+    arg_max(status_reason, (entered_at, stage_rank)) FILTER (WHERE status IN ({terminal})) AS terminal_reason,
+    sum(entries - 1) AS revisits,
+    sum(reorg_entries) AS reorgs
     FROM {transitions} t
     WHERE {_in_scope("t", scope)}
     GROUP BY operation_id
@@ -254,10 +383,93 @@ SELECT
          WHEN op.status IN ({terminal}) THEN op.status END AS terminal_status,
     CASE WHEN {last} IN ({terminal}) THEN coalesce(p.last_status_at, op.updated_at)
          WHEN op.status IN ({terminal}) THEN op.updated_at END AS terminal_at,
-    p.terminal_reason AS status_reason{f", {record_hash('op')} AS record_hash" if record_hash_column else ""}
+    p.terminal_reason AS status_reason,
+    coalesce(p.revisits, 0)::BIGINT AS revisits,
+    coalesce(p.reorgs, 0)::BIGINT AS reorgs{f", {record_hash('op')} AS record_hash" if record_hash_column else ""}
 FROM per_op p
 FULL OUTER JOIN ops op USING (operation_id)
 """
+
+
+#: Statuses of an operation that was relayed (accepted for relay, or any later stage of the relay ladder).
+RELAY_STATUSES: tuple[str, ...] = tuple(
+    s
+    for s in spec.OPERATION_STATUSES
+    if s not in (spec.OperationStatus.PENDING_SIGNATURE, spec.OperationStatus.EXPIRED, spec.OperationStatus.CANCELLED)
+)
+
+
+def relayed_sql(alias: str = "") -> str:
+    """Whether an operation of ``operation_lifecycle`` (alias ``alias``) was relayed: it reached ``accepted`` or a
+    later stage, by its events or its record."""
+    a = f"{alias}." if alias else ""
+    ats = ", ".join(f"{a}{s}_at" for s in RELAY_STATUSES)
+    relay = _literals(RELAY_STATUSES)
+    return f"(coalesce({ats}) IS NOT NULL OR {a}last_status IN ({relay}) OR {a}current_status IN ({relay}))"
+
+
+def stage_relayed_sql(alias: str = "") -> str:
+    """Whether an operation of ``operation_lifecycle`` (alias ``alias``) has the time of a relay stage or of its
+    failure (the finality metrics' cohort: ``toolkit.metrics.finality``)."""
+    a = f"{alias}." if alias else ""
+    stages = ("accepted", "sending", "sent", "broadcasting", *spec.FINALITY_STAGES, "failed")
+    return f"coalesce({', '.join(f'{a}{_ident(s)}_at' for s in stages)}) IS NOT NULL"
+
+
+def operation_attributes(alias: str = "") -> dict[str, str]:
+    """What the metrics read of an operation besides its statuses' times, as name -> SQL over a row of
+    ``operation_lifecycle`` (alias ``alias``): ``relayed``, ``stage_relayed`` and whether it reached each finality
+    stage (a later stage implies the earlier ones, even when an event is missing). The one definition that both an
+    operation (``toolkit.metrics.outcomes``) and the stays of :func:`stay_reference_select` are read with."""
+    a = f"{alias}." if alias else ""
+    stages = [f"{a}{_ident(s)}_at" for s in spec.FINALITY_STAGES]
+    return {
+        "relayed": relayed_sql(alias),
+        "stage_relayed": stage_relayed_sql(alias),
+        "reached_latest": f"coalesce({', '.join(stages)}) IS NOT NULL",
+        "reached_safe": f"coalesce({', '.join(stages[1:])}) IS NOT NULL",
+        "reached_finalized": f"{stages[-1]} IS NOT NULL",
+    }
+
+
+def age_bin_sql(seconds: str) -> str:
+    """SQL of the logarithmic age bin of ``seconds`` (an SQL expression): ``floor(log2(1 + seconds))``, 0 below 0."""
+    return f"floor(log2(1 + greatest({seconds}, 0)))::INTEGER"
+
+
+def stay_reference_select(transitions: str, lifecycle: str) -> str:
+    """Returns the SELECT of ``operation_stay_reference`` over the relations ``transitions`` and ``lifecycle``
+    (internal names): every ended stay in a status (``seconds_in_status`` known), counted (``stays``) per network of
+    the stay, status, age bin (:func:`age_bin_sql`) and the attributes of its operation that decide its outcome
+    (its network ``op_chain_selector``, ``terminal_status``, ``last_status`` and :func:`operation_attributes`). It
+    holds stays of operations still in flight too: whether an operation has finished depends on which networks are
+    latest-only, which the metrics decide when they read it."""
+    attrs = operation_attributes("l")
+    cols = ",\n    ".join(f"{sql} AS {name}" for name, sql in attrs.items())
+    return f"""
+SELECT
+    t.chain_selector,
+    t.status,
+    {age_bin_sql("t.seconds_in_status")} AS bin,
+    l.chain_selector AS op_chain_selector,
+    l.terminal_status,
+    l.last_status,
+    {cols},
+    count(*) AS stays
+FROM {transitions} t
+JOIN {lifecycle} l ON l.operation_id = t.operation_id
+WHERE t.seconds_in_status IS NOT NULL
+GROUP BY ALL
+"""
+
+
+def _reference_view() -> str:
+    """The stays reference computed from the public views (exact whatever the models' state; a reader whose models
+    are current reads the model table instead: :func:`current_model_views`)."""
+    return (
+        "CREATE OR REPLACE VIEW operation_stay_reference AS "
+        f"{stay_reference_select('operation_transitions', 'operation_lifecycle')}"
+    )
 
 
 def _transitions_live_view() -> str:
@@ -289,7 +501,9 @@ SELECT
     t.next_status,
     t.seconds_in_status,
     t.seconds_since_created,
-    t.status_reason
+    t.status_reason,
+    t.entries,
+    t.reorg_entries
 FROM {rows} t
 LEFT JOIN networks n ON n.chain_selector = t.chain_selector
 """
@@ -341,10 +555,26 @@ def current_model_views() -> list[str]:
     even when it returns nothing. A read-only connection sees no write while it is open (DuckDB lets no writer in
     meanwhile), so they stay exact for its lifetime. Temporary objects come first in DuckDB's search path.
     """
+    cols = ", ".join(c for c, _ in REFERENCE_COLUMNS)
     return [
         f"CREATE OR REPLACE TEMP VIEW operation_transitions AS {_named_transitions(TRANSITIONS_TABLE)}",
         f"CREATE OR REPLACE TEMP VIEW operation_lifecycle AS {_named_lifecycle(LIFECYCLE_TABLE)}",
+        f"CREATE OR REPLACE TEMP VIEW operation_stay_reference AS SELECT {cols} FROM {REFERENCE_TABLE}",
     ]
+
+
+def live_views() -> list[str]:
+    """Returns the statements a reader runs on a warehouse whose model tables were made by another version of the
+    toolkit (:data:`MODEL_VERSION`) and not rebuilt yet: temporary views computing every modelled view from the raw
+    tables (:func:`plain_view_selects`), so the answers are this version's, only slower. The next sync rebuilds
+    the models."""
+    return [f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}" for name, sql in plain_view_selects().items()]
+
+
+#: The version of the model tables a warehouse holds (the models' watermark records it), NULL before the first.
+MODELS_VERSION_SQL = (
+    f"SELECT max(CAST(cursor->>'$.version' AS INTEGER)) FROM sync_state WHERE stream = '{MODELS_STREAM}'"
+)
 
 
 #: True when no operation is stale: the model tables hold every operation's rows as the views would compute them.
@@ -460,6 +690,7 @@ def plain_view_selects() -> dict[str, str]:
         "operation_transitions": _named_transitions("model_operation_transitions_live"),
         "operation_lifecycle": _named_lifecycle("model_operation_lifecycle_live"),
         "query_lifecycle": query_lifecycle_select(),
+        "operation_stay_reference": stay_reference_select("operation_transitions", "operation_lifecycle"),
     }
 
 
@@ -475,4 +706,5 @@ def view_statements() -> list[str]:
         _transitions_view(),
         _lifecycle_view(),
         _query_lifecycle_view(),
+        _reference_view(),
     ]
