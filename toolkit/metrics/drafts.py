@@ -39,19 +39,21 @@ _LEFT = (
     "least(accepted_at, sending_at, sent_at, broadcasting_at, confirmed_latest_at, confirmed_safe_at, confirmed_at, "
     "failed_at)"
 )
-_DEADLINES = "dl AS (SELECT operation_id AS oid, any_value(deadline_at) AS deadline_at FROM operations GROUP BY 1)"
 
 
 def _reference(warehouse: WarehouseLike, ctes: str, params: dict, as_of: float) -> pd.DataFrame:
     """Every draft with a deadline: ``chain_selector``, ``u`` (when it left, reached its deadline, or was read) and
     ``left`` (1 relayed or cancelled at ``u``, 0 expired at 1 or still waiting: censored at ``u``)."""
     sql = f"""
-        WITH {ctes}, {_DEADLINES}
+        WITH {ctes}, drafts AS (
+            SELECT * FROM ops_all o WHERE o.pending_signature_at IS NOT NULL OR o.last_status = 'pending_signature'
+        ),
+        dl AS (SELECT operation_id AS oid, any_value(deadline_at) AS deadline_at FROM operations
+               WHERE operation_id IN (SELECT operation_id FROM drafts) GROUP BY 1)
         SELECT o.chain_selector, epoch(o.created_at) AS c, epoch(dl.deadline_at) AS d, o.outcome,
             epoch({_LEFT}) AS relayed_s, epoch(o.terminal_at) AS terminal_s
-        FROM ops_all o JOIN dl ON dl.oid = o.operation_id
+        FROM drafts o JOIN dl ON dl.oid = o.operation_id
         WHERE dl.deadline_at > o.created_at
-          AND (o.pending_signature_at IS NOT NULL OR o.last_status = 'pending_signature')
     """
     df = run(warehouse, sql, {k: v for k, v in params.items() if f"${k}" in sql})
     window = (df["d"] - df["c"]).to_numpy(dtype=float)
@@ -69,6 +71,19 @@ def _reference(warehouse: WarehouseLike, ctes: str, params: dict, as_of: float) 
     # leaving exactly at (or, by rounding, after) the deadline is leaving just before it
     out["u"] = np.where(out["left"], np.clip(out["u"], 0.0, 1.0 - 1e-9), np.clip(out["u"], 0.0, 1.0))
     return out
+
+
+def _deadlines(warehouse: WarehouseLike, ids: pd.Series) -> pd.Series:
+    """The deadline (epoch seconds) of each of the operations ``ids`` that has one, indexed by operation id."""
+    ids = ids.dropna()
+    if ids.empty:
+        return pd.Series(dtype=float)
+    sql = """
+        SELECT operation_id, epoch(any_value(deadline_at)) AS d FROM operations
+        WHERE operation_id IN (SELECT unnest($ids::VARCHAR[])) GROUP BY operation_id
+    """
+    df = run(warehouse, sql, {"ids": ids.astype(str).tolist()})
+    return df.set_index("operation_id")["d"]
 
 
 def _curve(ref: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -105,27 +120,39 @@ def draft_expiry_rates(
 
     Arguments: ``ctes`` and ``units`` of an operation cohort (:func:`~.outcomes.operation_cohort`: its ``ops_all``
     relation and its units' SELECT), ``keys`` its grouping (SQL, name), ``params`` the bound parameters. Returns
-    one row per group: the key names and the three columns.
+    one row per group, in the order of the keys: the key names and the three columns.
+
+    Only the units still open come back one row each; the finished ones are counted per group in the database.
     """
     names = [name for _, name in keys]
     as_of_ts = latest_event_time(warehouse)
     as_of = float((as_of_ts or pd.Timestamp.now(tz="UTC")).timestamp())
     keyed = "".join(f"{expr} AS k{i}, " for i, (expr, _) in enumerate(keys))
-    sql = f"""
-        WITH {ctes}, {_DEADLINES}
-        SELECT {keyed}u.chain_selector AS unit_chain, u.finished, u.outcome = 'draft_expired' AS expired,
-            u.status = 'pending_signature' AND NOT u.relayed AS waiting,
-            epoch(u.created_at) AS c, epoch(dl.deadline_at) AS d
-        FROM ({units}) AS u LEFT JOIN dl ON dl.oid = u.operation_id
+    order = ", ".join(f"k{i}" for i in range(len(keys)))
+    # a finished unit only counts (known, done), so the database counts those per group
+    counted = f"""
+        WITH {ctes}
+        SELECT {keyed}count(*) FILTER (WHERE u.finished AND u.outcome = 'draft_expired') AS known,
+            count(*) FILTER (WHERE u.finished) AS done
+        FROM ({units}) AS u GROUP BY ALL HAVING count(*) > 0 {f"ORDER BY {order}" if order else ""}
     """
-    df = run(warehouse, sql, params).rename(columns={f"k{i}": n for i, n in enumerate(names)})
+    # the open units in the units' own order (no join to reorder them): the sums over them keep their order
+    open_sql = f"""
+        WITH {ctes}
+        SELECT {keyed}u.operation_id AS unit_id, u.chain_selector AS unit_chain,
+            u.status = 'pending_signature' AND NOT u.relayed AS waiting, epoch(u.created_at) AS c
+        FROM ({units}) AS u WHERE NOT u.finished
+    """
+    renames = {f"k{i}": n for i, n in enumerate(names)}
+    summary = run(warehouse, counted, params).rename(columns=renames)
+    df = run(warehouse, open_sql, params).rename(columns=renames)
+    df["d"] = df["unit_id"].map(_deadlines(warehouse, df["unit_id"])).astype(float)
     ref = _reference(warehouse, ctes, params, as_of)
     pooled = _curve(ref)
     counts = ref.groupby("chain_selector").size()
     curves = {c: _curve(ref[ref["chain_selector"] == c]) for c, n in counts.items() if n >= MIN_REFERENCE}
 
-    finished = df["finished"].to_numpy(dtype=bool)
-    waiting = ~finished & df["waiting"].fillna(False).to_numpy(dtype=bool)
+    waiting = df["waiting"].fillna(False).to_numpy(dtype=bool)
     window = (df["d"] - df["c"]).to_numpy(dtype=float, na_value=np.nan)
     u0 = np.clip((as_of - df["c"].to_numpy(dtype=float)) / window, 0.0, 1.0)
     has_deadline = waiting & (window > 0)
@@ -144,14 +171,16 @@ def draft_expiry_rates(
         p[rows], n_ref[rows], curve_id[rows] = np.nan_to_num(prob, nan=1.0), np.maximum(after, 1.0), cid
     df["p"], df["n_ref"], df["curve"] = np.where(has_deadline, p, 0.0), n_ref, curve_id
     df["cell"] = np.floor(u0 * _CELLS).astype("float")
-    df["known"] = (finished & df["expired"].fillna(False).to_numpy(dtype=bool)).astype(float)
-    df["done"] = finished.astype(float)
-    df["open"] = (~finished).astype(float)
+    df["known"], df["done"], df["open"] = 0.0, 0.0, 1.0
     df["p2"] = df["p"] ** 2
     gkeys = names or ["_all"]
     if not names:
-        df["_all"] = 0
-    moments = df.groupby(gkeys, dropna=False, sort=False).agg(
+        df["_all"] = summary["_all"] = 0
+    # each group's counts first: a leading zero leaves the (compensated) sums of p and p² as over the open units
+    summary = summary.assign(known=summary["known"].astype(float), done=summary["done"].astype(float))
+    summary["p"], summary["open"], summary["p2"] = 0.0, 0.0, 0.0
+    units_df = pd.concat([summary, df[summary.columns]], ignore_index=True) if len(df) else summary
+    moments = units_df.groupby(gkeys, dropna=False, sort=False).agg(
         **{
             f"known_{_X}": ("known", "sum"),
             f"known_{EVERY}": ("done", "sum"),
@@ -163,8 +192,7 @@ def draft_expiry_rates(
     moments[f"e_{EVERY}__{EVERY}"] = moments[f"e_{EVERY}"]
     moments[f"e_{_X}__{EVERY}"] = moments[f"e_{_X}"]
     # estimation error: units of one curve and cell share it (m² p_x p_y / n over the cells)
-    open_units = df[~finished]
-    cells = open_units.groupby([*gkeys, "curve", "cell"], dropna=False, sort=False).agg(
+    cells = df.groupby([*gkeys, "curve", "cell"], dropna=False, sort=False).agg(
         m=("p", "size"), p=("p", "mean"), n=("n_ref", "min")
     )
     cells["w1"] = cells["m"] ** 2 / cells["n"]

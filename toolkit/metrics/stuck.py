@@ -49,19 +49,22 @@ RELAY_STATUSES: tuple[str, ...] = ("accepted", "sending", "sent", "broadcasting"
 STATE_MACHINE_DEFAULT_S = 3600.0
 
 
-def _p90_sql(keys: str) -> str:
-    """SELECT of the p90 (``p90_s``) of the ended stays of ``left_by_now`` per ``keys`` (internal column names):
-    Hyndman–Fan type 2 (numpy's ``averaged_inverted_cdf``), the definition ``status_latency`` reads off its
-    Kaplan–Meier curve, which with nothing censored is this. With ``n`` stays and ``k = 0.9 n``: the ``k``-th
-    smallest rounded up when ``k`` is not whole, else the mean of the ``k``-th and the next (``9 n`` tested in
-    integers, not floats)."""
+def _p90_sql(keys: str, counted: str) -> str:
+    """SELECT of the p90 (``p90_s``) per ``keys`` (internal column names) of the ended stays counted in ``counted``
+    (a relation of ``keys``, ``s`` the seconds in status and ``c`` the stays that lasted exactly ``s``, one row per
+    distinct ``s``): Hyndman–Fan type 2 (numpy's ``averaged_inverted_cdf``), the definition ``status_latency`` reads
+    off its Kaplan–Meier curve, which with nothing censored is this. With ``n`` stays and ``k = 0.9 n``: the
+    ``k``-th smallest rounded up when ``k`` is not whole, else the mean of the ``k``-th and the next (``9 n`` tested
+    in integers, not floats). The ``i``-th smallest is the ``s`` whose running count reaches ``i`` first, so only
+    the distinct durations are sorted, not every stay."""
     return f"""
-        SELECT {keys}, avg(s) FILTER (WHERE CASE WHEN (9 * n) % 10 = 0 THEN i IN (k, k + 1) ELSE i = k + 1 END) AS p90_s
-        FROM (SELECT *, CAST(floor(9 * n / 10.0) AS BIGINT) AS k FROM (
-            SELECT {keys}, seconds_in_status AS s,
-                row_number() OVER (PARTITION BY {keys} ORDER BY seconds_in_status) AS i,
-                count(*) OVER (PARTITION BY {keys}) AS n
-            FROM left_by_now) AS ranked) AS ranked_k
+        SELECT {keys}, avg(s) FILTER (WHERE below < k + 1 AND upto >= k + 1
+            OR (9 * n) % 10 = 0 AND below < k AND upto >= k) AS p90_s
+        FROM (SELECT *, upto - c AS below, CAST(floor(9 * n / 10.0) AS BIGINT) AS k FROM (
+            SELECT {keys}, s, c,
+                CAST(sum(c) OVER (PARTITION BY {keys} ORDER BY s ROWS UNBOUNDED PRECEDING) AS BIGINT) AS upto,
+                CAST(sum(c) OVER (PARTITION BY {keys}) AS BIGINT) AS n
+            FROM ({counted}) AS counted) AS ranked) AS ranked_k
         GROUP BY {keys}"""
 
 
@@ -143,11 +146,12 @@ def _stuck_rows(
     sql = f"""
         WITH latest_only AS ({latest_only_sql()}),
         left_by_now AS (
-            SELECT chain_selector, status, seconds_in_status FROM operation_transitions
+            SELECT chain_selector, status, seconds_in_status AS s, count(*) AS c FROM operation_transitions
             WHERE seconds_in_status IS NOT NULL AND exited_at <= {now}
+            GROUP BY chain_selector, status, seconds_in_status
         ),
-        p90 AS ({_p90_sql("chain_selector, status")}),
-        p90_any AS ({_p90_sql("status")}),
+        p90 AS ({_p90_sql("chain_selector, status", "SELECT * FROM left_by_now")}),
+        p90_any AS ({_p90_sql("status", "SELECT status, s, sum(c) AS c FROM left_by_now GROUP BY status, s")}),
         explicit AS (SELECT unnest({thr_status}::VARCHAR[]) AS status, unnest({thr_seconds}::DOUBLE[]) AS seconds),
         current AS (
             SELECT t.operation_id, t.channel_id, t.chain_selector, t.network, t.address, t.status, t.entered_at,
@@ -156,6 +160,12 @@ def _stuck_rows(
             WHERE t.entered_at <= {now} AND (t.exited_at IS NULL OR t.exited_at > {now})
               AND NOT list_contains({terminal}, t.status)
               AND NOT (t.status = 'confirmed_latest' AND t.chain_selector IN (SELECT chain_selector FROM latest_only))
+        ),
+        -- only a draft's threshold reads its deadline: not the whole operations table grouped
+        deadlines AS (
+            SELECT operation_id, any_value(deadline_at) AS deadline_at FROM operations
+            WHERE operation_id IN (SELECT operation_id FROM current WHERE status = 'pending_signature')
+            GROUP BY operation_id
         ),
         judged AS (
             SELECT cur.*, p.p90_s AS network_p90_s,
@@ -176,8 +186,7 @@ def _stuck_rows(
             LEFT JOIN p90 p ON p.chain_selector IS NOT DISTINCT FROM cur.chain_selector AND p.status = cur.status
             LEFT JOIN p90_any a ON a.status = cur.status
             LEFT JOIN explicit x ON x.status = cur.status
-            LEFT JOIN (SELECT operation_id, any_value(deadline_at) AS deadline_at FROM operations
-                       GROUP BY operation_id) o ON o.operation_id = cur.operation_id
+            LEFT JOIN deadlines o ON o.operation_id = cur.operation_id
         )
         SELECT {", ".join(f"c.{col}" for col in STUCK_COLUMNS)}
         FROM judged c
