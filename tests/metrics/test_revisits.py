@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.support.builders import ETHEREUM, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
-from toolkit import metrics
+from toolkit import metrics, spec
 from toolkit.warehouse import Warehouse
 
 SINCE = pd.Timestamp(T0, unit="s", tz="UTC")
@@ -78,3 +79,62 @@ def test_the_period_selects_by_creation(warehouse: Warehouse) -> None:
 
 def test_registered_for_the_command_line() -> None:
     assert metrics.METRICS["revisits"] is metrics.revisits
+
+
+def _python_steps(moves: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
+    """Per status, (entries, reorg entries) of one operation's ``(status, time)`` events, computed here from the
+    rules in docs/metrics.md, independently of the SQL: distinct (status, time) pairs ordered by time, then stage
+    (unknown statuses last), then name; consecutive repeats of a status are one stay; a reorg is an entry at
+    broadcasting or earlier right after a finality stage."""
+    rank = {s: i for i, s in enumerate(spec.OPERATION_STATUSES)}
+    order = sorted(set(moves), key=lambda m: (m[1], rank.get(m[0], 10**6), m[0]))
+    steps: list[str] = []
+    for status, _ in order:
+        if not steps or steps[-1] != status:
+            steps.append(status)
+    out: dict[str, list[int]] = {}
+    finality = {rank[s] for s in spec.FINALITY_STAGES}
+    for i, status in enumerate(steps):
+        entry = out.setdefault(status, [0, 0])
+        entry[0] += 1
+        before = rank.get(steps[i - 1]) if i else None
+        if before in finality and rank.get(status, 10**6) <= rank["broadcasting"]:
+            entry[1] += 1
+    return {s: (e, r) for s, (e, r) in out.items()}
+
+
+def test_each_transitions_entries_and_reorgs_follow_the_step_rules_on_random_histories(tmp_path: Path) -> None:
+    """Random histories (statuses out of order, repeated at the same and at other times, unknown statuses,
+    duplicates under new ids): every operation's entries and reorg entries in operation_transitions, and its
+    revisits and reorgs in operation_lifecycle, are those of the step rules computed in Python."""
+    rng = random.Random(1234)
+    statuses = [*spec.OPERATION_STATUSES, "mystery_status", "another_unknown"]
+    events, expected = [], {}
+    for i in range(400):
+        op = f"op-{i}"
+        moves = []
+        for _ in range(rng.randint(1, 9)):
+            status = rng.choice(statuses)
+            t = rng.choice([0, 0, 1, 2, 3, 5, 8]) + rng.randint(0, 3)
+            moves.append((status, t))
+            if rng.random() < 0.2:  # the same move again (a duplicate under a new id)
+                moves.append((status, t))
+        events += [op_event(op, s, T0 + t) for s, t in moves]
+        expected[op] = _python_steps(moves)
+    wh = refresh(build(tmp_path / "w.duckdb", events=events))
+    got: dict[str, dict[str, tuple[int, int]]] = {}
+    for op, status, entries, reorgs in wh.con.execute(
+        "SELECT operation_id, status, entries, reorg_entries FROM operation_transitions"
+    ).fetchall():
+        got.setdefault(op, {})[status] = (entries, reorgs)
+    assert got == expected
+    per_op = {
+        r[0]: (r[1], r[2])
+        for r in wh.con.execute("SELECT operation_id, revisits, reorgs FROM operation_lifecycle").fetchall()
+    }
+    assert per_op == {
+        op: (sum(e - 1 for e, _ in v.values()), sum(r for _, r in v.values())) for op, v in expected.items()
+    }
+    assert sum(r for v in expected.values() for _, r in v.values()) > 20  # the histories do hold reorgs
+    assert sum(e - 1 for v in expected.values() for e, _ in v.values()) > 50  # and revisits
+    wh.close()

@@ -241,20 +241,25 @@ _FINALITY_RANKS = (
 _BROADCASTING_RANK = spec.OPERATION_STAGE_ORDER["broadcasting"]
 
 
-def revisit_steps_sql(scope: str | None = None) -> str:
+#: An event that moves an operation (``{e}`` its alias): the rows transitions and status steps are made of.
+_OPERATION_STATUS_EVENT = (
+    "{e}.type = 'operation.status' AND {e}.operation_id IS NOT NULL AND {e}.status IS NOT NULL AND {e}.ts IS NOT NULL"
+)
+
+
+def revisit_steps_sql(scope: str | None = None, *, source: str | None = None) -> str:
     """CTEs (``step_events``, ``step_ranked``) ending in ``steps``: one row per status step of every operation (of
     the relation ``scope``, an internal name, when given), from raw ``operation.status`` events: deduplicated by
     (operation, status, time) (the events table's key is the event id, so a duplicate delivery is one of these),
     ordered by time then stage, consecutive repeats of one status merged.
 
     Columns: operation_id, status, ts, rank, prev_status, prev_rank, visit (1 for the first entry of the status,
-    2 for the second, ...)."""
+    2 for the second, ...). ``source``, when given, names a relation of those events already selected (with
+    ``operation_id``, ``status`` and ``ts``), read instead of ``events``."""
+    events = source or f"""(SELECT * FROM events e
+        WHERE {_OPERATION_STATUS_EVENT.format(e="e")} AND {_in_scope("e", scope)})"""
     return f"""
-    step_events AS (
-        SELECT DISTINCT e.operation_id, e.status, e.ts FROM events e
-        WHERE e.type = 'operation.status' AND e.operation_id IS NOT NULL AND e.status IS NOT NULL
-          AND e.ts IS NOT NULL AND {_in_scope("e", scope)}
-    ),
+    step_events AS (SELECT DISTINCT operation_id, status, ts FROM {events} AS se),
     step_ranked AS (
         SELECT *, {_rank_sql("status")} AS rank,
             lag(status) OVER (PARTITION BY operation_id ORDER BY ts, {_rank_sql("status")} NULLS LAST, status)
@@ -287,25 +292,37 @@ def transitions_select(scope: str | None) -> str:
     into the status (more than one when the operation came back to it after a later status: a revisit) and the
     ``reorg_entries`` among them (moves back from a finality stage), from the status steps of
     :func:`revisit_steps_sql`."""
+    # For an operation whose every status has one time, the steps are its first entries in order: each entered
+    # once, and a reorganisation is a first entry at broadcasting or earlier right after a finality stage, read off
+    # the same window. Only the operations with a status at two times (a revisit, or a duplicate delivered later)
+    # need the steps themselves. For some operations (a refresh's piece, the stale ones), their events are read
+    # once for both uses.
+    materialized = " MATERIALIZED" if scope else ""
+    low, high = _FINALITY_RANKS
     return f"""
-WITH {revisit_steps_sql(scope)},
-step_counts AS (
-    SELECT operation_id, status, count(*) AS entries, count(*) FILTER (WHERE {reorg_step_sql()}) AS reorg_entries
-    FROM steps GROUP BY operation_id, status
+WITH moves AS{materialized} (
+    SELECT e.operation_id, e.status, e.ts, e.status_reason, e.channel_id, e.chain_selector, e.address
+    FROM events e
+    WHERE {_OPERATION_STATUS_EVENT.format(e="e")} AND {_in_scope("e", scope)}
 ),
 entered AS (
     SELECT
         e.operation_id,
         e.status,
         min(e.ts) AS entered_at,
+        max(e.ts) AS last_entered_at,
         arg_min(e.status_reason, e.ts) AS status_reason,
         any_value(e.channel_id) AS channel_id,
         any_value(e.chain_selector) AS chain_selector,
         any_value(e.address) AS address
-    FROM events e
-    WHERE e.type = 'operation.status' AND e.operation_id IS NOT NULL AND e.status IS NOT NULL AND e.ts IS NOT NULL
-      AND {_in_scope("e", scope)}
+    FROM moves e
     GROUP BY e.operation_id, e.status
+),
+stepped AS (SELECT DISTINCT operation_id FROM entered WHERE last_entered_at > entered_at),
+{revisit_steps_sql(source="(SELECT * FROM moves WHERE operation_id IN (SELECT operation_id FROM stepped))")},
+step_counts AS (
+    SELECT operation_id, status, count(*) AS entries, count(*) FILTER (WHERE {reorg_step_sql()}) AS reorg_entries
+    FROM steps GROUP BY operation_id, status
 ),
 ops AS (
     SELECT o.operation_id, o.channel_id, o.chain_selector, o.address, o.created_at
@@ -329,7 +346,11 @@ SELECT
     epoch(r.entered_at) - epoch(coalesce(op.created_at, first_value(r.entered_at) OVER w)) AS seconds_since_created,
     r.status_reason,
     coalesce(c.entries, 1) AS entries,
-    coalesce(c.reorg_entries, 0) AS reorg_entries
+    coalesce(
+        c.reorg_entries,
+        CASE WHEN lag(r.stage_rank) OVER w BETWEEN {low} AND {high} AND r.stage_rank <= {_BROADCASTING_RANK}
+             THEN 1 ELSE 0 END
+    ) AS reorg_entries
 FROM ranked r
 LEFT JOIN ops op USING (operation_id)
 LEFT JOIN step_counts c ON c.operation_id = r.operation_id AND c.status = r.status
