@@ -256,8 +256,11 @@ def revisit_steps_sql(scope: str | None = None, *, source: str | None = None) ->
     Columns: operation_id, status, ts, rank, prev_status, prev_rank, visit (1 for the first entry of the status,
     2 for the second, ...). ``source``, when given, names a relation of those events already selected (with
     ``operation_id``, ``status`` and ``ts``), read instead of ``events``."""
-    events = source or f"""(SELECT * FROM events e
+    events = (
+        source
+        or f"""(SELECT * FROM events e
         WHERE {_OPERATION_STATUS_EVENT.format(e="e")} AND {_in_scope("e", scope)})"""
+    )
     return f"""
     step_events AS (SELECT DISTINCT operation_id, status, ts FROM {events} AS se),
     step_ranked AS (
