@@ -105,49 +105,42 @@ def status_latency(
     as_of = latest_event_time(warehouse)
     open_statuses = q.bind([s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL])
     as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
-    group = ", ".join([*keys, "kind", "duration"])
     key_list = "".join(f"{k}, " for k in keys)
-    # only an operation's last status (no next one: seconds_in_status NULL) can be censored, so only those rows are
-    # looked up among the operations in flight
+    # one pass over the transitions: each row is an observation of its time in status (kind 'in') and of its time
+    # since creation (kind 'created'), grouped in one aggregation by grouping sets
+    in_keys = ", ".join([*keys, "kind_in", "in_duration"])
+    created_keys = ", ".join([*keys, "kind_created", "seconds_since_created"])
     sql = f"""
         WITH latest_only AS ({latest_only_sql()}),
         in_flight AS ({in_flight_operations_sql()}),
-        first_obs AS (
+        obs AS (
             SELECT {select}
-                operation_id AS _op,
-                status AS _status,
+                'in' AS kind_in,
+                'created' AS kind_created,
                 seconds_in_status,
                 seconds_since_created,
-                entries > 1 AS is_reentered,
-                entered_at
-            FROM operation_transitions
-            {q.where()}
-        ),
-        open_obs AS (
-            SELECT DISTINCT _op FROM first_obs
-            WHERE seconds_in_status IS NULL AND list_contains({open_statuses}, _status)
-        ),
-        censorable AS (
-            SELECT _op FROM open_obs WHERE _op IN (SELECT operation_id FROM in_flight)
-        ),
-        obs AS (
-            SELECT o.*, seconds_in_status IS NULL AND list_contains({open_statuses}, _status)
-                AND c._op IS NOT NULL AS is_censored
-            FROM first_obs o LEFT JOIN censorable c ON c._op = o._op AND o.seconds_in_status IS NULL
+                coalesce(seconds_in_status,
+                         CASE WHEN is_censored
+                              THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END) AS in_duration,
+                is_censored,
+                entries > 1 AS is_reentered
+            FROM (
+                SELECT *, seconds_in_status IS NULL AND list_contains({open_statuses}, status)
+                    AND operation_id IN (SELECT operation_id FROM in_flight) AS is_censored
+                FROM operation_transitions
+                {q.where()}
+            ) AS t
         )
-        SELECT {key_list}'in' AS kind,
-            coalesce(seconds_in_status,
-                     CASE WHEN is_censored
-                          THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END) AS duration,
+        SELECT {key_list}
+            coalesce(kind_in, kind_created) AS kind,
+            CASE WHEN kind_in IS NOT NULL THEN in_duration ELSE seconds_since_created END AS duration,
             count(*) AS entered,
-            count(seconds_in_status) AS events,
-            count(*) FILTER (WHERE is_censored) AS censored,
-            count(*) FILTER (WHERE is_reentered) AS reentered
-        FROM obs GROUP BY {group}
-        UNION ALL
-        SELECT {key_list}'created' AS kind, seconds_since_created AS duration,
-            count(*) AS entered, count(seconds_since_created) AS events, 0 AS censored, 0 AS reentered
-        FROM obs GROUP BY {group}
+            CASE WHEN kind_in IS NOT NULL THEN count(seconds_in_status) ELSE count(seconds_since_created) END
+                AS events,
+            CASE WHEN kind_in IS NOT NULL THEN count(*) FILTER (WHERE is_censored) ELSE 0 END AS censored,
+            CASE WHEN kind_in IS NOT NULL THEN count(*) FILTER (WHERE is_reentered) ELSE 0 END AS reentered
+        FROM obs
+        GROUP BY GROUPING SETS (({in_keys}), ({created_keys}))
     """
     counts = run(warehouse, sql, q.params)
     df = _latency_table(counts, keys)

@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -67,6 +68,28 @@ WRITE_ROW_GROUP_SIZE = 16_384
 #: older Python environments) open the file. A file made before keeps the format it has: DuckDB cannot lower the
 #: storage version of an existing database.
 STORAGE_VERSION = "v1.4.0"
+
+
+#: DuckDB's memory limit on a read-only connection (metrics, reports, ``chainops sql``) unless the caller gives one:
+#: the metrics' statements fit it at ten million operation events, and a statement that does not fit fails with
+#: :class:`~toolkit.errors.WarehouseError` saying so (:func:`reader_memory_limit`), rather than growing the process.
+READER_MEMORY_LIMIT = "512MB"
+#: The environment variable that sets another reader limit (a DuckDB size such as ``2GB``).
+READER_MEMORY_ENV = "CHAINOPS_READER_MEMORY"
+
+
+def reader_memory_limit() -> str:
+    """The memory limit of a read-only connection: ``$CHAINOPS_READER_MEMORY``, else :data:`READER_MEMORY_LIMIT`."""
+    return os.environ.get(READER_MEMORY_ENV, "").strip() or READER_MEMORY_LIMIT
+
+
+def out_of_memory_message(limit: str) -> str:
+    """What to say when a read-only statement needed more memory than the reader's limit ``limit``."""
+    return (
+        f"the query needed more memory than the reader's limit ({limit}): narrow it (a shorter period with "
+        f"--since/--until, fewer groups, fewer columns), or raise the limit with {READER_MEMORY_ENV}=2GB (in Python, "
+        "Warehouse(path, read_only=True, memory_limit='2GB'))"
+    )
 
 
 def _readers_file(path: Path) -> Path:
@@ -152,7 +175,7 @@ class Warehouse(SyncQueries):
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        self.memory_limit = memory_limit
+        self.memory_limit = memory_limit or (reader_memory_limit() if read_only else None)
         refuse_special_file(self.path)
         if read_only and not self.path.exists():
             raise WarehouseError(missing_warehouse_message(self.path))
@@ -223,6 +246,8 @@ class Warehouse(SyncQueries):
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         con.execute("SET TimeZone = 'UTC'")
         if self.read_only:
+            # under its memory limit a reader spills large sorts and aggregations to a folder of its own
+            con.execute("SET temp_directory = ?", [str(Path(tempfile.gettempdir()) / f"chainops-reader-{os.getpid()}")])
             # a reader runs the file's views, and a file from elsewhere may define them: no view reads a local file
             # (read_text, read_csv), writes one, attaches a database or loads an extension
             con.execute("SET enable_external_access = false")
@@ -507,11 +532,18 @@ class Warehouse(SyncQueries):
 
     def arrow(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
         """Run SQL (values bound as parameters, never pasted in) and return an Arrow table (an empty one for a
-        statement that returns no result, such as a comment alone)."""
-        relation = self.con.sql(sql, params=params or None)
-        if relation is None:
-            return pa.table({})
-        return to_arrow_table(relation)
+        statement that returns no result, such as a comment alone). On a read-only warehouse, a statement that needs
+        more memory than the reader's limit raises :class:`~toolkit.errors.WarehouseError` saying what to do."""
+        try:
+            relation = self.con.sql(sql, params=params or None)
+            if relation is None:
+                return pa.table({})
+            return to_arrow_table(relation)
+        except duckdb.OutOfMemoryException as exc:
+            if not self.read_only:
+                raise
+            limit, cause = self.memory_limit_setting(), str(exc).splitlines()[0]
+            raise WarehouseError(f"Reading {self.path}: {out_of_memory_message(limit)} ({cause}).") from None
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""

@@ -208,7 +208,7 @@ class SyncQueries(_Base):
 
     def memory_limit_setting(self) -> str:
         """DuckDB's current memory limit, as DuckDB writes it."""
-        return str(self.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+        return str(self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
 
     def more_memory(self) -> bool:
         """Double the memory limit (kept across reopens), up to the ceiling; whether it went up."""
