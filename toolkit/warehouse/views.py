@@ -300,7 +300,7 @@ def transitions_select(scope: str | None) -> str:
     # the same window. Only the operations with a status at two times (a revisit, or a duplicate delivered later)
     # need the steps themselves. For some operations (a refresh's piece, the stale ones), their events are read
     # once for both uses.
-    materialized = " MATERIALIZED" if scope else ""
+    materialized = ""
     low, high = _FINALITY_RANKS
     return f"""
 WITH moves AS{materialized} (
