@@ -39,6 +39,13 @@ def test_sync_completes_and_is_audited(synced) -> None:
         run = wh.con.execute("SELECT outcome, requests, rows_written->'$.events'->>'new' FROM sync_runs").fetchall()
     assert run == [("ok", result.requests, str(result.rows["events"]))]
     assert result.requests > 0
+    # the model refresh is part of the run's record: what it recomputed, in how many pieces, and its retries
+    with Warehouse(path, read_only=True) as wh:
+        models = wh.con.execute(
+            "SELECT models->>'operations', models->>'rebuilt', models->>'retries', models->>'pieces' FROM sync_runs"
+        ).fetchall()[0]
+        operations = wh.count("operation_lifecycle")
+    assert models == (str(operations), "true", "0", str(result.models["pieces"])) and operations > 0
 
 
 def test_resources_match_what_the_sandbox_served(synced, sandbox) -> None:

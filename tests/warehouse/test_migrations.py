@@ -128,4 +128,4 @@ def test_a_warehouse_made_before_the_records_gets_them_without_a_change(tmp_path
 
 def test_migration_names_are_unique() -> None:
     names = [m.name for m in MIGRATIONS]
-    assert len(set(names)) == len(names) == 5
+    assert len(set(names)) == len(names) == 6

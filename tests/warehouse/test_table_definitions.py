@@ -49,9 +49,13 @@ def _primary_keys(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
     return {name: tuple(cols) for name, cols in rows.fetchall()}
 
 
-#: What came after the old schema.sql: a table, and a column of events (put in the old DDL's text where it goes).
+#: What came after the old schema.sql: a table, a column of events and one of sync_runs (put in the old DDL's text
+#: where each goes).
 ADDED_TABLES = {"event_verifications"}
-ADDED_COLUMNS = {"events": ("signature_count INTEGER, ", "proofs VARCHAR USING COMPRESSION ZSTD, ")}
+ADDED_COLUMNS = {
+    "events": ("signature_count INTEGER, ", "proofs VARCHAR USING COMPRESSION ZSTD, "),
+    "sync_runs": ("event_window JSON", ", models JSON"),
+}
 
 
 def test_the_derived_ddl_makes_the_tables_the_old_schema_made(tmp_path: Path) -> None:

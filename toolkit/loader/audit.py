@@ -44,6 +44,7 @@ def write_run(wh: Warehouse, result: SyncResult, base_url: str) -> None:
             "gaps": json.dumps(result.gaps),
             "message": result.message,
             "event_window": None if result.event_window is None else json.dumps(result.event_window),
+            "models": None if result.models is None else json.dumps(result.models),
         }
     )
 

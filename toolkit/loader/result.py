@@ -33,6 +33,9 @@ class SyncResult:
     #: The event window asked for and each windowed channel's (``sync_runs.event_window``); None when all read whole
     #: (see :mod:`toolkit.loader.event_window`).
     event_window: dict[str, Any] | None = None
+    #: The model refresh at the end of the run (``sync_runs.models``): operations, transitions, rebuilt, pieces,
+    #: retries, memory_limit, seconds; None when it did not run.
+    models: dict[str, Any] | None = None
     #: The summary's line about the event windows.
     window_line: str | None = None
 

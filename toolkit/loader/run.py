@@ -41,6 +41,7 @@ tuned with are a :class:`~toolkit.loader.tuning.Tuning` passed in.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import os
@@ -416,7 +417,10 @@ def _build_models(wh: Warehouse, result: SyncResult, tuning: Tuning) -> None:
     loading_limit = wh.memory_limit_setting()
     wh.configure(memory_limit=tuning.models_memory_limit)
     try:
-        refresh_models(wh, threads=tuning.models_threads, between=lambda: check_stop() or wh.yield_to_readers())
+        done = refresh_models(wh, threads=tuning.models_threads, between=lambda: check_stop() or wh.yield_to_readers())
+        result.models = dataclasses.asdict(done)
+        if done.retries:
+            log.info("the model refresh ran out of memory %d time(s) and was retried smaller", done.retries)
     except duckdb.Error as exc:
         if not is_out_of_memory(exc):
             raise

@@ -183,6 +183,14 @@ def add_events_proofs(con: Connection) -> bool:
     return True
 
 
+def add_sync_runs_models(con: Connection) -> bool:
+    """``sync_runs.models`` came with the refresh's record (its pieces and retries): NULL in the runs before."""
+    if _column_type(con, "sync_runs", "models") is not None:
+        return False
+    con.execute("ALTER TABLE sync_runs ADD COLUMN IF NOT EXISTS models JSON")
+    return True
+
+
 #: Every migration, in the order they are applied (the order they were made in). Append only.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("drop_primary_keys", drop_primary_keys),
@@ -190,6 +198,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("write_seq", add_write_seq),
     Migration("sync_runs_event_window", add_sync_runs_event_window),
     Migration("events_proofs", add_events_proofs),
+    Migration("sync_runs_models", add_sync_runs_models),
 )
 
 

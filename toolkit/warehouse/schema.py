@@ -538,6 +538,13 @@ BOOKKEEPING_TABLES: dict[str, TableSpec] = {
                     "the run (held: since and types, read_to, poll_from, walks left), as JSON; NULL when every channel "
                     "is read whole.",
                 ),
+                Column(
+                    "models",
+                    "json",
+                    doc="The model tables' refresh at the end of the run, as JSON (operations recomputed, transitions "
+                    "written, whether they were rebuilt, pieces, out-of-memory retries, the highest memory limit "
+                    "used, seconds); NULL when it did not run.",
+                ),
             ],
             doc="One audit row per sync run: start, end, outcome, requests, rows written, gaps and messages.",
         ),
