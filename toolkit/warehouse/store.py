@@ -246,8 +246,11 @@ class Warehouse(SyncQueries):
                 raise WarehouseError(f"Cannot open the warehouse {self.path}: {exc} ({hint}).") from None
         con.execute("SET TimeZone = 'UTC'")
         if self.read_only:
-            # under its memory limit a reader spills large sorts and aggregations to a folder of its own
-            con.execute("SET temp_directory = ?", [str(Path(tempfile.gettempdir()) / f"chainops-reader-{os.getpid()}")])
+            # under its memory limit a reader spills large sorts and aggregations to a folder of its own (a second
+            # reader of the same file in this process shares DuckDB's instance, set already and closed to changes)
+            spill = str(Path(tempfile.gettempdir()) / f"chainops-reader-{os.getpid()}")
+            if con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] != spill:
+                con.execute("SET temp_directory = ?", [spill])
             # a reader runs the file's views, and a file from elsewhere may define them: no view reads a local file
             # (read_text, read_csv), writes one, attaches a database or loads an extension
             con.execute("SET enable_external_access = false")
