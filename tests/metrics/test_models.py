@@ -253,7 +253,8 @@ def test_an_unchanged_record_stored_again_leaves_its_operation_fresh(tmp_path) -
     before = snapshot(wh)
     build(tmp_path / "w.duckdb", wh=wh, operations=[record])  # every sync re-lists operations still in flight
     assert snapshot(wh) == before  # computed live until the refresh, to the same rows
-    assert refresh_models(wh).operations == 0
+    unchanged = refresh_models(wh)
+    assert (unchanged.operations, unchanged.pieces) == (0, 0)  # left out before the work is planned
     assert wh.con.execute("SELECT count(*) FROM model_stale_operations").fetchone()[0] == 0
     build(tmp_path / "w.duckdb", wh=wh, operations=[{**record, "status": "failed", "updated_at": T0 + 20}])
     assert wh.con.execute("SELECT operation_id FROM model_stale_operations").fetchall() == [("op",)]

@@ -187,8 +187,13 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
     with a higher limit. ``between`` runs between two pieces; when it returns True the connection was reopened
     (a reader was let in) and the stale set is staged again (it has not changed: the watermark has not moved)."""
 
-    def stage_and_plan() -> list[_Piece]:
+    def stage() -> None:
         _stage_stale(wh)
+        if not rebuilt:  # before planning: the pieces are sized by what changed, not by what was listed again
+            _drop_unchanged_records(wh, "_model_stale")
+
+    def stage_and_plan() -> list[_Piece]:
+        stage()
         return _plan(wh, _chunk_operations(wh))
 
     queue = with_more_memory(lambda: wh.con, stage_and_plan)
@@ -205,8 +210,6 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
                     "CREATE OR REPLACE TEMP TABLE _model_scope AS SELECT operation_id, new_events FROM _model_stale "
                     f"WHERE {piece.predicate()}"
                 )
-                if not rebuilt:
-                    _drop_unchanged_records(wh, "_model_scope")
                 ops, rows = _fold_in_scope(wh, "_model_scope", delete=not rebuilt)
         except duckdb.Error as exc:
             if not is_out_of_memory(exc):
@@ -220,7 +223,7 @@ def _fold_in(wh: Warehouse, rebuilt: bool, between: Callable[[], bool] | None) -
             if between():  # a new connection: this refresh's settings again, and its temp table
                 for name, value in settings.items():
                     wh.con.execute(f"SET {name} = ?", [value])
-                with_more_memory(lambda: wh.con, lambda: _stage_stale(wh))
+                with_more_memory(lambda: wh.con, stage)
     for table in ("_model_scope", "_model_stale", "_model_same", *_STAGED):
         wh.con.execute(f"DROP TABLE IF EXISTS {table}")
     return n_ops, n_rows, n_pieces, retries
