@@ -27,6 +27,7 @@ import pandas as pd
 
 from . import metrics, plots, spec
 from .errors import ChainopsError
+from .metrics.distributions import status_duration_counts
 from .present import hide_rows
 from .registry import views
 from .report import TABLE_CSS, html_table, interval_safe
@@ -117,7 +118,7 @@ def compute_views(
         }
         if not draw:
             return tables, {}
-        durations = metrics.status_durations(wh, status=statuses, **f)
+        durations = status_duration_counts(wh, status=statuses, **f)  # counts, not a row per transition
         over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **f)
     figures = {
         "latency": plots.latency_by_status(durations),
