@@ -72,7 +72,7 @@ def status_duration_counts(
     _created_in_window(q, where)
     q.clauses.append("seconds_in_status IS NOT NULL")
     sql = f"""
-        SELECT network, status, seconds_in_status AS seconds, count(*) AS "count"
+        SELECT network, status, seconds_in_status AS seconds, count(*) AS count
         FROM operation_transitions {q.where()}
         GROUP BY network, status, seconds_in_status
     """
@@ -108,7 +108,7 @@ def finality_time_counts(
     q.clauses.append("coalesce(confirmed_latest_at, confirmed_safe_at, confirmed_at) IS NOT NULL")
     times = ", ".join(f"epoch({end}) - epoch({start}) AS {name}" for name, (end, start) in FINALITY_TIMES.items())
     parts = " UNION ALL ".join(
-        f"""SELECT network, '{name}' AS time, {name} AS seconds, count(*) AS "count"
+        f"""SELECT network, '{name}' AS time, {name} AS seconds, count(*) AS count
             FROM base WHERE {name} IS NOT NULL GROUP BY network, {name}"""
         for name in FINALITY_TIMES
     )
