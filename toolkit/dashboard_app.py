@@ -27,9 +27,11 @@ import pandas as pd
 
 from . import metrics, plots, spec
 from .errors import ChainopsError
+from .metrics.distributions import status_duration_counts
 from .present import hide_rows
 from .registry import views
 from .report import TABLE_CSS, html_table, interval_safe
+from .times import parse_period
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -107,7 +109,8 @@ def compute_views(
     f = filters
     with metrics._open(warehouse) as wh:
         latest = metrics.latest_event_time(wh)
-        until = f.get("until")
+        # the period as the metrics read it: the page's filters are text ("2026-11-20", "7d"), the widget's times
+        start, until = parse_period(f.get("since"), f.get("until"))
         now = min(until, latest) if latest is not None and until is not None else (latest or until)
         tables = tables or {
             "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
@@ -117,7 +120,7 @@ def compute_views(
         }
         if not draw:
             return tables, {}
-        durations = metrics.status_durations(wh, status=statuses, **f)
+        durations = status_duration_counts(wh, status=statuses, **f)  # counts, not a row per transition
         over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **f)
     figures = {
         "latency": plots.latency_by_status(durations),
@@ -125,7 +128,7 @@ def compute_views(
             interval_safe(over_time, "failure_rate"),
             group="network",
             bucket=bucket,
-            period=(f["since"], now) if f.get("since") is not None and now is not None else None,
+            period=(start, now) if start is not None and now is not None else None,
             title="Failure rate over time, per network",
         ),
         "finality": plots.finality_funnel(tables["finality"]),

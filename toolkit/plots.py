@@ -66,38 +66,51 @@ def _present(values: pd.Series) -> list[Any]:
 # ---- status latency ----------------------------------------------------------------------------------------------
 
 
+def _boxes(ax: Any, stats: list[dict], positions: list[float], width: float, colour: Any) -> None:
+    """Draw precomputed box statistics as ``Axes.boxplot(..., patch_artist=True, showfliers=False)`` draws them."""
+    box = ax.bxp(
+        stats,
+        positions=positions,
+        widths=width,
+        patch_artist=True,
+        showfliers=False,
+        manage_ticks=False,
+        boxprops={"linestyle": "solid"},  # what boxplot passes with patch_artist
+    )
+    for patch in box["boxes"]:
+        patch.set_facecolor(colour)
+        patch.set_alpha(0.7)
+
+
 def latency_by_status(durations: pd.DataFrame, *, title: str = "Time spent in each operation status") -> Figure:
     """Box plots of seconds in status, one box per status and network (log scale: stages span seconds to hours).
 
-    Arguments: ``durations`` with ``network``, ``status`` and ``seconds`` (:func:`toolkit.metrics.status_durations`).
-    Returns the figure.
+    Arguments: ``durations`` with ``network``, ``status`` and ``seconds``: one row per transition
+    (:func:`toolkit.metrics.status_durations`), or with a ``count`` column, one row per distinct duration
+    (:func:`toolkit.metrics.distributions.status_duration_counts`: the same figure from a few thousand rows, not
+    millions). The boxes are matplotlib's ``boxplot`` statistics without fliers, computed from the counts
+    (:func:`toolkit.metrics.distributions.box_stats`). Returns the figure.
     """
+    from .metrics.distributions import grouped_box_stats, value_counts
+
     fig = _figure()
     data = durations.dropna(subset=["seconds"])
+    if "count" in data.columns:
+        data = data[data["count"] > 0]
     if data.empty:
         return _empty(fig, title, "no completed status transitions in range")
     ax = fig.add_subplot()
     statuses = _present(data["status"])
-    networks = sorted(data["network"].astype(str).unique())
+    data = data.assign(network=data["network"].astype(str))
+    networks = sorted(data["network"].unique())
+    stats = grouped_box_stats(value_counts(data, ["network", "status"], "seconds"), ["network", "status"], lower=0.5)
     width = 0.8 / max(len(networks), 1)
     for j, network in enumerate(networks):
-        sub = data[data["network"].astype(str) == network]
-        series = [sub.loc[sub["status"] == s, "seconds"].clip(lower=0.5).to_numpy() for s in statuses]
         positions = [i + (j - (len(networks) - 1) / 2) * width for i in range(len(statuses))]
-        keep = [(p, v) for p, v in zip(positions, series, strict=True) if len(v)]
+        keep = [(p, stats[(network, s)]) for p, s in zip(positions, statuses, strict=True) if (network, s) in stats]
         if not keep:
             continue
-        box = ax.boxplot(
-            [v for _, v in keep],
-            positions=[p for p, _ in keep],
-            widths=width * 0.9,
-            patch_artist=True,
-            showfliers=False,
-            manage_ticks=False,
-        )
-        for patch in box["boxes"]:
-            patch.set_facecolor(network_colour(network))
-            patch.set_alpha(0.7)
+        _boxes(ax, [b for _, b in keep], [p for p, _ in keep], width * 0.9, network_colour(network))
         ax.plot([], [], color=network_colour(network), linewidth=8, alpha=0.7, label=network)
     ax.set_xticks(range(len(statuses)), statuses, rotation=20, ha="right")
     ax.set_yscale("log")
@@ -342,32 +355,30 @@ def finality_funnel(breakdown: pd.DataFrame, *, title: str = "How far operations
 def finality_stage_times(times: pd.DataFrame, *, title: str = "Time to each finality stage") -> Figure:
     """Per network, box plots of the seconds from ``accepted`` to latest, safe and finalized confirmation.
 
-    Arguments: ``times`` from :func:`toolkit.metrics.finality_times`. Returns the figure (log scale).
+    Arguments: ``times`` from :func:`toolkit.metrics.finality_times` (one row per operation), or its counts from
+    :func:`toolkit.metrics.distributions.finality_time_counts` (``network``, ``time``, ``seconds``, ``count``: the
+    same figure from a few rows per network). Returns the figure (log scale).
     """
+    from .metrics.distributions import grouped_box_stats
+
     fig = _figure(10, 5.5)
-    columns = (("to_latest_s", "latest"), ("to_safe_s", "safe"), ("to_finalized_s", "finalized"))
+    columns = (("to_latest", "latest"), ("to_safe", "safe"), ("to_finalized", "finalized"))
     if times.empty:
         return _empty(fig, title, "no operation reached a finality stage in range")
+    if "count" in times.columns:
+        counts = times[times["count"] > 0]
+    else:  # one row per operation, a column per time: the same counts
+        long = [times[["network"]].assign(time=col, seconds=times[f"{col}_s"]) for col, _ in columns]
+        counts = pd.concat(long, ignore_index=True).assign(count=1)
     ax = fig.add_subplot()
+    counts = counts.assign(network=counts["network"].astype(str), time=counts["time"].astype(str))
     networks = sorted(times["network"].astype(str).unique())
+    stats = grouped_box_stats(counts, ["network", "time"], lower=0.5)
     for i, (col, name) in enumerate(columns):
-        series = [
-            times.loc[times["network"].astype(str) == n, col].dropna().clip(lower=0.5).to_numpy() for n in networks
-        ]
         positions = [k + (i - 1) * 0.27 for k in range(len(networks))]
-        keep = [(p, v) for p, v in zip(positions, series, strict=True) if len(v)]
+        keep = [(p, stats[(n, col)]) for p, n in zip(positions, networks, strict=True) if (n, col) in stats]
         if keep:
-            box = ax.boxplot(
-                [v for _, v in keep],
-                positions=[p for p, _ in keep],
-                widths=0.24,
-                patch_artist=True,
-                showfliers=False,
-                manage_ticks=False,
-            )
-            for patch in box["boxes"]:
-                patch.set_facecolor(_colour(i))
-                patch.set_alpha(0.7)
+            _boxes(ax, [b for _, b in keep], [p for p, _ in keep], 0.24, _colour(i))
         ax.plot([], [], color=_colour(i), linewidth=8, alpha=0.7, label=name)
     ax.set_xticks(range(len(networks)), networks, rotation=20, ha="right", fontsize="small")
     ax.set_yscale("log")
@@ -538,13 +549,14 @@ def _simple(
 
 def _registry() -> dict[str, Callable[..., Figure]]:
     from . import metrics as m
+    from .metrics.distributions import finality_time_counts, status_duration_counts  # counts, not every row
 
     return {
-        "status-latency": _simple(m.status_durations, latency_by_status),
+        "status-latency": _simple(status_duration_counts, latency_by_status),
         "failure-rates": _simple(m.failure_rates, failure_rate_over_time, bucket="1d"),
         "failure-reasons": _simple(m.failure_reasons, failure_reason_bars, top=None),
         "finality-breakdown": _finality,
-        "finality-times": _simple(m.finality_times, finality_stage_times),
+        "finality-times": _simple(finality_time_counts, finality_stage_times),
         "query-latency": _simple(m.query_latency, query_latency_bars),
         "stuck-operations": _simple(m.stuck_operations, stuck_ages),
         "proof-coverage": _simple(m.proof_coverage, proof_coverage_bars),

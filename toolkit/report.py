@@ -33,6 +33,7 @@ from .display import frame_for_csv, frame_for_terminal
 from .metrics import proofs as proof_metrics
 from .metrics.common import with_channel_names
 from .metrics.coverage import NotHeldError, coverage_of
+from .metrics.distributions import status_duration_counts
 from .metrics.stats import difference_interval, two_proportion_p
 from .present import (
     TABLE_CSS,
@@ -169,6 +170,8 @@ class Report:
     tables: dict[str, pd.DataFrame]
     summary: dict[str, float]
     findings: list[str]
+    #: The seconds in status of the period's ended transitions as counts (network, status, seconds, count:
+    #: :func:`toolkit.metrics.distributions.status_duration_counts`), what the latency figure draws.
     durations: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     rates_over_time: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     activity: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
@@ -323,7 +326,8 @@ def build_report(
         held = _Held(notes)
         synced, last_run = _freshness(wh)
         latency = held(metrics.status_latency, wh, by=["network", "status"], **period)
-        durations = held(metrics.status_durations, wh, **period)
+        # the figure's distribution as counts per distinct duration, not one row per transition (millions)
+        durations = held(status_duration_counts, wh, **period)
         rates = held(metrics.failure_rates, wh, by=["network"], **period)
         overall = _rate_row(held(metrics.failure_rates, wh, by=[], **period))
         before = _rate_row(held(metrics.failure_rates, wh, by=[], since=previous, until=start, instead=_NO_PREVIOUS))

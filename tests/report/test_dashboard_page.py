@@ -54,6 +54,17 @@ def test_figures_are_png_and_unknown_paths_are_404(url: str) -> None:
     assert httpx.get(f"{url}figure/nope.png", timeout=10).status_code == 404
 
 
+def test_figures_of_a_period_typed_in_the_form_are_drawn(url: str) -> None:
+    """The form sends the period as text (a date, an age): the figures read it as the metrics do (they compared
+    the text with times and answered 500)."""
+    for period in ({"since": "2023-11-14", "until": "2023-11-16"}, {"until": "2023-11-16"}, {"since": "2d"}):
+        page = httpx.get(url, params=period, timeout=60)
+        assert page.status_code == 200 and 'id="error"' not in page.text, period
+        for key in VIEWS:
+            answer = httpx.get(f"{url}figure/{key}.png", params=period, timeout=120)
+            assert answer.status_code == 200 and answer.content.startswith(b"\x89PNG\r\n\x1a\n"), (period, key)
+
+
 def test_chainops_dashboard_prints_its_url_on_loopback(warehouse: Path) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "toolkit", "dashboard", "--warehouse", str(warehouse), "--port", "0"],
