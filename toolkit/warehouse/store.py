@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import stat
@@ -69,6 +70,8 @@ WRITE_ROW_GROUP_SIZE = 16_384
 #: storage version of an existing database.
 STORAGE_VERSION = "v1.4.0"
 
+
+log = logging.getLogger("toolkit.warehouse")
 
 #: DuckDB's memory limit on a read-only connection (metrics, reports, ``chainops sql``) unless the caller gives one:
 #: the metrics' statements fit it at ten million operation events, and a statement that does not fit fails with
@@ -148,6 +151,13 @@ def read_current_models(con: duckdb.DuckDBPyConnection) -> None:
     try:
         version = con.execute(MODELS_VERSION_SQL).fetchall()[0][0]
         if version is not None and int(version) != MODEL_VERSION:
+            log.warning(
+                "the warehouse's model tables were made by another version of the toolkit (models version %s, this "
+                "one reads %s): every view is computed from the raw tables until the next `chainops sync` rebuilds "
+                "them; the answers are exact, only slower",
+                version,
+                MODEL_VERSION,
+            )
             statements = live_views()
         elif con.execute(MODELS_CURRENT_SQL).fetchall()[0][0]:
             statements = current_model_views()
