@@ -30,7 +30,15 @@ from .common import (
     takes_filters,
 )
 from .outcomes import latest_only_sql
-from .survival import attach, in_flight_operations_sql, join_notes, km_percentiles, percentile_name
+from .survival import (
+    attach,
+    in_flight_operations_sql,
+    join_notes,
+    km_percentiles,
+    percentile_name,
+    uncensored_notes,
+    uncensored_percentiles_sql,
+)
 
 STATUS_LATENCY_GROUPS = ("network", "chain_selector", "channel_id", "status")
 
@@ -106,55 +114,54 @@ def status_latency(
     open_statuses = q.bind([s for s in spec.OPERATION_STATUSES if s not in spec.OPERATION_TERMINAL])
     as_of_ref = q.bind(None if as_of is None else as_of.to_pydatetime())
     key_list = "".join(f"{k}, " for k in keys)
-    # one pass over the transitions: each row is an observation of its time in status (kind 'in') and of its time
-    # since creation (kind 'created'), grouped in one aggregation by grouping sets
-    in_keys = ", ".join([*keys, "kind_in", "in_duration"])
-    created_keys = ", ".join([*keys, "kind_created", "seconds_since_created"])
+    # the transitions read twice, each aggregated on its own (a shared input would be materialised whole): the
+    # ended stays (their time in status) and the last stays (censored while the operation is in flight: only these
+    # are looked up among the operations in flight); then every stay's time since creation
+    where_sql = q.where()
+    ended = f"{where_sql} {'AND' if where_sql else 'WHERE'} seconds_in_status IS NOT NULL"
+    last = f"{where_sql} {'AND' if where_sql else 'WHERE'} seconds_in_status IS NULL"
+    group = ", ".join([*keys, "duration"])
     sql = f"""
         WITH latest_only AS ({latest_only_sql()}),
-        in_flight AS ({in_flight_operations_sql()}),
-        obs AS (
-            SELECT {select}
-                'in' AS kind_in,
-                'created' AS kind_created,
-                seconds_in_status,
-                seconds_since_created,
-                coalesce(seconds_in_status,
-                         CASE WHEN is_censored
-                              THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END) AS in_duration,
-                is_censored,
-                entries > 1 AS is_reentered
-            FROM (
-                SELECT *, seconds_in_status IS NULL AND list_contains({open_statuses}, status)
-                    AND operation_id IN (SELECT operation_id FROM in_flight) AS is_censored
-                FROM operation_transitions
-                {q.where()}
-            ) AS t
-        )
-        SELECT {key_list}
-            coalesce(kind_in, kind_created) AS kind,
-            CASE WHEN kind_in IS NOT NULL THEN in_duration ELSE seconds_since_created END AS duration,
-            count(*) AS entered,
-            CASE WHEN kind_in IS NOT NULL THEN count(seconds_in_status) ELSE count(seconds_since_created) END
-                AS events,
-            CASE WHEN kind_in IS NOT NULL THEN count(*) FILTER (WHERE is_censored) ELSE 0 END AS censored,
-            CASE WHEN kind_in IS NOT NULL THEN count(*) FILTER (WHERE is_reentered) ELSE 0 END AS reentered
-        FROM obs
-        GROUP BY GROUPING SETS (({in_keys}), ({created_keys}))
+        in_flight AS ({in_flight_operations_sql()})
+        SELECT {key_list}'in' AS kind, seconds_in_status AS duration,
+            count(*) AS entered, count(*) AS events, 0 AS censored, count(*) FILTER (WHERE entries > 1) AS reentered
+        FROM (SELECT {select} seconds_in_status, entries FROM operation_transitions {ended}) AS t
+        GROUP BY {group}
+        UNION ALL
+        SELECT {key_list}'in' AS kind,
+            CASE WHEN is_censored THEN epoch(CAST({as_of_ref} AS TIMESTAMPTZ)) - epoch(entered_at) END AS duration,
+            count(*) AS entered, 0 AS events, count(*) FILTER (WHERE is_censored) AS censored,
+            count(*) FILTER (WHERE entries > 1) AS reentered
+        FROM (
+            SELECT {select} entered_at, entries,
+                list_contains({open_statuses}, status) AND operation_id IN (SELECT operation_id FROM in_flight)
+                    AS is_censored
+            FROM operation_transitions {last}
+        ) AS t
+        GROUP BY ALL
     """
+    # the time since creation is never censored: its percentiles are read off in the database, one row per group
+    created_counts = f"""
+        SELECT {key_list}seconds_since_created AS duration, count(*) AS k
+        FROM (SELECT {select} seconds_since_created FROM operation_transitions {where_sql}) AS t
+        WHERE seconds_since_created IS NOT NULL
+        GROUP BY {group}"""
+    created_sql = uncensored_percentiles_sql(created_counts, keys, SINCE_CREATED_PERCENTILES)
     counts = run(warehouse, sql, q.params)
-    df = _latency_table(counts, keys)
+    since = run(warehouse, created_sql, {k: v for k, v in q.params.items() if f"${k}" in created_sql})
+    df = _latency_table(counts, since, keys)
     if "status" in df.columns:
         df["status"] = status_categorical(df["status"])
     return sort_rows(bucket_to_time(df), keys)
 
 
-def _latency_table(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The rows of :func:`status_latency` from the per-(group, kind, duration) counts."""
+def _latency_table(counts: pd.DataFrame, since: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The rows of :func:`status_latency` from the per-(group, duration) counts of the time in status and the
+    per-group percentiles of the time since creation (:func:`~.survival.uncensored_percentiles_sql`)."""
     gkeys = keys or ["_all"]
-    counts = counts.assign(_all=0) if not keys else counts
-    inside = counts[counts["kind"] == "in"]
-    created = counts[counts["kind"] == "created"]
+    inside = counts.assign(_all=0) if not keys else counts
+    since = since.assign(_all=0) if not keys else since
     ended = inside["events"].to_numpy(dtype=float)
     seconds = inside["duration"].to_numpy(dtype=float)
     summary = (
@@ -168,11 +175,11 @@ def _latency_table(counts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     )
     km = km_percentiles(inside, gkeys, LATENCY_PERCENTILES, pending="still in status")
     km = km.rename(columns={"events": "n"})
-    since = km_percentiles(created, gkeys, SINCE_CREATED_PERCENTILES, label="since_created")
+    since = uncensored_notes(since, SINCE_CREATED_PERCENTILES, label="since_created")
     since = since.rename(
         columns={f"{percentile_name(p)}_s": f"since_created_{percentile_name(p)}_s" for p in SINCE_CREATED_PERCENTILES}
     )
-    since = since.rename(columns={"notes": "_since_notes"}).drop(columns=["observations", "events", "censored"])
+    since = since.rename(columns={"notes": "_since_notes"}).drop(columns=["observations"])
     df = attach(attach(summary, km, gkeys), since, gkeys)
     with np.errstate(invalid="ignore", divide="ignore"):
         df["mean_s"] = np.where(df["n"] > 0, df["_sum"] / df["n"], np.nan)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -283,3 +284,66 @@ def with_km_times(
     times = [f"{name}_{percentile_name(p)}_s" for name in names for p in probs]
     df = df.drop(columns=["_all"], errors="ignore")
     return df[[c for c in df.columns if c not in (*times, *censored, "notes")] + [*times, *censored, "notes"]]
+
+
+def uncensored_percentiles_sql(counts: str, keys: Sequence[str], probs: Sequence[float]) -> str:
+    """SQL of the Kaplan–Meier percentiles of durations none of which is censored, one row per group, computed by
+    the database: what :func:`km_percentiles` reads off the same counts without the sample-size rule (apply it
+    with :func:`uncensored_notes`).
+
+    ``counts`` is a relation (an internal SQL text) with the ``keys``, ``duration`` (not NULL) and ``k``, the number
+    of observations of that duration in the group. With nothing censored the curve after the distinct durations up
+    to ``t`` is ``(n − c(t)) / n`` (``c`` the running count), so percentile ``q`` is the smallest ``t`` with
+    ``c(t) ≥ q·n``, and the midpoint of ``t`` and the next duration where ``c(t) = q·n`` exactly (R's
+    ``quantile.survfit``; numpy's ``averaged_inverted_cdf``). Both comparisons are made in integers (``q`` as a
+    fraction), which is what :func:`km_percentiles`' float curve and tolerance decide for groups of fewer than ten
+    million observations. Returns columns: the keys, ``observations``, and ``p<q>_s`` per percentile.
+    """
+    keys = list(keys)
+    part = f"PARTITION BY {', '.join(keys)}" if keys else ""
+    key_list = "".join(f"{k}, " for k in keys)
+    picks = []
+    for q in probs:
+        frac = Fraction(str(q))
+        num, den = frac.numerator, frac.denominator
+        reached = f"{den} * cum >= {num} * n"
+        value = f"CASE WHEN {den} * cum = {num} * n THEN (duration + next_duration) / 2 ELSE duration END"
+        picks.append(f"arg_min({value}, duration) FILTER (WHERE {reached}) AS {percentile_name(q)}_s")
+    return f"""
+        SELECT {key_list}any_value(n) AS observations, {", ".join(picks)}
+        FROM (
+            SELECT *,
+                sum(k) OVER ({part} ORDER BY duration ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum,
+                sum(k) OVER ({part}) AS n,
+                lead(duration) OVER ({part} ORDER BY duration) AS next_duration
+            FROM ({counts}) AS counted
+        ) AS curve
+        GROUP BY {", ".join(keys) or "()"}"""
+
+
+def uncensored_notes(
+    df: pd.DataFrame, probs: Sequence[float], *, label: str = "", observations: str = "observations"
+) -> pd.DataFrame:
+    """``df`` (from :func:`uncensored_percentiles_sql`) with the sample-size rule applied as :func:`km_percentiles`
+    applies it: a percentile of a group smaller than :func:`min_observations` is NaN, and ``notes`` says so in the
+    same words (``"since_created p90: n=7 < 10"``; ``"<label>: no observations"`` for an empty group). With nothing
+    censored the at-risk rule always holds and the curve always reaches every level. Returns the new frame."""
+    df = df.copy()
+    n = df[observations].to_numpy(dtype=float, na_value=0.0)
+    prefix = f"{label} " if label else ""
+    notes: list[list[str]] = [[] for _ in range(len(df))]
+    for q in probs:
+        name = percentile_name(q)
+        need = min_observations(q)
+        col = f"{name}_s"
+        values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        small = n < need
+        df[col] = np.where(small, np.nan, values)
+        for i in np.flatnonzero(small):
+            if n[i] == 0:
+                if not notes[i]:
+                    notes[i].append(f"{label or 'all'}: no observations")
+            else:
+                notes[i].append(f"{prefix}{name}: n={int(n[i])} < {need}")
+    df["notes"] = ["; ".join(x) for x in notes]
+    return df
