@@ -232,3 +232,29 @@ def test_rows_whose_text_is_not_json_are_invalid_not_an_error() -> None:
     )
     assert [r.verdict for r in results] == [spec.Verdict.VERIFIED, spec.Verdict.INVALID, spec.Verdict.MISSING_PROOF]
     assert results[1].reason == "payload or proofs are not JSON"
+
+
+def test_a_number_past_float_range_in_a_field_the_rules_do_not_read_decides_nothing() -> None:
+    # valid JSON that orjson refuses: 249 genuine proofs were judged "not JSON" for an unrelated field
+    import json
+
+    from toolkit.verify.run import verify_rows
+
+    payload, proofs = _event()
+    text = json.dumps(payload)
+    big_payload = '{"gas": 1e400, "nested": {"n": -2e999}, ' + text[1:]
+    other = '{"alg": "rsa-pss", "weight": 1e400}'
+    big_proofs = "[" + other + ", " + json.dumps(proofs)[1:]
+    rows = [
+        ("watcher.event", big_payload, json.dumps(proofs)),
+        ("watcher.event", text, big_proofs),
+        ("watcher.event", big_payload, big_proofs),
+    ]
+    assert [r.verdict for r in verify_rows(rows, POLICY)] == [spec.Verdict.VERIFIED] * 3
+    # where the number is in a field the rules read, that rule fails and says so
+    in_blob = '{"verifiable_event": 1e400, ' + text[1:].replace('"verifiable_event"', '"was"')
+    in_report = json.dumps(proofs).replace(json.dumps(proofs[0]["ocr_report"]), "1e400")
+    results = verify_rows([("watcher.event", in_blob, json.dumps(proofs)), ("watcher.event", text, in_report)], POLICY)
+    assert [r.reason for r in results] == ["no verifiable_event in the payload", "ocr_report or ocr_context is not hex"]
+    (cut,) = verify_rows([("watcher.event", big_payload[:-1], "[]")], POLICY)
+    assert cut.reason == "payload or proofs are not JSON"

@@ -275,3 +275,31 @@ def test_sync_verify_verifies_what_it_synced(world, tmp_path) -> None:
         ((verified,),) = wh.con.execute("SELECT count(*) FROM event_verifications").fetchall()
     assert verified == len(_proof_bearing(path))
     assert_no_key(run.stdout, run.stderr)
+
+
+def _verdicts(path: Path) -> dict[str, tuple[str, str | None]]:
+    with Warehouse(path, read_only=True) as wh:
+        rows = wh.con.execute("SELECT event_id, verdict, reason FROM event_verifications").fetchall()
+    return {event_id: (verdict, reason) for event_id, verdict, reason in rows}
+
+
+def test_a_number_past_float_range_in_every_payload_changes_no_verdict(world, verified, tmp_path) -> None:
+    # valid JSON that orjson refuses (issue 38): it made every genuine proof "invalid" and verify exit 3
+    _, info, _, synced = world
+    path = tmp_path / "w.duckdb"
+    shutil.copy(synced, path)
+    with Warehouse(path) as wh:
+        wh.con.execute("UPDATE events SET payload = '{\"gas\": 1e400, ' || substr(payload, 2) WHERE proofs IS NOT NULL")
+        ((changed,),) = wh.con.execute("SELECT count(*) FROM events WHERE payload LIKE '{\"gas\": 1e400, %'").fetchall()
+    assert changed >= len(_proof_bearing(verified)) > 0  # every proof-bearing event, and others
+    run = run_in_process(
+        "verify",
+        "--warehouse",
+        str(path),
+        "--signers",
+        ",".join(info["signers"]),
+        env={"CREC_ORG_ID": info["org_id"]},
+    )
+    assert run.returncode == 3, run.stderr  # the sandbox's forgeries, and only those
+    assert "not JSON" not in run.stdout
+    assert _verdicts(path) == _verdicts(verified)

@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from .. import spec
@@ -31,6 +30,7 @@ from ..errors import WarehouseError
 from ..warehouse import Warehouse
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
+from .texts import Unreadable, read_payload, read_proofs
 
 TABLE = "event_verifications"
 #: Events read and verified per batch (a batch's rows, payloads and proofs are what a run holds in memory).
@@ -229,13 +229,14 @@ def _results(parts: list[Future[list[tuple[str, str | None, int, bool | None]]]]
 
 
 def verify_rows(rows: Sequence[tuple[str, str | None, str | None]], policy: Policy) -> list[Result]:
-    """Verify events given as (type, payload JSON text, proofs JSON text); a text that is not JSON is invalid."""
+    """Verify events given as (type, payload JSON text, proofs JSON text); a text that is not JSON is invalid, a
+    field the rules do not read never decides the verdict (:mod:`toolkit.verify.texts`)."""
     out = []
     for event_type, payload_text, proofs_text in rows:
         try:
-            payload = orjson.loads(payload_text) if payload_text is not None else None
-            proofs = orjson.loads(proofs_text) if proofs_text is not None else []
-        except orjson.JSONDecodeError:
+            payload = read_payload(payload_text)
+            proofs = read_proofs(proofs_text)
+        except Unreadable:
             out.append(Result(spec.Verdict.INVALID, "payload or proofs are not JSON", 0))
             continue
         out.append(verify_event(event_type, payload, proofs, policy))
