@@ -28,6 +28,7 @@ import pyarrow as pa
 from .. import spec
 from ..errors import WarehouseError
 from ..warehouse import Warehouse
+from ..warehouse.failures import WRITE_FAILURES, write_failure
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
 from .texts import Unreadable, read_payload, read_proofs
@@ -99,6 +100,16 @@ def verify_warehouse(
     Given a path, the worker processes are forked before DuckDB opens the file (a fork never copies DuckDB's
     threads mid-work); given an open :class:`Warehouse`, they are spawned (safe, slower to start)."""
     wanted = workers if workers is not None else (os.cpu_count() or 1)
+    path = warehouse.path if isinstance(warehouse, Warehouse) else warehouse
+    try:
+        return _verify_opened(warehouse, policy, all_events, wanted, batch_rows)
+    except WRITE_FAILURES as exc:  # a full disk, as sync says it: what happened, what is kept, what to do
+        raise write_failure(path, exc, command="`chainops verify`") from None
+
+
+def _verify_opened(
+    warehouse: str | os.PathLike[str] | Warehouse, policy: Policy, all_events: bool, wanted: int, batch_rows: int
+) -> VerifyResult:
     with contextlib.ExitStack() as stack:
         pool = None
         if wanted > 1:
