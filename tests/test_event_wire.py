@@ -78,3 +78,22 @@ def test_clean_pages_converted_together_keep_the_last_copy_of_an_event() -> None
     ]
     with pytest.raises(ValueError, match="clean"):
         EventColumns.concat([first, columns_from_records([_event(4)])])
+
+
+@pytest.mark.parametrize("where", ["payload", "unknown field"])
+def test_a_value_nested_too_deep_to_write_again_leaves_out_its_event_by_name_only(where) -> None:
+    # orjson reads 1,024 levels; writing 1,000 again recursed past Python's limit and failed the whole page
+    deep = orjson.loads(b"[" * 1000 + b"]" * 1000)
+    records = [_event(1), _event(2), _event(3)]
+    if where == "payload":
+        records[1]["payload"]["nested"] = deep
+    else:
+        records[1]["surprise"] = deep
+    columns = columns_from_records(records)
+    assert columns.served_offsets() == [1, 2, 3]  # served, so the gap pass reads that offset again
+    batch, rejected = columns_batch(columns, channel_id="c", stream_channel=True)
+    field = "payload" if where == "payload" else "unknown fields"
+    assert [str(r) for r in rejected] == [
+        f"events record 'offset 2': field '{field}' is nested more than 512 levels deep, too deep to store"
+    ]
+    assert [r["event_id"] for r in batch.to_pylist()] == ["e1", "e3"]

@@ -199,14 +199,53 @@ def offset_value(value: Any) -> int | None:
     return None
 
 
+#: The deepest value written as JSON again when the text the service sent is not at hand: deeper than this, the
+#: standard library's writer (recursive, under Python's recursion limit of 1,000 frames, whatever the stack already
+#: holds) might fail, so such a value is refused (:class:`NestedTooDeep`) at a depth that does not depend on where it
+#: is written. orjson writes 255 levels; the parsers read about 1,000 (msgspec) and 1,024 (orjson).
+MAX_REWRITTEN_DEPTH = 512
+
+
+class NestedTooDeep(ValueError):
+    """A value nested deeper than :data:`MAX_REWRITTEN_DEPTH`, which cannot be written as JSON again."""
+
+    def __init__(self) -> None:
+        super().__init__(f"is nested more than {MAX_REWRITTEN_DEPTH} levels deep, too deep to store")
+
+
+def nesting_depth(value: Any, limit: int = MAX_REWRITTEN_DEPTH) -> int:
+    """How deep lists and objects nest in ``value`` (a scalar: 0), walked without recursion; the walk stops once
+    past ``limit`` and answers ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
 def json_text(value: Any) -> bytes | None:
-    """Compact JSON (UTF-8 bytes). Values JSON cannot hold are kept as their repr."""
+    """Compact JSON (UTF-8 bytes). Values JSON cannot hold are kept as their repr. Raises :class:`NestedTooDeep` for
+    a value nested deeper than :data:`MAX_REWRITTEN_DEPTH` (the callers leave that record out, by name)."""
     if value is None:
         return None
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
     except (TypeError, orjson.JSONEncodeError):
-        # integers beyond 64 bits and other rarities: the standard library writes them exactly
+        # integers beyond 64 bits, nesting past orjson's 255 levels and other rarities: the standard library
+        # writes them exactly, within a depth checked first (its writer recurses)
+        if nesting_depth(value) > MAX_REWRITTEN_DEPTH:
+            raise NestedTooDeep() from None
         return json.dumps(value, ensure_ascii=False, default=repr).encode()
 
 
@@ -333,20 +372,33 @@ def columns_from_records(
         p.get("event_hash") if "event_hash" in p else r.get("event_hash") for p, r in zip(pays, rows, strict=True)
     ]
 
-    def payload_text(row: dict[str, Any], index: int) -> bytes | None:
-        payload = row.get("payload")
-        if payload is None:
-            return None
-        sent = payload_texts[index] if payload_texts is not None else None
-        return sent if sent is not None else json_text(payload)
-
-    def proof_text(value: Any, index: int) -> bytes | None:
+    def text(value: Any, texts: Sequence[bytes | None] | None, index: int) -> bytes | None:
         if value is None:
             return None
-        sent = proof_texts[index] if proof_texts is not None else None
+        sent = texts[index] if texts is not None else None
         return sent if sent is not None else json_text(value)
 
     extras = [_unknown_fields(r) for r in rows]
+    payloads: list[bytes | None] = []
+    proof_list: list[bytes | None] = []
+    for j, (row, i) in enumerate(zip(rows, positions, strict=True)):
+        # the texts as sent are at hand unless the page was too deep for msgspec: a value is then written again,
+        # and one nested too deep for that leaves its event out by name (the other events of the page are stored)
+        field = "payload"
+        try:
+            payloads.append(text(row.get("payload"), payload_texts, i))
+            field = "headers.proofs"
+            proof_list.append(text(proofs[j], proof_texts, i))
+            field = "unknown fields"
+            json_text(extras[j])
+        except NestedTooDeep as exc:
+            payloads[j:] = [None]
+            proof_list[j:] = [None]
+            key = row.get("event_id")
+            if isinstance(key, str | int) and kept.get(str(key)) == j:
+                del kept[str(key)]
+                rejected.append(RejectedEvent(i, field, str(exc), _offset_name(row)))
+            extras[j] = None
     return EventColumns(
         event_ids=[r.get("event_id") for r in rows],
         types=types,
@@ -355,8 +407,8 @@ def columns_from_records(
         fields=fields,
         proof_counts=[len(x) if type(x) is list else 0 for x in proofs],
         signature_counts=[_signature_count_of(x) for x in proofs],
-        proofs=[proof_text(x, i) for x, i in zip(proofs, positions, strict=True)],
-        payloads=[payload_text(r, i) for r, i in zip(rows, positions, strict=True)],
+        proofs=proof_list,
+        payloads=payloads,
         typed=False,
         subjects=[
             p.get(subject[t]) if isinstance(t, str) and t in subject else None for p, t in zip(pays, types, strict=True)
@@ -364,5 +416,5 @@ def columns_from_records(
         extras=extras if any(e is not None for e in extras) else None,
         channel_ids={j: r["channel_id"] for j, r in enumerate(rows) if "channel_id" in r},
         kept=sorted(kept.values()),
-        rejected=tuple(rejected),
+        rejected=tuple(sorted(rejected, key=attrgetter("index"))),
     )

@@ -23,6 +23,7 @@ from tests.support.builders import (
     watcher_record,
     watcher_status,
 )
+from tests.support.cli import run_in_process
 from toolkit import metrics, spec
 
 FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
@@ -519,3 +520,24 @@ def test_watcher_activity_per_hour_with_the_status_then(tmp_path, mode) -> None:
     assert history.iloc[-1].status == "archived" and pd.isna(history.iloc[-1].exited_at)
     by_network = metrics.watcher_activity(wh, by=["network"], bucket="1d")
     assert by_network["events"].sum() == 4 and set(by_network["network"]) == {"Ethereum Mainnet"}
+
+
+def test_watcher_activity_counts_events_stored_without_a_time_apart(tmp_path, mode) -> None:
+    # an invalid timestamp is stored NULL (kept in extra._invalid): the as-of join refused null keys (exit 2)
+    untimed = watcher_event("w1", 0)
+    untimed["payload"]["timestamp"] = "not a time"
+    status_untimed = watcher_status("w1", "archiving", 0)
+    status_untimed["payload"]["timestamp"] = "later"
+    events = [watcher_status("w1", "active", 30), status_untimed, watcher_event("w1", 100), untimed]
+    wh = make(tmp_path, mode, events=events, watchers=[watcher_record("w1", "transfers", "active")])
+    df = metrics.watcher_activity(wh)
+    hour0 = pd.Timestamp(T0, unit="s", tz="UTC").floor("h")
+    got = [(r.bucket, r.events, r.status, r.name) for r in df.itertuples()]
+    assert got[0] == (hour0, 1, "active", "transfers")
+    assert len(got) == 2 and pd.isna(got[1][0]) and pd.isna(got[1][2]) and got[1][1:4:2] == (1, "transfers")
+    assert metrics.watcher_activity(wh, since=hour0)["events"].sum() == 1  # a period holds only timed events
+    if mode == "refreshed":
+        wh.close()
+        run = run_in_process("metrics", "watcher-activity", "--warehouse", str(tmp_path / "w.duckdb"))
+        assert run.returncode == 0, run.stderr
+        assert "transfers" in run.stdout

@@ -33,6 +33,9 @@ BAD_OPERATIONS_OFFSET = 100
 #: is one the sync fetches one by one.
 BAD_RECORD_INDEX = 105
 _MARK = "@@HOSTILE@@"
+_DEEP_MARK = "@@DEEP@@"
+#: The target's event that ``deep_payload_depth`` and ``event_without_id`` change: inside the page at BAD_EVENT_OFFSET.
+DEEP_EVENT_OFFSET = BAD_EVENT_OFFSET + 3
 #: The first value of the repeated ``status`` (see ``Defects.repeated_payload_names``).
 REPEATED_FIRST = "sending"
 
@@ -97,6 +100,11 @@ class Defects:
     #: The target's first operations page's first record repeats ``value`` inside its first transaction (``"7"``
     #: first, its real value last): a repeat nested in a record.
     repeated_nested_record_name: bool = False
+    #: The target's event at offset :data:`DEEP_EVENT_OFFSET` carries a payload field ``nested`` of this many lists
+    #: one inside the other (0: none); every other event is as documented.
+    deep_payload_depth: int = 0
+    #: The target's event at offset :data:`DEEP_EVENT_OFFSET` has no ``event_id`` (0.8 does not require one).
+    event_without_id: bool = False
 
 
 @dataclass
@@ -335,7 +343,8 @@ class HostileServer(_LoopbackServer):
 
     def _altered(self, kind: str, cid: str, items: list[Any]) -> list[Any]:
         d = self.defects
-        if cid != self.org.target or not (d.huge_chain_selector_number or d.fractional_numbers or d.offset_step > 1):
+        altered = d.huge_chain_selector_number or d.fractional_numbers or d.offset_step > 1 or d.deep_payload_depth
+        if cid != self.org.target or not (altered or d.event_without_id):
             return items
         items = [json.loads(json.dumps(x)) for x in items]
         if kind == "events" and d.offset_step > 1:
@@ -348,6 +357,10 @@ class HostileServer(_LoopbackServer):
         if kind == "events" and d.huge_chain_selector_number:
             for event in items[: len(OPERATION_STEPS)]:
                 event["payload"]["chain_selector"] = 2**64
+        if kind == "events" and d.deep_payload_depth:
+            items[DEEP_EVENT_OFFSET]["payload"]["nested"] = _DEEP_MARK
+        if kind == "events" and d.event_without_id:
+            del items[DEEP_EVENT_OFFSET]["event_id"]
         if kind == "events" and d.fractional_numbers:
             items[5]["payload"]["timestamp"] += 0.5
             items[7]["headers"]["offset"] = 7.5
@@ -413,6 +426,9 @@ class HostileServer(_LoopbackServer):
             body = body.replace(real, f'"status": "{REPEATED_FIRST}", '.encode() + real, 1)
         if d.repeated_nested_record_name and kind == "operations" and cid == self.org.target and offset == 0:
             body = body.replace(b'"transactions": [{', b'"transactions": [{"value": "7", ', 1)
+        if d.deep_payload_depth and kind == "events" and cid == self.org.target:
+            depth = d.deep_payload_depth
+            body = body.replace(json.dumps(_DEEP_MARK).encode(), b"[" * depth + b"]" * depth)
         if bad and d.invalid_utf8_page:
             body = body.replace(json.dumps(_MARK).encode(), b'"\xff\xfe not UTF-8"')
         if bad and d.deep_nesting_page:

@@ -232,3 +232,78 @@ def test_rows_whose_text_is_not_json_are_invalid_not_an_error() -> None:
     )
     assert [r.verdict for r in results] == [spec.Verdict.VERIFIED, spec.Verdict.INVALID, spec.Verdict.MISSING_PROOF]
     assert results[1].reason == "payload or proofs are not JSON"
+
+
+def test_a_number_past_float_range_in_a_field_the_rules_do_not_read_decides_nothing() -> None:
+    # valid JSON that orjson refuses: 249 genuine proofs were judged "not JSON" for an unrelated field
+    import json
+
+    from toolkit.verify.run import verify_rows
+
+    payload, proofs = _event()
+    text = json.dumps(payload)
+    big_payload = '{"gas": 1e400, "nested": {"n": -2e999}, ' + text[1:]
+    other = '{"alg": "rsa-pss", "weight": 1e400}'
+    big_proofs = "[" + other + ", " + json.dumps(proofs)[1:]
+    rows = [
+        ("watcher.event", big_payload, json.dumps(proofs)),
+        ("watcher.event", text, big_proofs),
+        ("watcher.event", big_payload, big_proofs),
+    ]
+    assert [r.verdict for r in verify_rows(rows, POLICY)] == [spec.Verdict.VERIFIED] * 3
+    # where the number is in a field the rules read, that rule fails and says so
+    in_blob = '{"verifiable_event": 1e400, ' + text[1:].replace('"verifiable_event"', '"was"')
+    in_report = json.dumps(proofs).replace(json.dumps(proofs[0]["ocr_report"]), "1e400")
+    results = verify_rows([("watcher.event", in_blob, json.dumps(proofs)), ("watcher.event", text, in_report)], POLICY)
+    assert [r.reason for r in results] == ["no verifiable_event in the payload", "ocr_report or ocr_context is not hex"]
+    (cut,) = verify_rows([("watcher.event", big_payload[:-1], "[]")], POLICY)
+    assert cut.reason == "payload or proofs are not JSON"
+
+
+@pytest.mark.parametrize("where", ["signature", "ocr_report", "ocr_context"])
+@pytest.mark.parametrize("blank", [" ", "\t", "\n"])
+def test_hex_with_blanks_inside_is_not_hex(where: str, blank: str) -> None:
+    # bytes.fromhex skips spaces and tabs; the proof's hex ('0x' and digits) has none
+    payload, proofs = _event(KEYS[:5])
+    proof = proofs[0]
+    if where == "signature":
+        sig = proof["signatures"][1]
+        proof["signatures"][1] = sig[:10] + blank + sig[10:12] + blank + sig[12:]
+    else:
+        text = proof[where]
+        proof[where] = text[:4] + blank * 2 + text[4:]
+    result = verify_event("watcher.event", payload, proofs, POLICY)
+    want = "signature 2 is not hex" if where == "signature" else "ocr_report or ocr_context is not hex"
+    assert (result.verdict, result.reason) == (spec.Verdict.INVALID, want)
+
+
+def test_a_proof_with_more_signatures_than_any_committee_is_invalid_before_any_recovery(monkeypatch) -> None:
+    import toolkit.verify.rules as rules
+
+    payload, proofs = _event()
+    proofs[0]["signatures"] = proofs[0]["signatures"] * 5_000  # 20,000 copies of four: 0.87 s for one event
+
+    def no_recovery(*args: object) -> bytes:
+        raise AssertionError("a key was recovered")
+
+    monkeypatch.setattr(rules, "recover_address", no_recovery)
+    result = verify_event("watcher.event", payload, proofs, POLICY)
+    assert (result.verdict, result.reason) == (spec.Verdict.INVALID, "20000 signatures (at most 32 are checked)")
+    monkeypatch.undo()
+    # up to the bound every signature is checked as before; a larger trusted set raises the bound to its size
+    payload, proofs = _event()
+    proofs[0]["signatures"] = proofs[0]["signatures"] * 8
+    assert verify_event("watcher.event", payload, proofs, POLICY).verdict == spec.Verdict.VERIFIED
+    proofs[0]["signatures"] = proofs[0]["signatures"] * 2  # 64
+    assert "64 signatures (at most 32" in verify_event("watcher.event", payload, proofs, POLICY).reason
+    many = Policy(owner=OWNER, signers=TRUSTED | {bytes([i]) * 20 for i in range(70)}, min_signatures=4)
+    assert verify_event("watcher.event", payload, proofs, many).verdict == spec.Verdict.VERIFIED
+
+
+def test_an_address_with_blanks_inside_is_not_an_address() -> None:
+    from toolkit.verify.crypto import parse_address
+
+    good = "0x" + KNOWN_ADDRESSES[1]
+    assert parse_address(f"  {good}\n") == bytes.fromhex(KNOWN_ADDRESSES[1])  # around it: trimmed, as before
+    with pytest.raises(ValueError, match="is not an address"):
+        parse_address(good[:12] + " " + good[12:14] + " " + good[14:])

@@ -275,3 +275,69 @@ def test_sync_verify_verifies_what_it_synced(world, tmp_path) -> None:
         ((verified,),) = wh.con.execute("SELECT count(*) FROM event_verifications").fetchall()
     assert verified == len(_proof_bearing(path))
     assert_no_key(run.stdout, run.stderr)
+
+
+def _verdicts(path: Path) -> dict[str, tuple[str, str | None]]:
+    with Warehouse(path, read_only=True) as wh:
+        rows = wh.con.execute("SELECT event_id, verdict, reason FROM event_verifications").fetchall()
+    return {event_id: (verdict, reason) for event_id, verdict, reason in rows}
+
+
+def test_a_number_past_float_range_in_every_payload_changes_no_verdict(world, verified, tmp_path) -> None:
+    # valid JSON that orjson refuses (issue 38): it made every genuine proof "invalid" and verify exit 3
+    _, info, _, synced = world
+    path = tmp_path / "w.duckdb"
+    shutil.copy(synced, path)
+    with Warehouse(path) as wh:
+        wh.con.execute("UPDATE events SET payload = '{\"gas\": 1e400, ' || substr(payload, 2) WHERE proofs IS NOT NULL")
+        ((changed,),) = wh.con.execute("SELECT count(*) FROM events WHERE payload LIKE '{\"gas\": 1e400, %'").fetchall()
+    assert changed >= len(_proof_bearing(verified)) > 0  # every proof-bearing event, and others
+    run = run_in_process(
+        "verify",
+        "--warehouse",
+        str(path),
+        "--signers",
+        ",".join(info["signers"]),
+        env={"CREC_ORG_ID": info["org_id"]},
+    )
+    assert run.returncode == 3, run.stderr  # the sandbox's forgeries, and only those
+    assert "not JSON" not in run.stdout
+    assert _verdicts(path) == _verdicts(verified)
+
+
+def test_a_full_disk_during_verify_says_so_and_the_next_run_completes(world, verified, tmp_path, monkeypatch) -> None:
+    """The second batch's commit fails as DuckDB reports a full disk (the text of a real one: verify on a full tmpfs
+    says exactly this). A file size limit (RLIMIT_FSIZE), as sync's test uses, is no model here: the warehouse is
+    already larger than any limit small enough to fail, and DuckDB's writes below the limit succeed where those above
+    fail, which a real disk never does."""
+    import duckdb
+
+    import toolkit.verify.run as verify_run
+
+    _, info, _, synced = world
+    path = tmp_path / "w.duckdb"
+    shutil.copy(synced, path)
+    store = verify_run._store
+    stored = []
+
+    def full_disk(wh, batch, results, policy) -> None:
+        if stored:
+            raise duckdb.TransactionException(
+                "TransactionContext Error: Failed to commit: "
+                f'Could not write file "{path}.wal": No space left on device'
+            )
+        store(wh, batch, results, policy)
+        stored.append(batch.num_rows)
+
+    monkeypatch.setattr(verify_run, "_store", full_disk)
+    env = {"CREC_ORG_ID": info["org_id"], "CREC_DON_SIGNERS": ",".join(info["signers"])}
+    out = run_in_process("verify", "--warehouse", str(path), env=env)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "No space left on device" in out.stderr and "the disk is full" in out.stderr, out.stderr
+    assert "Free some space and run `chainops verify` again" in out.stderr
+    assert "everything committed before the failure is kept" in out.stderr
+    monkeypatch.undo()
+    # with room again, the next run verifies what is left: every event then stands as after a run that never failed
+    again = verify_warehouse(path, resolve_policy(org_id=info["org_id"], signers=env["CREC_DON_SIGNERS"], env={}))
+    assert again.checked == len(_proof_bearing(verified)) - stored[0]
+    assert _verdicts(path) == _verdicts(verified)

@@ -148,24 +148,29 @@ def watcher_activity(
 
 
 def _with_watcher_status(history: pd.DataFrame, df: pd.DataFrame, width: int) -> pd.DataFrame:
-    """Add each watcher's name and the status in effect at the end of each bucket (an as-of join on history)."""
+    """Add each watcher's name and the status in effect at the end of each bucket (an as-of join on history).
+
+    Events stored without a time (an invalid ``timestamp`` is stored NULL) count in a row of their own with no
+    bucket and no status; a status event without a time cannot say when it took effect and sets no status."""
     names = history.drop_duplicates("watcher_id", keep="last")[["watcher_id", "name"]]
     df = df.merge(names, on="watcher_id", how="left")
     df["_end"] = df["bucket"] + pd.Timedelta(seconds=width)
     right = history[["watcher_id", "entered_at", "status"]].assign(status=lambda h: h["status"].astype(object))
-    if df.empty or right.empty:
+    right = right[right["entered_at"].notna()]
+    timed = df["_end"].notna()
+    if right.empty or not timed.any():
         df["status"] = None
     else:
-        df = pd.merge_asof(
-            df.sort_values("_end"),
+        joined = pd.merge_asof(
+            df[timed].sort_values("_end"),
             right.sort_values("entered_at"),
             left_on="_end",
             right_on="entered_at",
             by="watcher_id",
             allow_exact_matches=False,
             direction="backward",
-        )
-        df = df.drop(columns=["entered_at"])
+        ).drop(columns=["entered_at"])
+        df = pd.concat([joined, df[~timed].assign(status=None)], ignore_index=True) if not timed.all() else joined
     df["status"] = status_categorical(df["status"], spec.WATCHER_STATUSES)
     return df.drop(columns=["_end"])
 

@@ -3,6 +3,7 @@ recovery (coincurve, over libsecp256k1). Nothing here is hand-written elliptic-c
 
 from __future__ import annotations
 
+import binascii
 import struct
 
 from coincurve import PublicKey
@@ -60,7 +61,7 @@ def parse_address(text: str) -> bytes:
     if body[:2].lower() == "0x":
         body = body[2:]
     try:
-        raw = bytes.fromhex(body)
+        raw = binascii.a2b_hex(body)  # no spaces inside, as bytes.fromhex would allow
     except ValueError:
         raw = b""
     if len(raw) != 20:

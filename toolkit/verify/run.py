@@ -23,14 +23,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from .. import spec
 from ..errors import WarehouseError
 from ..warehouse import Warehouse
+from ..warehouse.failures import WRITE_FAILURES, write_failure
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
+from .texts import Unreadable, read_payload, read_proofs
 
 TABLE = "event_verifications"
 #: Events read and verified per batch (a batch's rows, payloads and proofs are what a run holds in memory).
@@ -99,6 +100,16 @@ def verify_warehouse(
     Given a path, the worker processes are forked before DuckDB opens the file (a fork never copies DuckDB's
     threads mid-work); given an open :class:`Warehouse`, they are spawned (safe, slower to start)."""
     wanted = workers if workers is not None else (os.cpu_count() or 1)
+    path = warehouse.path if isinstance(warehouse, Warehouse) else warehouse
+    try:
+        return _verify_opened(warehouse, policy, all_events, wanted, batch_rows)
+    except WRITE_FAILURES as exc:  # a full disk, as sync says it: what happened, what is kept, what to do
+        raise write_failure(path, exc, command="`chainops verify`") from None
+
+
+def _verify_opened(
+    warehouse: str | os.PathLike[str] | Warehouse, policy: Policy, all_events: bool, wanted: int, batch_rows: int
+) -> VerifyResult:
     with contextlib.ExitStack() as stack:
         pool = None
         if wanted > 1:
@@ -229,13 +240,14 @@ def _results(parts: list[Future[list[tuple[str, str | None, int, bool | None]]]]
 
 
 def verify_rows(rows: Sequence[tuple[str, str | None, str | None]], policy: Policy) -> list[Result]:
-    """Verify events given as (type, payload JSON text, proofs JSON text); a text that is not JSON is invalid."""
+    """Verify events given as (type, payload JSON text, proofs JSON text); a text that is not JSON is invalid, a
+    field the rules do not read never decides the verdict (:mod:`toolkit.verify.texts`)."""
     out = []
     for event_type, payload_text, proofs_text in rows:
         try:
-            payload = orjson.loads(payload_text) if payload_text is not None else None
-            proofs = orjson.loads(proofs_text) if proofs_text is not None else []
-        except orjson.JSONDecodeError:
+            payload = read_payload(payload_text)
+            proofs = read_proofs(proofs_text)
+        except Unreadable:
             out.append(Result(spec.Verdict.INVALID, "payload or proofs are not JSON", 0))
             continue
         out.append(verify_event(event_type, payload, proofs, policy))

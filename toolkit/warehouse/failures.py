@@ -63,11 +63,11 @@ def _kind(exc: BaseException) -> str:
     return "other"
 
 
-def write_failure(path: str | os.PathLike[str], exc: BaseException) -> WarehouseError:
+def write_failure(path: str | os.PathLike[str], exc: BaseException, *, command: str = "the sync") -> WarehouseError:
     """The :class:`WarehouseError` for ``exc``, raised while writing the warehouse at ``path``.
 
-    A full disk says so and that the sync can be run again (every committed batch is kept); a refused directory
-    says to check it or choose another ``--warehouse``.
+    A full disk says so and that ``command`` (what was writing: the sync, or `chainops verify`) can be run again
+    (every committed batch is kept); a refused directory says to check it or choose another ``--warehouse``.
     """
     detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip()
     kind = _kind(exc)
@@ -87,7 +87,7 @@ def write_failure(path: str | os.PathLike[str], exc: BaseException) -> Warehouse
         else "the disk may be full, or the file system refused the write"
     )
     return WarehouseError(
-        f"Writing to the warehouse {path} failed ({detail}): {cause}. Free some space and run the sync again: "
+        f"Writing to the warehouse {path} failed ({detail}): {cause}. Free some space and run {command} again: "
         "everything committed before the failure is kept and the next run continues from there."
     )
 
