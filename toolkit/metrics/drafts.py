@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..warehouse import Warehouse
 from .common import WarehouseLike, latest_event_time, run
 from .inflight import EVERY, MIN_REFERENCE, Ratio, ratio_interval
 
@@ -55,7 +56,15 @@ def _reference(warehouse: WarehouseLike, ctes: str, params: dict, as_of: float) 
         FROM drafts o JOIN dl ON dl.oid = o.operation_id
         WHERE dl.deadline_at > o.created_at
     """
-    df = run(warehouse, sql, {k: v for k, v in params.items() if f"${k}" in sql})
+    used = {k: v for k, v in params.items() if f"${k}" in sql}
+    if isinstance(warehouse, Warehouse):  # the same for every question a report asks of an open warehouse
+        key = ("drafts.reference", sql, tuple(sorted((k, repr(v)) for k, v in used.items())), as_of)
+        return warehouse.memoized(key, lambda: _reference_from(run(warehouse, sql, used), as_of))
+    return _reference_from(run(warehouse, sql, used), as_of)
+
+
+def _reference_from(df: pd.DataFrame, as_of: float) -> pd.DataFrame:
+    """The reference of :func:`_reference` from the drafts' times and outcomes read from the warehouse."""
     window = (df["d"] - df["c"]).to_numpy(dtype=float)
     relayed = df["relayed_s"].to_numpy(dtype=float, na_value=np.nan)
     outcome = df["outcome"].astype(object).where(df["outcome"].notna(), None)

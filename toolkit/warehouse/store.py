@@ -18,10 +18,10 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import filelock
@@ -72,6 +72,7 @@ STORAGE_VERSION = "v1.4.0"
 
 
 log = logging.getLogger("toolkit.warehouse")
+T = TypeVar("T")
 
 #: DuckDB's memory limit on a read-only connection (metrics, reports, ``chainops sql``) unless the caller gives one:
 #: the metrics' statements fit it at ten million operation events, and a statement that does not fit fails with
@@ -557,6 +558,17 @@ class Warehouse(SyncQueries):
                 raise
             limit, cause = self.memory_limit_setting(), str(exc).splitlines()[0]
             raise WarehouseError(f"Reading {self.path}: {out_of_memory_message(limit)} ({cause}).") from None
+
+    def memoized(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per ``key`` while this warehouse is open read-only (a reader sees no write while it is
+        open: DuckDB lets no writer in), so a report asking several questions reads what they share once; on a
+        writable warehouse, every time. The result is shared: callers must not change it."""
+        if not self.read_only:
+            return compute()
+        cache: dict[Hashable, Any] = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""
