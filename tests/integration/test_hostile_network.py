@@ -24,11 +24,12 @@ from tests.support.hostile import (
     HostileServer,
     Org,
 )
+from tests.support.hostile_sync import quick_retry
+from tests.support.hostile_sync import sync_against as run
+from tests.support.hostile_sync import warehouse_rows as rows
 from toolkit.api import Client
-from toolkit.api.retry import RetryPolicy
 from toolkit.config import Settings
-from toolkit.loader import SyncResult, sync
-from toolkit.warehouse import Warehouse
+from toolkit.loader import sync
 
 #: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier
 #: skips them (docs/testing.md); `make test` runs them.
@@ -36,21 +37,6 @@ pytestmark = pytest.mark.slow
 
 ORG = Org()
 EVENTS = len(ORG.events[ORG.target])
-
-
-def policy(deadline: float = 10.0) -> RetryPolicy:
-    return RetryPolicy(attempts=2, initial=0.01, maximum=0.02, floor=0.01, deadline=deadline)
-
-
-def run(server: HostileServer, path, *, deadline: float = 10.0, workers: int | None = None, **client) -> SyncResult:
-    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
-    with Client(server.base_url, TEST_KEY, retry=policy(deadline), **client) as c:
-        return sync(settings, client=c, quiet=True, workers=workers)
-
-
-def rows(path, sql: str, *args) -> list[tuple]:
-    with Warehouse(path, read_only=True) as wh:
-        return wh.con.execute(sql, list(args)).fetchall()
 
 
 def per_channel(path, table: str) -> dict[str, int]:
@@ -271,7 +257,7 @@ def test_holes_confirmed_empty_cost_a_page_not_a_request_each_and_are_not_read_a
         second = run(server, path)
         after_second = event_requests(server)
         settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
-        with Client(server.base_url, TEST_KEY, retry=policy()) as c:
+        with Client(server.base_url, TEST_KEY, retry=quick_retry()) as c:
             full = sync(settings, client=c, quiet=True, full=True)
     # the first run reads the holes a page at a time (not one request each) and reports them
     assert first.outcome == "partial" and len(first.gaps[ORG.target]) == holes

@@ -10,29 +10,14 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from tests.support.hostile import BAD_EVENT_OFFSET, DEEP_EVENT_OFFSET, Defects, HostileServer, Org
-from toolkit.api import Client
-from toolkit.api.retry import RetryPolicy
-from toolkit.config import Settings
-from toolkit.loader import SyncResult, sync
-from toolkit.warehouse import Warehouse
+from tests.support.hostile_sync import sync_against as run
+from tests.support.hostile_sync import warehouse_rows as rows
 
 #: Real sockets (hostile servers): the fast tier skips them (docs/testing.md); `make test` runs them.
 pytestmark = pytest.mark.slow
 
-FAST = RetryPolicy(attempts=2, initial=0.01, maximum=0.02, floor=0.01, deadline=10)
 ORG = Org()
 TARGET = ORG.target
-
-
-def run(server: HostileServer, path) -> SyncResult:
-    settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
-    with Client(server.base_url, TEST_KEY, retry=FAST) as client:
-        return sync(settings, client=client, quiet=True)
-
-
-def rows(path, sql: str, *args) -> list[tuple]:
-    with Warehouse(path, read_only=True) as wh:
-        return wh.con.execute(sql, list(args)).fetchall()
 
 
 def offsets(path, channel: str) -> set[int]:
