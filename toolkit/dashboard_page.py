@@ -455,6 +455,7 @@ def _handler(cache: _Cache) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall between them
         server: _Server
+        server_version, sys_version = "chainops-dashboard", ""  # no versions for a prober to match
 
         def setup(self) -> None:
             super().setup()
