@@ -288,7 +288,12 @@ def test_the_dashboard_page_and_the_report_fit_1280_px(warehouse: Path, tmp_path
                 assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
             finally:
                 browser.close()
-    finally:
+    finally:  # stopped however the test ends: a dashboard left running outlived a whole run once
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.communicate(timeout=120)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.communicate()
     assert outside == [], f"the page asked for something beyond this machine: {outside}"
