@@ -1212,6 +1212,18 @@ def _duckdb_errors() -> tuple[type[BaseException], ...]:
     return (duckdb.Error,) if duckdb is not None else ()
 
 
+def _damage_said(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """The damaged-warehouse message (what is wrong, how to recover) when ``exc`` reports a block failing DuckDB's
+    checksum, as any command reading a damaged part of the file meets it; else None."""
+    from .warehouse.identity import damaged_message, is_damage
+
+    text = str(exc)
+    if not is_damage(text) or text.startswith("The warehouse "):  # said already, by the warehouse's own check
+        return None
+    where = getattr(args, "warehouse", None) or getattr(args, "source", None) or "the warehouse"
+    return damaged_message(where, text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code. Errors are cleaned text on standard error, never a traceback: 1 for a
     failure, 2 for usage, 130 for Ctrl-C and 143 for SIGTERM (a sync commits what it has either way)."""
@@ -1237,11 +1249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return fail(str(exc), 2)
     except ChainopsError as exc:
-        return fail(str(exc), 1)
+        return fail(_damage_said(args, exc) or str(exc), 1)
     except (KeyboardInterrupt, RuntimeError, *_duckdb_errors()) as exc:
         if not is_interruption(exc):
             if isinstance(exc, _duckdb_errors()):  # the warehouse failed somewhere no clearer message was given
-                return fail(f"the warehouse failed: {exc}", 1)
+                return fail(_damage_said(args, exc) or f"the warehouse failed: {exc}", 1)
             raise
         if isinstance(exc, Terminated) or sigterm_received():
             return fail(

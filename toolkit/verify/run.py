@@ -6,6 +6,11 @@ of processes verifies each batch (public-key recovery is the cost, tens of µs a
 each batch's verdicts are written to ``event_verifications`` in a transaction of their own, on a second connection,
 as the next batches are verified. A run stopped part-way keeps what it wrote and the next run goes on from there.
 
+Readers are let in between batches, as a sync lets them in (:meth:`Warehouse.yield_to_readers`): when a reader in
+another process waits for the file, the batches in flight are finished and committed, the stream is closed, the
+reader gets in, and a new stream reads what is still to verify (what this run committed is no longer pending). The
+worker processes die with the process that started them, however it ends (:func:`_init_worker`).
+
 Events that need no proof (:func:`toolkit.spec.event_requires_proof`) are never read. A proof-bearing event whose
 row was synced before proofs were kept (``proof_count > 0`` and ``proofs`` NULL) cannot be verified: it is counted
 as ``not_kept`` and left for ``chainops sync --full`` to re-read.
@@ -14,9 +19,15 @@ as ``not_kept`` and left for ``chainops sync --full`` to re-read.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import logging
 import multiprocessing
+import multiprocessing.connection
 import os
-from collections.abc import Iterator, Sequence
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,13 +38,18 @@ import pyarrow as pa
 
 from .. import spec
 from ..errors import WarehouseError
-from ..warehouse import Warehouse
+from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
+from ..warehouse.store import holds_sync_lock
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
 from .texts import Unreadable, read_payload, read_proofs
 
+log = logging.getLogger("toolkit.verify")
+
 TABLE = "event_verifications"
+#: What the writer lock file names while a verify holds the warehouse (a waiting reader's message quotes it).
+HOLDER = "chainops verify"
 #: Events read and verified per batch (a batch's rows, payloads and proofs are what a run holds in memory).
 BATCH_ROWS = 2000
 #: Below this many events to verify, one process does it (starting a pool costs more than it saves).
@@ -122,6 +138,8 @@ def _verify_opened(
                 f"No warehouse at {warehouse}. Run `chainops sync` (or `chainops demo`) first, "
                 "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
             )
+        if not holds_sync_lock(warehouse):  # held under this name, a reader kept waiting is told who holds it
+            stack.enter_context(sync_lock(warehouse, holder=HOLDER))
         wh = stack.enter_context(Warehouse(Path(warehouse)))
         return _verify(wh, policy, all_events, pool, wanted, batch_rows)
 
@@ -130,7 +148,7 @@ def _verify_opened(
 def _pool(processes: int, policy: Policy, method: str) -> Iterator[ProcessPoolExecutor]:
     """A pool of ``processes`` verifiers holding ``policy``, started at once."""
     context = multiprocessing.get_context(method)
-    pool = ProcessPoolExecutor(processes, mp_context=context, initializer=_init_worker, initargs=(policy,))
+    pool = ProcessPoolExecutor(processes, mp_context=context, initializer=_init_worker, initargs=(policy, os.getpid()))
     try:
         for f in [pool.submit(_verify_part, []) for _ in range(processes)]:
             f.result()
@@ -144,8 +162,10 @@ def _policy_params(policy: Policy) -> list[Any]:
 
 
 def _pending_sql(all_events: bool) -> str:
+    """The events still to verify. With ``all_events``, every one this run has not checked yet (the first
+    parameter is the run's start): a stream opened again after letting a reader in goes on where it stopped."""
     stale = (
-        "TRUE"
+        "v.event_id IS NULL OR v.checked_at < ?"
         if all_events
         else (
             "v.event_id IS NULL OR v.signers <> ? OR v.min_signatures <> ? OR v.workflow_owner <> ? "
@@ -166,25 +186,64 @@ def _verify(
     wanted: int,
     batch_rows: int,
 ) -> VerifyResult:
-    params = [] if all_events else _policy_params(policy)
+    params: list[Any] = [datetime.now(UTC)] if all_events else _policy_params(policy)
     pending_sql = _pending_sql(all_events)
     ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
     processes = wanted if pool is not None and todo >= POOL_THRESHOLD else 1
     out = VerifyResult(workers=processes)
+    while True:  # one stream of what is still to verify, until it ends; a waiting reader closes it early
+        stopped = _Stopped(wh.readers_waiting)
+        _verify_stream(
+            wh, policy, pool if processes > 1 else None, processes, batch_rows, pending_sql, params, out, stopped
+        )
+        if not stopped.asked:
+            break
+        if wh.yield_to_readers():  # between transactions, nothing streaming: a waiting reader gets in
+            log.info("stepped aside for a reader of the warehouse, then reopened it")
+    _standing(wh, policy, out)
+    return out
+
+
+def _verify_stream(
+    wh: Warehouse,
+    policy: Policy,
+    pool: ProcessPoolExecutor | None,
+    processes: int,
+    batch_rows: int,
+    pending_sql: str,
+    params: list[Any],
+    out: VerifyResult,
+    stop: Callable[[], bool],
+) -> None:
+    """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so. The
+    stream (its cursor, its result, its Arrow reader) is gone when this returns, so the connection may be closed."""
     reader = wh.con.cursor()  # its own connection: it streams while the main one writes each batch's verdicts
     try:
         ((database,),) = wh.con.execute("SELECT current_database()").fetchall()
         reader.execute(f'USE "{database}"')
         result = reader.sql(f"SELECT e.event_id, e.type, e.payload, e.proofs, e.write_seq {pending_sql}", params=params)
         stream = _record_batches(result, batch_rows)
-        batches = (b for b in stream if b.num_rows)
-        for batch, results in _verified(batches, policy, pool if processes > 1 else None, processes):
-            _store(wh, batch, results, policy)
-            _tally(out, batch, results)
+        try:
+            batches = (b for b in stream if b.num_rows)
+            for batch, results in _verified(batches, policy, pool, processes, stop):
+                _store(wh, batch, results, policy)
+                _tally(out, batch, results)
+        finally:
+            stream.close()
     finally:
         reader.close()
-    _standing(wh, policy, out)
-    return out
+
+
+class _Stopped:
+    """Whether to stop reading new batches: asked once ``wanted()`` says so (a reader waits for the file)."""
+
+    def __init__(self, wanted: Callable[[], bool]) -> None:
+        self._wanted = wanted
+        self.asked = False
+
+    def __call__(self) -> bool:
+        self.asked = self.asked or self._wanted()
+        return self.asked
 
 
 def _record_batches(result: Any, rows: int) -> pa.RecordBatchReader:
@@ -194,16 +253,27 @@ def _record_batches(result: Any, rows: int) -> pa.RecordBatchReader:
 
 
 def _verified(
-    batches: Iterator[pa.RecordBatch], policy: Policy, pool: ProcessPoolExecutor | None, processes: int
+    batches: Iterator[pa.RecordBatch],
+    policy: Policy,
+    pool: ProcessPoolExecutor | None,
+    processes: int,
+    stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
     """Each batch with its verdicts, in order; with a pool, each batch split across the processes and up to three
-    batches in flight (the parent reads and writes while the pool verifies)."""
+    batches in flight (the parent reads and writes while the pool verifies). Once ``stop()`` says so (checked before
+    each batch is read), no further batch is read and those in flight are finished."""
     if pool is None:
-        for batch in batches:
+        while not stop():
+            batch = next(batches, None)
+            if batch is None:
+                return
             yield batch, verify_rows(_rows(batch), policy)
         return
     in_flight: list[tuple[pa.RecordBatch, list[Future[list[tuple[str, str | None, int, bool | None]]]]]] = []
-    for batch in batches:
+    while not stop():
+        batch = next(batches, None)
+        if batch is None:
+            break
         rows = _rows(batch)
         step = -(-len(rows) // processes)  # one share of the batch per process
         parts = [pool.submit(_verify_part, rows[i : i + step]) for i in range(0, len(rows), step)]
@@ -223,10 +293,34 @@ def _rows(batch: pa.RecordBatch) -> list[tuple[str, str | None, str | None]]:
 
 _POLICY: Policy | None = None
 
+#: Linux's prctl option that has the kernel signal a process when its parent ends (<linux/prctl.h>).
+_PR_SET_PDEATHSIG = 1
 
-def _init_worker(policy: Policy) -> None:
+
+def _init_worker(policy: Policy, parent: int) -> None:
+    """A worker's start: keep ``policy``, and die with the process ``parent`` that started the pool.
+
+    A pool's workers otherwise outlive a parent killed with SIGKILL (reparented to init, each holding its memory for
+    good). On Linux the kernel kills the worker when the parent ends (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); on
+    every system a thread of the worker waits on the pipe to its parent, which closes when the parent ends, and
+    ends the worker then (the kernel's signal needs no thread to run, the pipe needs no Linux)."""
     global _POLICY
     _POLICY = policy
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the line above took effect
+        os._exit(1)
+    started_by = multiprocessing.parent_process()
+    if started_by is not None and started_by.sentinel is not None:
+        threading.Thread(target=_exit_with_parent, args=(started_by.sentinel,), daemon=True).start()
+
+
+def _exit_with_parent(sentinel: int) -> None:
+    """End this worker at once when the pipe ``sentinel`` to its parent closes (the parent ended)."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 def _verify_part(rows: Sequence[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, int, bool | None]]:

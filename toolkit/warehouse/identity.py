@@ -7,6 +7,13 @@ time a writer opens them. A DuckDB file with other tables, a file that is not Du
 damaged (truncated) DuckDB file are refused with a :class:`~toolkit.errors.WarehouseError`, and nothing is written
 to them: the check opens the file read-only, with DuckDB's extension auto-install and auto-load switched off (for a
 SQLite file DuckDB would otherwise try to download its SQLite extension from the internet).
+
+Two more refusals guard warehouses from elsewhere. A warehouse whose recorded schema version is newer than this
+toolkit's :data:`SCHEMA_VERSION` (a newer chainops wrote it) is not written to (:func:`refuse_newer`). A damaged one,
+whose blocks fail DuckDB's checksum (a bit flipped on disk or in a copy), is not written to either: before a writer
+opens it, every column of every table is read once (:func:`check_blocks`), which has DuckDB verify the checksum of
+every data block in use. Readers meet damage only where a query reaches it, and are told the same
+(:func:`damaged_message`).
 """
 
 from __future__ import annotations
@@ -63,7 +70,9 @@ def open_error(path: Path, exc: duckdb.Error) -> WarehouseError | None:
         return _damaged(path, "it is not a DuckDB database file")
     if "extension" in lowered and ("sqlite" in lowered or "install" in lowered):
         return _damaged(path, "it is not a DuckDB database file (DuckDB read it as another database format)")
-    if "could not read enough bytes" in lowered or "corrupt" in lowered or "checksum" in lowered:
+    if is_damage(text):
+        return WarehouseError(damaged_message(path, text))
+    if "could not read enough bytes" in lowered or "corrupt" in lowered:
         return _damaged(path, f"the DuckDB file is damaged, probably cut short ({text.strip()})")
     return None
 
@@ -118,6 +127,65 @@ def classify(con: duckdb.DuckDBPyConnection, path: Path) -> Kind:
     raise _damaged(path, f"it is a DuckDB database made by another program (its tables: {shown})")
 
 
+def is_damage(error: BaseException | str) -> bool:
+    """Whether a DuckDB error (or its text) says a block failed its checksum: the file is damaged."""
+    lowered = str(error).lower()
+    return "checksum" in lowered and ("corrupt" in lowered or "does not match" in lowered)
+
+
+def damaged_message(path: str | os.PathLike[str], detail: str) -> str:
+    """What to say about a warehouse whose blocks fail DuckDB's checksum: what is wrong, and how to recover."""
+    detail = " ".join(detail.split())
+    return (
+        f"The warehouse {path} is damaged: a block of it fails DuckDB's checksum ({detail}). Nothing was written to "
+        "it, and no command can be trusted with it. Recover with a fresh sync into a new file (`chainops sync "
+        "--warehouse NEW.duckdb`, then use NEW.duckdb in its place; the service still holds the history), or from "
+        "your last `chainops export` (its Parquet files hold every table as it was then)."
+    )
+
+
+def check_blocks(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> None:
+    """Read every column of every table of the database open on ``con`` once, so that DuckDB checks the checksum of
+    every data block in use; raise :class:`WarehouseError` (:func:`damaged_message`) if one fails. Costs one read of
+    the tables' data (about 0.06 s for the demo's 21 MB warehouse); free blocks and index blocks are not read."""
+    tables = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY table_name"
+    ).fetchall()
+    for (table,) in tables:
+        columns = con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
+            [table],
+        ).fetchall()
+        if not columns:
+            continue
+        quoted = '"' + table.replace('"', '""') + '"'
+        reads = ", ".join('bit_xor(hash("' + c.replace('"', '""') + '"))' for (c,) in columns)
+        try:
+            con.execute(f"SELECT {reads} FROM {quoted}").fetchall()
+        except duckdb.Error as exc:
+            if is_damage(exc):
+                raise WarehouseError(damaged_message(path, str(exc))) from None
+            raise
+
+
+def refuse_newer(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> None:
+    """Raise :class:`WarehouseError` when the marker of the warehouse open on ``con`` records a schema version newer
+    than :data:`SCHEMA_VERSION` (or one this toolkit cannot read as a version): a newer chainops wrote it."""
+    rows = con.execute(f"SELECT value FROM {MARKER_TABLE} WHERE key = 'schema_version'").fetchall()
+    if not rows or rows[0][0] is None:
+        return
+    recorded = str(rows[0][0]).strip()
+    if recorded.isdigit() and int(recorded) <= int(SCHEMA_VERSION):
+        return
+    shown = recorded[:40] + ("..." if len(recorded) > 40 else "")
+    raise WarehouseError(
+        f"The warehouse {path} was written by a newer chainops: its schema version is {shown!r}, and this toolkit "
+        f"knows versions up to {SCHEMA_VERSION}. Nothing was written to it. Upgrade chainops-toolkit to sync or "
+        "verify into it (or sync into a new file with this version); reading it (sql, metrics, report) may work, "
+        "but nothing is promised."
+    )
+
+
 def inspect_file(path: str | os.PathLike[str]) -> Kind:
     """Check, read-only, that ``path`` may be opened as a warehouse for writing; returns what it is (``new`` when
     there is no file yet). Raises :class:`WarehouseError` for a file that is not a chainops warehouse, and lets a
@@ -129,7 +197,12 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
         con = duckdb.connect(str(target), read_only=True, config=CONNECTION_CONFIG)
         try:
             check_complete(con, target)
-            return classify(con, target)
+            kind = classify(con, target)
+            if kind == "marked":
+                refuse_newer(con, target)
+            if kind != "empty":
+                check_blocks(con, target)  # a damaged warehouse is never written to (nor a run on it recorded ok)
+            return kind
         finally:
             con.close()
     except duckdb.Error as exc:  # opening or reading it: a file DuckDB cannot read is refused by name
@@ -172,11 +245,15 @@ __all__ = [
     "MARKER_SQL",
     "MARKER_TABLE",
     "SCHEMA_VERSION",
+    "check_blocks",
     "check_complete",
     "classify",
+    "damaged_message",
     "inspect_file",
+    "is_damage",
     "is_demo_warehouse",
     "open_error",
+    "refuse_newer",
 ]
 
 

@@ -246,10 +246,7 @@ class Warehouse(SyncQueries):
                         "close it and run again"
                     )
                 elif busy:
-                    hint = (
-                        "another process holds it for writing: a sync that did not make room in time, or a DuckDB "
-                        "client that opened it read-write; try again, or wait for it to finish"
-                    )
+                    hint = _writer_hint(self.path, wait)
                 elif not self.read_only and any(w in str(exc).lower() for w in ("permission", "read-only", "director")):
                     raise write_failure(self.path, exc) from None
                 else:
@@ -659,6 +656,21 @@ def _write_holder(lock_path: Path, text: str) -> None:
             handle.write(text)
     except OSError:
         pass
+
+
+def _writer_hint(path: Path, wait: float) -> str:
+    """Why a reader could not open ``path`` within ``wait`` seconds: the writer the lock file names (a sync, a
+    verify, a Warehouse opened for writing), or, when it names none, a writer outside the toolkit."""
+    holder = _holder_of(Path(f"{path}.lock"))
+    if holder:
+        return (
+            f"another process holds it for writing{holder} and did not make room within {wait:.0f} s; try again, "
+            "or wait for it to finish"
+        )
+    return (
+        "another process holds it for writing and the toolkit's lock file names no writer: a DuckDB client that "
+        "opened it read-write (DBeaver, the duckdb CLI, a notebook's duckdb.connect); close it and run again"
+    )
 
 
 def _holder_of(lock_path: Path) -> str:
