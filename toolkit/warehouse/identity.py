@@ -201,6 +201,7 @@ def inspect_file(path: str | os.PathLike[str]) -> Kind:
             if kind == "marked":
                 refuse_newer(con, target)
             if kind != "empty":
+                con.execute("SET enable_progress_bar = false")  # seconds on a large file: the command shows its own
                 check_blocks(con, target)  # a damaged warehouse is never written to (nor a run on it recorded ok)
             return kind
         finally:
