@@ -26,7 +26,7 @@ def test_a_generic_page_keeps_rejected_events_served_and_stores_only_the_usable_
     records = [
         _event(1),
         {**_event(2), "event_id": "  "},  # blank id: rejected by name, its offset still served
-        {**_event(3), "event_id": None},  # no id: rejected
+        {**_event(3), "event_id": None},  # no id (0.8 does not require one): stored under its channel and offset
         _event(4, surprise={"kept": True}),  # an unknown field: kept in extra
         {**_event(5), "headers": {"type": "operation.status", "offset": "6"}},  # digits in a string count as served
     ]
@@ -35,15 +35,12 @@ def test_a_generic_page_keeps_rejected_events_served_and_stores_only_the_usable_
     assert columns.served_offsets() == [1, 2, 3, 4, 6]
     assert columns.served_ids() == [("e1", 1), ("  ", 2), ("e4", 4), ("e5", 6)]
     batch, rejected = columns_batch(columns, channel_id="c", stream_channel=True)
-    assert [str(r) for r in rejected] == [
-        "events record 'offset 2': field 'event_id' is empty",
-        "events record 'offset 3': field 'event_id' is missing",
-    ]
+    assert [str(r) for r in rejected] == ["events record 'offset 2': field 'event_id' is empty"]
     rows = batch.to_pylist()
-    assert [r["event_id"] for r in rows] == ["e1", "e4", "e5"]
-    assert json.loads(rows[1]["extra"]) == {"surprise": {"kept": True}}
+    assert [r["event_id"] for r in rows] == ["e1", "offset:c:3", "e4", "e5"]
+    assert json.loads(rows[2]["extra"]) == {"surprise": {"kept": True}}
     # converted as a column of integers, and the value sent kept under its wire path
-    assert rows[2]["offset"] == 6 and json.loads(rows[2]["extra"]) == {"_invalid": {"headers.offset": "6"}}
+    assert rows[3]["offset"] == 6 and json.loads(rows[3]["extra"]) == {"_invalid": {"headers.offset": "6"}}
 
 
 def test_a_documented_page_and_its_generic_parse_give_the_same_rows_and_texts() -> None:
@@ -97,3 +94,43 @@ def test_a_value_nested_too_deep_to_write_again_leaves_out_its_event_by_name_onl
         f"events record 'offset 2': field '{field}' is nested more than 512 levels deep, too deep to store"
     ]
     assert [r["event_id"] for r in batch.to_pylist()] == ["e1", "e3"]
+
+
+def test_a_documented_page_with_events_without_event_id_takes_the_fast_path_and_names_them_by_offset() -> None:
+    # 0.8 does not require event_id: a page lacking it (or sending null) is still the documented shape
+    records = [_event(1), _event(2), _event(3)]
+    del records[0]["event_id"]
+    records[2]["event_id"] = None
+    body = orjson.dumps({"events": records, "has_more": False})
+    typed, _ = decode_event_page(body)
+    assert typed.clean and typed.event_ids == [None, "e2", None]
+    fast, fast_rejected = columns_batch(typed, channel_id="c:1", stream_channel=True)
+    careful, careful_rejected = columns_batch(columns_from_records(records), channel_id="c:1", stream_channel=True)
+    assert fast_rejected == careful_rejected == []
+    assert [r["event_id"] for r in fast.to_pylist()] == ["offset:c:1:1", "e2", "offset:c:1:3"]
+    assert fast.to_pylist() == careful.to_pylist()
+    # pages converted together: the same offset served again is one row, its last copy
+    again, _ = decode_event_page(
+        orjson.dumps({"events": [{**records[0], "payload": {"status": "x"}}], "has_more": False})
+    )
+    both, _ = columns_batch(EventColumns.concat([typed, again]), channel_id="c:1", stream_channel=True)
+    assert [(r["event_id"], r["status"]) for r in both.to_pylist()][-1] == ("offset:c:1:1", "x")
+    assert both.num_rows == 3
+
+
+def test_an_event_without_event_id_is_rejected_by_name_only_when_it_cannot_be_named_by_offset() -> None:
+    records = [
+        {**_event(1), "event_id": None, "headers": {"type": "operation.status", "offset": 1.5}},
+        {k: v for k, v in _event(2).items() if k != "event_id"},
+    ]
+    batch, rejected = columns_batch(columns_from_records(records), channel_id=None)
+    assert batch.num_rows == 0
+    assert [str(r) for r in rejected] == [
+        "events record 'offset 1.5': field 'event_id' is missing, and headers.offset is not an integer to name the "
+        "event by",
+        "events record 'offset 2': field 'event_id' is missing, and no channel is known to name the event by its "
+        "offset",
+    ]
+    # an event naming its own channel is named by it
+    batch, rejected = columns_batch(columns_from_records([{**records[1], "channel_id": "own"}]), channel_id=None)
+    assert not rejected and batch.column("event_id").to_pylist() == ["offset:own:2"]

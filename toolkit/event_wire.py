@@ -12,6 +12,10 @@ the warehouse in one shape whichever way it was read, :class:`EventColumns`:
   ``extra`` column), values of any type (checked and converted by the warehouse, which keeps a wrong one under
   ``extra._invalid``), and the events rejected for want of a usable ``event_id``.
 
+An event without an ``event_id`` (0.8 does not require one; absent or ``null``) is stored all the same, under an id
+made from where it was served, :func:`offset_event_id` (``offset:<channel_id>:<offset>``), which the converter fills
+in once the channel is known: its ``event_ids`` entry here is ``None``.
+
 ``toolkit.warehouse.event_batches.columns_batch`` is then the one converter of events to Arrow.
 """
 
@@ -51,11 +55,11 @@ class WireHeaders(Struct, forbid_unknown_fields=True, gc=False):
 
 
 class WireEvent(Struct, forbid_unknown_fields=True, gc=False):
-    """One event, exactly as documented; ``payload`` is the raw JSON text."""
+    """One event, exactly as documented; ``payload`` is the raw JSON text; ``event_id`` is optional (0.8)."""
 
-    event_id: str
     headers: WireHeaders
     payload: Raw
+    event_id: str | None = None
 
 
 class WirePayload(Struct, gc=False):
@@ -249,6 +253,17 @@ def json_text(value: Any) -> bytes | None:
         return json.dumps(value, ensure_ascii=False, default=repr).encode()
 
 
+#: The prefix of the ids made for events served without one (:func:`offset_event_id`).
+OFFSET_ID_PREFIX = "offset:"
+
+
+def offset_event_id(channel_id: str, offset: int) -> str:
+    """The id stored for an event the service sent without ``event_id``: ``offset:<channel_id>:<offset>``, made from
+    where it was served. Deterministic, so a re-read of that offset stores the same row again, and unique in the
+    table (offsets are unique within a channel's log; a service's ids are UUIDs, never of this form)."""
+    return f"{OFFSET_ID_PREFIX}{channel_id}:{offset}"
+
+
 def key_problem(value: Any) -> str | None:
     """Why ``value`` cannot be an event's key, or ``None`` when it can."""
     if value is None:
@@ -274,18 +289,19 @@ def columns_from_structs(
     events: Sequence[WireEvent], payloads: Sequence[WirePayload], proofs: Sequence[Sequence[WireProof]]
 ) -> EventColumns:
     """The columns of events decoded in the documented shape (``payloads[i]`` and ``proofs[i]`` decoded from
-    ``events[i]``'s raw texts). An event with a blank ``event_id`` is rejected by name (its offset)."""
+    ``events[i]``'s raw texts). An event with a blank ``event_id`` is rejected by name (its offset); one without
+    ``event_id`` is kept, its id ``None`` until the converter makes one from its channel and offset."""
     heads = [e.headers for e in events]
     ids = [e.event_id for e in events]
     rejected: tuple[RejectedEvent, ...] = ()
     kept = None
-    if not all(key.strip() for key in ids):
+    if not all(key is None or key.strip() for key in ids):
         rejected = tuple(
             RejectedEvent(i, "event_id", key_problem(key) or "is empty", f"offset {heads[i].offset}")
             for i, key in enumerate(ids)
-            if not key.strip()
+            if key is not None and not key.strip()
         )
-        kept = [i for i, key in enumerate(ids) if key.strip()]
+        kept = [i for i, key in enumerate(ids) if key is None or key.strip()]
     return EventColumns(
         event_ids=ids,
         types=[h.type for h in heads],
@@ -332,6 +348,18 @@ def _unknown_fields(rec: Mapping[str, Any]) -> dict[str, Any] | None:
     return unknown or None
 
 
+def _row_key(rec: Mapping[str, Any]) -> Any:
+    """What tells a record's copies apart: its ``event_id`` as text; without one (absent or ``null``), its integer
+    offset and the channel it names, if any (a tuple, never equal to a text); ``None`` when it has neither (it is
+    rejected)."""
+    key = rec.get("event_id")
+    if key is None:
+        headers = rec.get("headers")
+        offset = offset_value(headers.get("offset")) if isinstance(headers, dict) else None
+        return None if offset is None else ("offset", offset, repr(rec.get("channel_id")))
+    return None if key_problem(key) else str(key)
+
+
 def columns_from_records(
     records: Sequence[Any],
     payload_texts: Sequence[bytes | None] | None = None,
@@ -339,22 +367,26 @@ def columns_from_records(
 ) -> EventColumns:
     """The columns of events of any shape, value by value. ``payload_texts`` and ``proof_texts`` (aligned with
     ``records``) are the payloads and proofs as the service sent them; without one a value is stored as compact
-    JSON. A record that is not an object, or has no usable ``event_id``, is rejected by name; of two records with
-    one ``event_id`` the last is kept."""
+    JSON. A record that is not an object, or has an unusable ``event_id`` (blank, of another type), is rejected by
+    name; one without ``event_id`` (absent or ``null``) is kept when its ``headers.offset`` is an integer (its id
+    ``None`` until the converter makes one from its channel and offset) and rejected by name otherwise. Of two
+    records with one ``event_id`` (or, without one, one offset) the last is kept."""
     rejected: list[RejectedEvent] = []
     rows: list[dict[str, Any]] = []
     positions: list[int] = []  # each row's index in ``records``
-    kept: dict[str, int] = {}
+    kept: dict[Any, int] = {}
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
             rejected.append(RejectedEvent(i, "<record>", f"is a {type(rec).__name__}, not an object"))
             continue
-        key = rec.get("event_id")
-        problem = key_problem(key)
-        if problem:
-            rejected.append(RejectedEvent(i, "event_id", problem, _offset_name(rec)))
+        key = _row_key(rec)
+        if key is None:
+            problem = key_problem(rec.get("event_id"))
+            if rec.get("event_id") is None:
+                problem = "is missing, and headers.offset is not an integer to name the event by"
+            rejected.append(RejectedEvent(i, "event_id", problem or "is unusable", _offset_name(rec)))
         else:
-            kept[str(key)] = len(rows)
+            kept[key] = len(rows)
         rows.append(rec)
         positions.append(i)
     heads = [h if type(h) is dict else _EMPTY for h in (r.get("headers") for r in rows)]
@@ -394,9 +426,9 @@ def columns_from_records(
         except NestedTooDeep as exc:
             payloads[j:] = [None]
             proof_list[j:] = [None]
-            key = row.get("event_id")
-            if isinstance(key, str | int) and kept.get(str(key)) == j:
-                del kept[str(key)]
+            key = _row_key(row)
+            if key is not None and kept.get(key) == j:
+                del kept[key]
                 rejected.append(RejectedEvent(i, field, str(exc), _offset_name(row)))
             extras[j] = None
     return EventColumns(

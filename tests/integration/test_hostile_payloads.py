@@ -58,3 +58,25 @@ def test_a_payload_nested_as_deep_as_can_be_stored_is_kept_as_sent(depth, tmp_pa
         (nested,) = nested
     assert nested == []
     assert offsets(path, TARGET) == set(range(len(ORG.events[TARGET])))
+
+
+def test_an_event_without_event_id_is_stored_under_its_channel_and_offset(tmp_path) -> None:
+    # 0.8 does not require event_id: the page path rejected such an event (the run partial, the offset a gap, for
+    # good) where poll_events kept it
+    path = tmp_path / "wh.duckdb"
+    with HostileServer(TEST_KEY, Defects(event_without_id=True)) as server:
+        first = run(server, path)
+        again = run(server, path)
+    assert first.outcome == again.outcome == "ok", first.summary()
+    assert not first.rejected and not first.gaps
+    every = {c: set(range(len(e))) for c, e in ORG.events.items()}
+    assert all(offsets(path, c) == want for c, want in every.items())
+    ((event_id, payload),) = rows(
+        path, 'SELECT event_id, payload FROM events WHERE channel_id = ? AND "offset" = ?', TARGET, DEEP_EVENT_OFFSET
+    )
+    assert event_id == f"offset:{TARGET}:{DEEP_EVENT_OFFSET}"
+    assert json.loads(payload) == ORG.events[TARGET][DEEP_EVENT_OFFSET]["payload"]
+    # the second run adds nothing: the same offset names the same row
+    assert again.rows["events"] == again.updated["events"] == 0, again.summary()
+    ((count,),) = rows(path, "SELECT count(*) FROM events")
+    assert count == sum(map(len, every.values()))

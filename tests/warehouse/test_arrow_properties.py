@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toolkit import spec
 from toolkit.api.wire import decode_event_page, raw_texts
-from toolkit.event_wire import EventColumns
+from toolkit.event_wire import EventColumns, offset_event_id, offset_value
 from toolkit.warehouse import RAW_TABLES, to_batch
 from toolkit.warehouse.event_batches import columns_batch, events_batch
 
@@ -71,6 +71,18 @@ def events(draw, *, documented: bool = False):
     if not documented and draw(st.booleans()):
         event["surprise"] = draw(json_value)
     return event
+
+
+def _stored_id(record, channel: str) -> str | None:
+    """The id an event is stored under: its own, or without one (absent, null) the one made from its channel and
+    integer offset; ``None``: rejected."""
+    key = record.get("event_id")
+    if key is None:
+        offset = offset_value(record["headers"]["offset"])
+        return None if offset is None else offset_event_id(channel, offset)
+    if isinstance(key, str | int) and not isinstance(key, bool) and str(key).strip():
+        return str(key)
+    return None
 
 
 def rows_of(batch):
@@ -170,23 +182,9 @@ def test_invalid_utf8_in_a_payload_is_not_taken_for_a_documented_page() -> None:
 def test_any_event_page_is_stored_or_rejected_by_name(records) -> None:
     batch, rejected = to_batch("events", records, defaults={"channel_id": "ch"})
     assert batch.schema == RAW_TABLES["events"].schema
-    usable = {
-        str(r["event_id"])
-        for r in records
-        if isinstance(r.get("event_id"), str | int)
-        and not isinstance(r.get("event_id"), bool)
-        and str(r["event_id"]).strip()
-    }
-    assert sorted(batch.column("event_id").to_pylist()) == sorted(usable)
-    assert len(rejected) == sum(
-        1
-        for r in records
-        if not (
-            isinstance(r.get("event_id"), str | int)
-            and not isinstance(r.get("event_id"), bool)
-            and str(r["event_id"]).strip()
-        )
-    )
+    keys = [_stored_id(r, "ch") for r in records]
+    assert sorted(batch.column("event_id").to_pylist()) == sorted({k for k in keys if k is not None})
+    assert len(rejected) == keys.count(None)
     for r in rejected:
         assert r.field == "event_id" and "events record" in str(r)
     for row in rows_of(batch):

@@ -5,7 +5,9 @@ decode of a page in the documented shape, or the generic parse of any other; see
 column's values are checked against its kind: a value of the wrong type is NULL in its column and kept in
 ``extra._invalid`` under its wire path; unknown fields go to ``extra`` (``headers`` extras under ``extra.headers``).
 Payloads are stored as the text the service sent, never serialised again, so an event is stored identically
-whichever way its page was read. The last copy of an ``event_id`` wins.
+whichever way its page was read. The last copy of an ``event_id`` wins. An event served without ``event_id`` is
+stored under ``offset:<channel_id>:<offset>`` (:func:`~toolkit.event_wire.offset_event_id`), the channel it is
+stored under and its ``headers.offset``.
 
 :func:`events_batch` converts generic records (``to_batch("events", ...)``, tests, benchmarks) the same way. A
 payload that repeats a name is stored as its last-value reading (see :mod:`.repeated_names`).
@@ -13,6 +15,7 @@ payload that repeats a name is stored as its last-value reading (see :mod:`.repe
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import spec
-from ..event_wire import ONLY_FOR_TYPE, EventColumns, columns_from_records, json_text
+from ..event_wire import (
+    ONLY_FOR_TYPE,
+    EventColumns,
+    RejectedEvent,
+    columns_from_records,
+    json_text,
+    offset_event_id,
+    offset_value,
+)
 from .arrow import EVENTS, TIMESTAMP, UTC_SECONDS, Column, RejectedRecord, _build_column
 from .repeated_names import settle_repeated_names
 
@@ -63,7 +74,12 @@ def columns_batch(
 
     ``channel_id`` fills in events that name no channel; with ``stream_channel`` it is the channel whose log the
     events came from and is stored for every event (an event's own differing ``channel_id`` is kept in ``extra``).
+    An event without ``event_id`` is stored under :func:`~toolkit.event_wire.offset_event_id` of the channel it is
+    stored under and its offset (rejected by name when no channel is known).
     """
+    stream = stream_channel and channel_id is not None
+    if any(i is None for i in cols.event_ids):
+        cols = _named_by_offset(cols, channel_id, stream)
     rejected = [RejectedRecord("events", r.index, r.field, r.reason, key=r.key) for r in cols.rejected]
     rows: list[int] | None = cols.kept
     ids = cols.event_ids if rows is None else [cols.event_ids[i] for i in rows]
@@ -77,7 +93,6 @@ def columns_batch(
         return values if rows is None else [values[i] for i in rows]
 
     n = len(ids)
-    stream = stream_channel and channel_id is not None
     named = cols.channel_ids or {}
     positions = range(len(cols)) if rows is None else rows
     if stream or not named:
@@ -119,6 +134,29 @@ def columns_batch(
     arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
     columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
     return settle_repeated_names(pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema), payloads), rejected
+
+
+def _named_by_offset(cols: EventColumns, channel_id: str | None, stream: bool) -> EventColumns:
+    """``cols`` with an id made for each kept event served without one, from the channel it is stored under and its
+    offset; such an event whose channel is unknown is rejected by name instead."""
+    named = {} if stream else (cols.channel_ids or {})
+    ids = list(cols.event_ids)
+    kept = list(range(len(ids))) if cols.kept is None else list(cols.kept)
+    dropped: list[RejectedEvent] = []
+    for i in kept:
+        if ids[i] is not None:
+            continue
+        channel, offset = named.get(i, channel_id), offset_value(cols.offsets[i])
+        if isinstance(channel, str) and channel and offset is not None:
+            ids[i] = offset_event_id(channel, offset)
+        else:
+            reason = "is missing, and no channel is known to name the event by its offset"
+            dropped.append(RejectedEvent(i, "event_id", reason, None if offset is None else f"offset {offset}"))
+    if dropped:
+        gone = {r.index for r in dropped}
+        kept = [i for i in kept if i not in gone]
+    rejected = tuple(sorted([*cols.rejected, *dropped], key=lambda r: r.index))
+    return dataclasses.replace(cols, event_ids=ids, kept=kept, rejected=rejected)
 
 
 def _extras(

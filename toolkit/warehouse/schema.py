@@ -432,7 +432,11 @@ EVENTS = _table(
     "events",
     ("event_id",),
     [
-        _t("event_id", doc="The event's id (UUID, text), unique across the organisation."),
+        _t(
+            "event_id",
+            doc="The event's id (UUID, text), unique across the organisation; for an event sent without one, "
+            "offset:<channel_id>:<offset>, made from where it was served.",
+        ),
         _t("channel_id"),
         _t("type", doc="The event type (for example operation.status, query.status, watcher.event, wallet.status)."),
         _i("offset", doc="The event's message offset in its channel's log (headers.offset; contiguous per channel)."),
