@@ -70,3 +70,25 @@ def test_an_answer_over_the_cap_is_let_go_when_it_is_refused() -> None:
             gc.enable()
     assert held < CAP // 2, f"{held:,} bytes still held after three refused answers"
     assert peak < 2 * CAP, f"{peak:,} bytes at the peak: more than one answer at a time"
+
+
+# ---- (b) offset holes the service confirmed empty -----------------------------------------------------------------
+
+
+def second_run_requests(defects: Defects, path) -> tuple[int, str]:
+    """The requests the server received for the second of two syncs into ``path``, and that run's outcome."""
+    with HostileServer(TEST_KEY, defects) as server:
+        run(server, path, workers=1)
+        before = len(server.paths)
+        second = run(server, path, workers=1)
+        return len(server.paths) - before, second.outcome
+
+
+def test_a_run_after_one_that_found_holes_confirmed_empty_costs_what_a_run_with_nothing_new_costs(tmp_path) -> None:
+    # the target's offsets step by 2: the first run finds its holes, reads them once, and confirms them empty
+    holes, holes_outcome = second_run_requests(Defects(offset_step=2), tmp_path / "holes.duckdb")
+    clean, clean_outcome = second_run_requests(Defects(), tmp_path / "clean.duckdb")
+    # before: the holes counted as a loss, so every channel's lists (watchers, operations, queries, the in-flight
+    # re-list) were walked again by the next run
+    assert holes == clean, (holes, clean)
+    assert holes_outcome == clean_outcome == "ok"

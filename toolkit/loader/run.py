@@ -164,7 +164,9 @@ class Run:
         for name, phase in phases:
             check_stop()
             self.timed(name, phase)
-        if len(self.ctx.result.problems) == problems and not self.ctx.result.gaps:
+        # holes the service confirmed empty are gaps of this run, but nothing is missing there for a list to catch:
+        # they alone do not make the next run walk every channel's lists again
+        if len(self.ctx.result.problems) == problems and not self.ctx.open_gaps:
             self.uow.call(lambda wh: safety_net.mark(wh, sorted(due), now))
         else:
             self.uow.call(lambda wh: safety_net.forget(wh, channel_ids))
