@@ -16,7 +16,9 @@ from tests.support.hostile_sync import quick_retry
 from tests.support.hostile_sync import sync_against as run
 from tests.support.hostile_sync import warehouse_rows as rows
 from toolkit.api import Client
+from toolkit.config import Settings
 from toolkit.errors import BadPageError
+from toolkit.loader import sync
 
 #: Real sockets (docs/testing.md): the fast tier skips them.
 pytestmark = pytest.mark.slow
@@ -92,3 +94,38 @@ def test_a_run_after_one_that_found_holes_confirmed_empty_costs_what_a_run_with_
     # re-list) were walked again by the next run
     assert holes == clean, (holes, clean)
     assert holes_outcome == clean_outcome == "ok"
+
+
+# ---- (c) an id listed in two channels -----------------------------------------------------------------------------
+
+
+def test_ids_in_two_channels_stay_reported_by_every_run_until_a_full_run_finds_them_resolved(tmp_path) -> None:
+    path = tmp_path / "wh.duckdb"
+    shared = Org(shared_ids=5)
+    with HostileServer(TEST_KEY, org=shared) as server:
+        first = run(server, path, workers=1)
+        second = run(server, path, workers=1)
+    # before: the second run said ok, with the same 5 operations and 5 queries still missing
+    assert [first.outcome, second.outcome] == ["partial", "partial"], second.summary()
+    for result in (first, second):
+        for table in ("operations", "queries"):
+            said = [p for p in result.problems if p.startswith(f"5 {table} id(s) came in two channels")]
+            assert len(said) == 1, result.problems
+            assert "chainops sync --full" in said[0]
+    # the loss is still there: one row per id, so 5 operations of one channel are missing
+    total = sum(len(v) for v in shared.operations.values())
+    assert rows(path, "SELECT count(*) FROM operations") == [(total - 5,)]
+    assert [o for (o,) in rows(path, "SELECT outcome FROM sync_runs ORDER BY started_at")] == ["partial", "partial"]
+    # the service now lists each id in one channel: an incremental run still reports the loss (nothing it reads can
+    # show the missing rows are back), a --full run reads both channels again, stores them and clears it
+    with HostileServer(TEST_KEY, org=Org()) as server:
+        third = run(server, path, workers=1)
+        settings = Settings.load(base_url=server.base_url, api_key=TEST_KEY, warehouse=path, environ={})
+        with Client(server.base_url, TEST_KEY, retry=quick_retry()) as c:
+            full = sync(settings, client=c, quiet=True, full=True)
+        after = run(server, path, workers=1)
+    assert third.outcome == "partial" and any("came in two channels" in p for p in third.problems)
+    assert full.outcome == "ok", full.summary()
+    assert after.outcome == "ok", after.summary()
+    clean = Org()
+    assert rows(path, "SELECT count(*) FROM operations") == [(sum(len(v) for v in clean.operations.values()),)]
