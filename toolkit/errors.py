@@ -22,6 +22,7 @@ built complete by its constructor: attributes and message agree from the start.
     ├── InvalidIdError                  an id from the service that cannot be sent as one path segment
     ├── TransportError                  no usable answer: connection refused or dropped, timeout, truncated body
     │   └── ResponseFormatError         a 2xx body that is not the documented JSON envelope
+    │       ├── AnswerTooLargeError     a body past the decoded-size cap (not transient: asked once)
     │       └── BadPageError            a list page unreadable after the retries (carries the request as a page)
     └── WarehouseError                  the DuckDB store
         └── SyncLockedError             another sync holds the warehouse
@@ -200,6 +201,13 @@ def _rebuild_plain(cls: type[Exception], args: tuple[Any, ...], state: dict[str,
 
 class ResponseFormatError(TransportError):
     """A 2xx answer whose body is not the documented JSON envelope (malformed JSON, missing ``data``/``events``)."""
+
+
+class AnswerTooLargeError(ResponseFormatError):
+    """A 2xx answer whose body, once decoded, passed the size cap (a gzip bomb, an endless body). Not transient:
+    asking again gets the same answer, and each attempt costs up to the cap in memory, so it is asked once."""
+
+    transient = False
 
 
 class BadPageError(ResponseFormatError):

@@ -67,7 +67,8 @@ class Defects:
     truncated_page: bool = False
     #: The same page announced whole (its full Content-Length) and the connection closed half-way through the body.
     cut_connection_page: bool = False
-    #: ``events`` (the page at offset 200), ``operations`` (the page at offset 100) or ``channels`` (the first page).
+    #: ``events`` (the page at offset 200), ``operations`` (the page at offset 100), ``channels`` (the first page) or
+    #: ``networks`` (the one answer of ``GET /networks``).
     bad_page_kind: str = "events"
     #: GET of the target's operation #BAD_RECORD_INDEX answers a body nested 10,000 deep, always.
     bad_record: bool = False
@@ -305,7 +306,7 @@ class HostileServer(_LoopbackServer):
             return 401, "application/json", _dumps({"type": "UNAUTHORIZED", "message": f"API key {sent} is not valid"})
         org = self.org
         if parts == ["networks"]:
-            return 200, "application/json", _dumps({"data": org.networks, "has_more": False})
+            return self._body("networks", "", 0, {"data": org.networks, "has_more": False})
         if parts == ["channels"]:
             return self._list("channels", "", org.channel_list, params, limit=20)
         if parts == ["wallets"]:
@@ -405,7 +406,8 @@ class HostileServer(_LoopbackServer):
     def _body(self, kind: str, cid: str, offset: int, envelope: dict[str, Any]) -> tuple[int, str, bytes]:
         d = self.defects
         bad_at = {"events": BAD_EVENT_OFFSET, "operations": BAD_OPERATIONS_OFFSET}.get(d.bad_page_kind, 0)
-        bad = cid == (self.org.target if kind != "channels" else "") and kind == d.bad_page_kind and offset == bad_at
+        bad = cid == (self.org.target if kind not in ("channels", "networks") else "") and kind == d.bad_page_kind
+        bad = bad and offset == bad_at
         items = envelope.get("data", envelope.get("events"))
         if bad and items and (d.invalid_utf8_page or d.deep_nesting_page):
             first = items[0] = json.loads(json.dumps(items[0]))

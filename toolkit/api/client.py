@@ -29,6 +29,7 @@ import orjson
 from .. import spec
 from ..config import Secret, Settings, check_api_key, check_base_url, redact
 from ..errors import (
+    AnswerTooLargeError,
     ApiError,
     BadPageError,
     InvalidIdError,
@@ -235,8 +236,8 @@ class Client:
                 reason = f"the answer was not whole within {limit} (sent too slowly)"
                 raise ResponseFormatError(reason, **where) from None
             raise TransportError(f"no answer began within {limit}", **where) from None
-        except TooLarge as exc:
-            raise ResponseFormatError(str(exc), **where) from None
+        except TooLarge as exc:  # not transient: the same answer comes again, and each costs up to the cap
+            raise AnswerTooLargeError(str(exc), **where) from None
         except httpx.TimeoutException as exc:
             raise TransportError(f"timed out ({type(exc).__name__})", **where) from None
         except httpx.RemoteProtocolError as exc:

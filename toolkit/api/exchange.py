@@ -94,13 +94,21 @@ class Exchange:
         if declared.isdigit() and int(declared) > self._max_bytes and encoding in ("", "identity"):
             raise TooLarge(int(declared), self._max_bytes)
         body = bytearray()
-        for chunk in self._decoded(response, encoding):
-            if self.cancelled.is_set():
-                raise DeadlinePassed()
-            if len(body) + len(chunk) > self._max_bytes:
-                raise TooLarge(len(body) + len(chunk), self._max_bytes)
-            body += chunk
-        return bytes(body)
+        chunks, chunk = self._decoded(response, encoding), b""
+        try:
+            for chunk in chunks:
+                if self.cancelled.is_set():
+                    raise DeadlinePassed()
+                if len(body) + len(chunk) > self._max_bytes:
+                    raise TooLarge(len(body) + len(chunk), self._max_bytes)
+                body += chunk
+            return bytes(body)
+        except BaseException:
+            # the traceback keeps this frame, and with it ``body`` (up to the cap) and the decoder's last step (1 MiB):
+            # let them go now, not whenever the traceback does
+            del body, chunk
+            chunks.close()
+            raise
 
     @staticmethod
     def _decoded(response: httpx.Response, encoding: str) -> Iterator[bytes]:
@@ -178,7 +186,10 @@ def exchange(
             job.cancel()
             raise
     if job.error is not None:
-        raise job.error
+        # the error's traceback holds the exchange's frame, which holds ``job``: dropped from ``job``, so no cycle
+        # keeps the answer's memory alive until the garbage collector happens to run
+        error, job.error = job.error, None
+        raise error
     assert job.response is not None
     return job.response, job.content
 

@@ -60,6 +60,9 @@ class FetchContext:
         self.full = full
         self.pool = RequestPool(workers) if workers > 1 else None
         self._rejected_seen: set[str] = set()
+        #: Gaps recorded that the service did not confirm empty (a page that could not be read, a rejected event):
+        #: something may be missing there, so the next run's safety net is due.
+        self.open_gaps = 0
 
     def close(self) -> None:
         """Stop the request pool."""
@@ -136,9 +139,13 @@ class FetchContext:
         log.warning("%s", self.client.redact(text))
         self.result.problems.append(text)
 
-    def gap(self, channel_id: str, lo: int, hi: int) -> None:
-        """Record offsets ``lo..hi`` of a channel's event log as not stored."""
+    def gap(self, channel_id: str, lo: int, hi: int, *, confirmed_empty: bool = False) -> None:
+        """Record offsets ``lo..hi`` of a channel's event log as not stored; ``confirmed_empty`` when the service
+        served past them without them (nothing is there to read: such a gap alone does not make the next run's
+        safety net due)."""
         self.result.gaps.setdefault(channel_id, []).append([lo, hi])
+        if not confirmed_empty:
+            self.open_gaps += 1
 
     def note_rejected(self, rejected: Sequence[RejectedRecord | str], page: Page | None) -> None:
         """Record records left out (each once: the gap pass re-reads the hole a rejected event leaves)."""

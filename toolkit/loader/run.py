@@ -64,7 +64,7 @@ from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.memory import is_out_of_memory, memory_ceiling
 from ..warehouse.model_tables import refresh_models
-from . import audit, safety_net
+from . import audit, clashes, safety_net
 from .context import FetchContext
 from .event_window import Ask, requested
 from .fetchers import changed_watchers, events, full_lists, gaps, non_terminal, refetch, small_lists, watchers
@@ -111,6 +111,8 @@ class Run:
         self.uow = uow
         #: The channels read through event search, and what the poll of the others asks (see :mod:`.event_window`).
         self.windows = EventWindows(ctx, window)
+        #: The last write number taken before this run's first attempt (see :func:`.clashes.carry`).
+        self.write_seq_before: int | None = None
 
     def timed(self, name: str, work: Callable[[], R]) -> R:
         """``work()``, its wall seconds recorded as phase ``name`` once what it wrote is committed."""
@@ -122,6 +124,8 @@ class Run:
 
     def run(self, only_channels: Sequence[str] | None) -> None:
         """Every phase, in dependency order."""
+        if self.write_seq_before is None:
+            self.write_seq_before = self.uow.call(clashes.write_seq_before)
         channel_ids: list[str] = self.timed("small lists", lambda: drive(small_lists.fetch(self.ctx), self.uow))  # type: ignore[arg-type]
         if only_channels:
             unknown = set(only_channels) - set(channel_ids)
@@ -164,7 +168,9 @@ class Run:
         for name, phase in phases:
             check_stop()
             self.timed(name, phase)
-        if len(self.ctx.result.problems) == problems and not self.ctx.result.gaps:
+        # holes the service confirmed empty are gaps of this run, but nothing is missing there for a list to catch:
+        # they alone do not make the next run walk every channel's lists again
+        if len(self.ctx.result.problems) == problems and not self.ctx.open_gaps:
             self.uow.call(lambda wh: safety_net.mark(wh, sorted(due), now))
         else:
             self.uow.call(lambda wh: safety_net.forget(wh, channel_ids))
@@ -339,7 +345,10 @@ class SyncRun:
     def build_models(self, uow: UnitOfWork) -> None:
         """Note ids that came in two channels, refresh the model tables, checkpoint, and set the outcome of a run
         that got this far (ok or partial)."""
-        for text in clash_problems(uow.call(Warehouse.take_channel_clashes)):
+        found = uow.call(Warehouse.take_channel_clashes)
+        before = self.run.write_seq_before or 0
+        known = uow.call(lambda wh: clashes.carry(wh, found, full=self.run.ctx.full, before=before))
+        for text in clashes.problems(known):
             self.run.ctx.problem(text)
         started = time.perf_counter()
         uow.call(lambda wh: _build_models(wh, self.result, self.tuning))
@@ -375,20 +384,6 @@ class SyncRun:
         except duckdb.Error as exc:
             audit_error = exc
         return error_to_raise(run_error=run_error, commit_error=commit_error, audit_error=audit_error)
-
-
-def clash_problems(clashes: dict[str, list[tuple[str, str, str]]]) -> list[str]:
-    """A problem per table whose ids came in two channels (see :meth:`Warehouse.take_channel_clashes`): what is kept
-    and what is not."""
-    out = []
-    for table, rows in sorted(clashes.items()):
-        ids = sorted({i for i, _, _ in rows})
-        first, old, new = next(r for r in rows if r[0] == ids[0])
-        out.append(
-            f"{len(ids)} {table} id(s) came in two channels; the warehouse keeps one row per id, the one read last, "
-            f"and the other channel's row is not kept (first: {first} of channel {old}, kept as channel {new})"
-        )
-    return out
 
 
 def _finish(result: SyncResult, client: Client, requests0: int, retries0: int) -> None:

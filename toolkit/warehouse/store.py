@@ -208,7 +208,7 @@ class Warehouse(SyncQueries):
         self._column_cache: dict[str, list[str]] = {}
         #: Per table, ``(id, stored channel, new channel)`` of rows an upsert replaced with a row of another channel
         #: (one id listed in two channels), for the sync to report (:meth:`take_channel_clashes`).
-        self.channel_clashes: dict[str, list[tuple[str, str, str]]] = {}
+        self.channel_clashes: dict[str, list[tuple[str, str, str, int]]] = {}
         self._write_seq: int | None = None  # the number of the open transaction's writes (see write_seq)
         if not read_only:
             try:
@@ -428,14 +428,17 @@ class Warehouse(SyncQueries):
         """Note the stored rows of ``table`` that the rows in ``view`` are about to replace although they belong to
         another channel: one id in two channels, of which the warehouse keeps one row (the one written last)."""
         rows = self.con.execute(
-            f'SELECT t.{key}::VARCHAR, t.channel_id, v.channel_id FROM "{RAW_TABLES[table].name}" t '
+            f'SELECT t.{key}::VARCHAR, t.channel_id, v.channel_id, t.write_seq FROM "{RAW_TABLES[table].name}" t '
             f"JOIN {view} v ON t.{key} = v.{key} WHERE t.channel_id IS DISTINCT FROM v.channel_id"
         ).fetchall()
         if rows:
-            self.channel_clashes.setdefault(table, []).extend((str(i), str(a), str(b)) for i, a, b in rows)
+            self.channel_clashes.setdefault(table, []).extend(
+                (str(i), str(a), str(b), int(seq or 0)) for i, a, b, seq in rows
+            )
 
-    def take_channel_clashes(self) -> dict[str, list[tuple[str, str, str]]]:
-        """The clashes noted since the last call (see :attr:`channel_clashes`), forgotten here."""
+    def take_channel_clashes(self) -> dict[str, list[tuple[str, str, str, int]]]:
+        """The clashes noted since the last call (see :attr:`channel_clashes`), forgotten here: ``(id, channel of
+        the row replaced, channel of the row written, write_seq of the row replaced)``."""
         clashes, self.channel_clashes = self.channel_clashes, {}
         return clashes
 

@@ -80,8 +80,9 @@ def fetch_channel(ctx: FetchContext, channel_id: str, holes: list[tuple[int, int
         if (lo, hi) in skipped:
             continue
         log.warning("channel %s: offsets %d-%d still missing after a re-read (recorded as a gap)", channel_id, lo, hi)
-        ctx.gap(channel_id, lo, hi)
-        if any(a <= lo and hi <= top for a, top in answered):  # the service served past it, without it
+        empty = any(a <= lo and hi <= top for a, top in answered)  # the service served past it, without it
+        ctx.gap(channel_id, lo, hi, confirmed_empty=empty)
+        if empty:
             confirmed[(lo, hi)] = now
     if confirmed != known:
         value = {"holes": [[lo, hi, at] for (lo, hi), at in sorted(confirmed.items())]}
