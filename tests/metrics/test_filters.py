@@ -180,3 +180,12 @@ def test_an_empty_warehouse_gives_empty_frames(tmp_path) -> None:
         df = func(wh)
         assert isinstance(df, pd.DataFrame) and df.empty, name
     assert metrics.latest_event_time(wh) is None
+
+
+def test_a_statement_gets_only_the_parameters_it_binds() -> None:
+    """``$p1`` is not ``$p10``: a statement made of part of a metric's clauses is run with its own values only."""
+    from toolkit.metrics.common import params_in
+
+    params = {f"p{i}": i for i in range(12)}
+    assert params_in("SELECT $p10 WHERE x = $p3", params) == {"p10": 10, "p3": 3}
+    assert params_in("SELECT 1", params) == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -374,6 +375,12 @@ def sort_rows(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     if keys and len(df):
         df = df.sort_values(keys, kind="stable", na_position="last")
     return df.reset_index(drop=True)
+
+
+def params_in(sql: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The named parameters of ``params`` that ``sql`` binds (``$p1``, not ``$p10``): a statement built from part of
+    a metric's clauses is run with only its own (DuckDB refuses a value it has no placeholder for)."""
+    return {k: v for k, v in params.items() if re.search(rf"\${re.escape(k)}\b", sql)}
 
 
 def run(warehouse: WarehouseLike, sql: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:

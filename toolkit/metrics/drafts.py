@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..warehouse import Warehouse
-from .common import WarehouseLike, latest_event_time, run
+from .common import WarehouseLike, latest_event_time, params_in, run
 from .inflight import EVERY, MIN_REFERENCE, Ratio, ratio_interval
 
 #: The rate this module estimates, as a share of every operation of the cohort.
@@ -56,7 +56,7 @@ def _reference(warehouse: WarehouseLike, ctes: str, params: dict, as_of: float) 
         FROM drafts o JOIN dl ON dl.oid = o.operation_id
         WHERE dl.deadline_at > o.created_at
     """
-    used = {k: v for k, v in params.items() if f"${k}" in sql}
+    used = params_in(sql, params)
     if isinstance(warehouse, Warehouse):  # the same for every question a report asks of an open warehouse
         key = ("drafts.reference", sql, tuple(sorted((k, repr(v)) for k, v in used.items())), as_of)
         return warehouse.memoized(key, lambda: _reference_from(run(warehouse, sql, used), as_of))

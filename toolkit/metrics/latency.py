@@ -23,6 +23,7 @@ from .common import (
     bucket_to_time,
     grouping,
     latest_event_time,
+    params_in,
     run,
     select_groups,
     sort_rows,
@@ -149,7 +150,7 @@ def status_latency(
         GROUP BY {group}"""
     created_sql = uncensored_percentiles_sql(created_counts, keys, SINCE_CREATED_PERCENTILES)
     counts = run(warehouse, sql, q.params)
-    since = run(warehouse, created_sql, {k: v for k, v in q.params.items() if f"${k}" in created_sql})
+    since = run(warehouse, created_sql, params_in(created_sql, q.params))
     df = _latency_table(counts, since, keys)
     if "status" in df.columns:
         df["status"] = status_categorical(df["status"])

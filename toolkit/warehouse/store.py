@@ -210,6 +210,7 @@ class Warehouse(SyncQueries):
         #: (one id listed in two channels), for the sync to report (:meth:`take_channel_clashes`).
         self.channel_clashes: dict[str, list[tuple[str, str, str, int]]] = {}
         self._write_seq: int | None = None  # the number of the open transaction's writes (see write_seq)
+        self._memo: dict[Hashable, Any] = {}  # what a reader computed once (see memoized)
         if not read_only:
             try:
                 self.ensure_schema()
@@ -565,10 +566,9 @@ class Warehouse(SyncQueries):
         writable warehouse, every time. The result is shared: callers must not change it."""
         if not self.read_only:
             return compute()
-        cache: dict[Hashable, Any] = self.__dict__.setdefault("_memo", {})
-        if key not in cache:
-            cache[key] = compute()
-        return cache[key]
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Run SQL (values bound as parameters) and return a DataFrame with tz-aware UTC timestamps."""

@@ -29,15 +29,19 @@ recomputes, so its cost follows what changed.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from .. import spec
+
+if TYPE_CHECKING:
+    import duckdb
 
 #: Rank of a status the vocabulary does not know (kept, ordered after every known status).
 UNKNOWN_RANK = 1000
 #: Stream name of the models' watermark in ``sync_state``.
 MODELS_STREAM = "models"
 #: Bump when the model tables' definition changes: the next refresh rebuilds them from the raw tables, and until
-#: then a reader computes the views from the raw tables (:func:`reader_view_statements`).
+#: then a reader computes the views from the raw tables (:func:`live_views`).
 MODEL_VERSION = 3
 TRANSITIONS_TABLE = "model_operation_transitions"
 LIFECYCLE_TABLE = "model_operation_lifecycle"
@@ -145,12 +149,12 @@ MODEL_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def drop_outdated_models(con: object) -> bool:
+def drop_outdated_models(con: duckdb.DuckDBPyConnection) -> bool:
     """Drop the model tables when another version of the toolkit made them (their columns differ from these), and
     forget the models' watermark: the views then compute every operation live until the next refresh rebuilds
     them, instead of failing on a missing column. ``con`` is a writable DuckDB connection; returns whether it
     dropped anything."""
-    rows = con.execute(  # type: ignore[attr-defined]
+    rows = con.execute(
         "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
         "WHERE database_name = current_database() AND schema_name = 'main' AND list_contains(?, table_name) "
         "GROUP BY table_name",
@@ -160,8 +164,8 @@ def drop_outdated_models(con: object) -> bool:
     if all(stored.get(name, [c for c, _ in cols]) == [c for c, _ in cols] for name, cols in MODEL_TABLES.items()):
         return False
     for name in stored:
-        con.execute(f"DROP TABLE IF EXISTS {name}")  # type: ignore[attr-defined]
-    con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])  # type: ignore[attr-defined]
+        con.execute(f"DROP TABLE IF EXISTS {name}")
+    con.execute("DELETE FROM sync_state WHERE stream = ?", [MODELS_STREAM])
     return True
 
 
@@ -298,12 +302,10 @@ def transitions_select(scope: str | None) -> str:
     # For an operation whose every status has one time, the steps are its first entries in order: each entered
     # once, and a reorganisation is a first entry at broadcasting or earlier right after a finality stage, read off
     # the same window. Only the operations with a status at two times (a revisit, or a duplicate delivered later)
-    # need the steps themselves. For some operations (a refresh's piece, the stale ones), their events are read
-    # once for both uses.
-    materialized = ""
+    # need the steps themselves; both read the operations' events once, through ``moves``.
     low, high = _FINALITY_RANKS
     return f"""
-WITH moves AS{materialized} (
+WITH moves AS (
     SELECT e.operation_id, e.status, e.ts, e.status_reason, e.channel_id, e.chain_selector, e.address
     FROM events e
     WHERE {_OPERATION_STATUS_EVENT.format(e="e")} AND {_in_scope("e", scope)}
