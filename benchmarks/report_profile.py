@@ -4,7 +4,8 @@ HTML), seconds and the step's peak RSS.
 Run ``python -m benchmarks.report_profile WAREHOUSE [--since 7d] [--what report|csv|page|widget]`` (one process
 per ``--what``: the peak RSS of a step is measured from a reset of the process's high-water mark, /proc's
 ``clear_refs``, so each step shows its own peak, not an earlier step's). Not a test: it reports, it does not assert.
-Works on any checkout of the toolkit (it wraps the public functions of ``toolkit.metrics`` and ``toolkit.plots``
+Works on any checkout of the toolkit (it wraps the public functions of ``toolkit.metrics`` and
+``toolkit.presentation.figures``
 by name), so the same command measures the code before and after a change.
 """
 
@@ -86,7 +87,8 @@ def instrument() -> None:
     """Wrap every public metric, figure, the PNG writer and the HTML rendering."""
     import toolkit.metrics as metrics
     import toolkit.metrics.proofs as proofs
-    from toolkit import plots, report
+    from toolkit.presentation import figures as plots
+    from toolkit.presentation import report
 
     for name in list(metrics.METRICS.values()):
         setattr(metrics, name.__name__, timed(name.__name__, getattr(metrics, name.__name__)))
@@ -98,7 +100,7 @@ def instrument() -> None:
     except ImportError:  # the code before the counts
         dist = None
     if dist is not None:
-        import toolkit.dashboard_app as app
+        import toolkit.presentation.dashboard_widgets as app
 
         for name in ("status_duration_counts", "finality_time_counts"):
             original = getattr(dist, name)
@@ -108,7 +110,11 @@ def instrument() -> None:
                     setattr(module, name, wrapped)
     for name in dir(plots):
         obj = getattr(plots, name)
-        public = callable(obj) and not name.startswith("_") and getattr(obj, "__module__", "") == "toolkit.plots"
+        public = (
+            callable(obj)
+            and not name.startswith("_")
+            and getattr(obj, "__module__", "") == "toolkit.presentation.figures"
+        )
         if public and name not in ("partial_buckets", "figure_for"):
             setattr(plots, name, timed(f"figure {name}", obj))
     report.figure_png = timed("figure_png", report.figure_png)
@@ -118,7 +124,7 @@ def instrument() -> None:
 def run(warehouse: str, since: str, what: str) -> None:
     """Run one surface with every step timed, then print the table."""
     instrument()
-    from toolkit import report
+    from toolkit.presentation import report
 
     t0 = time.perf_counter()
     out = Path(tempfile.mkdtemp())
@@ -128,13 +134,13 @@ def run(warehouse: str, since: str, what: str) -> None:
         target = out / ("r.html" if fmt == "html" else "r")
         timed(f"Report.write({fmt})", built.write)(target, fmt)
     elif what == "page":
-        from toolkit import dashboard_page as page
+        from toolkit.presentation import dashboard_page as page
 
         options = timed("Options", page.Options)(warehouse)
         _, tables = timed("page_and_tables", page.page_and_tables)(warehouse, options, {})
         timed("render_figures (4 PNG)", page.render_figures)(warehouse, {}, tables)
     elif what == "widget":
-        from toolkit.dashboard_app import compute_views
+        from toolkit.presentation.dashboard_widgets import compute_views
 
         timed("compute_views(draw=True)", compute_views)(
             warehouse, {"channel": None, "network": None, "since": None, "until": None}, None, "1d"

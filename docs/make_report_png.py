@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from toolkit import report
+from toolkit.presentation import report
 
 
 def main(warehouse: str, out: Path = Path(__file__).parent / "report.png") -> None:

@@ -27,7 +27,8 @@ client = tk.Client("http://127.0.0.1:9/v1", "k", transport=httpx.MockTransport(h
 with tempfile.TemporaryDirectory() as d:
     tk.sync(client=client, warehouse=os.path.join(d, "w.duckdb"), quiet=True)
     tk.status_latency(os.path.join(d, "w.duckdb"))
-loaded = [m for m in ("toolkit.sandbox", "matplotlib", "ipywidgets", "uvicorn", "toolkit.plots") if m in sys.modules]
+heavy = ("toolkit.sandbox", "matplotlib", "ipywidgets", "uvicorn", "toolkit.presentation.figures")
+loaded = [m for m in heavy if m in sys.modules]
 print(",".join(loaded))
 """
 
@@ -45,15 +46,31 @@ PLANNED_MODULES = {"toolkit.loader"}
 FOUNDATION = ("toolkit.spec", "toolkit.errors", "toolkit.config", "toolkit.times", "toolkit.signals")
 FOUNDATION_EXTRA = (
     "toolkit.atomic",
-    "toolkit.display",
     "toolkit.streams",
-    "toolkit.present",
     "toolkit.registry",
     "toolkit.event_wire",
 )
 #: The toolkit's layers above the foundation, by package or module.
 SYNC = ("toolkit.sync", "toolkit.loader")
-ANALYSIS = ("toolkit.metrics", "toolkit.report", "toolkit.plots", "toolkit.dashboard_app", "toolkit.known_values")
+#: The presentation (how values read, tables, files for people, figures, report, dashboards) and the old names of its
+#: modules, kept as aliases for code outside the toolkit: nothing inside imports those.
+PRESENTATION = "toolkit.presentation"
+OLD_PRESENTATION = (
+    "toolkit.present",
+    "toolkit.display",
+    "toolkit.report",
+    "toolkit.plots",
+    "toolkit.dashboard_app",
+    "toolkit.dashboard_page",
+)
+#: The parts of the presentation that show a figure, a report or a dashboard (the metrics never import those).
+SHOWING = (
+    "toolkit.presentation.report",
+    "toolkit.presentation.figures",
+    "toolkit.presentation.dashboard_widgets",
+    "toolkit.presentation.dashboard_page",
+)
+ANALYSIS = ("toolkit.metrics", PRESENTATION, *OLD_PRESENTATION, "toolkit.known_values")
 ROOT = "toolkit"  # the package itself: its __init__ imports every layer, so importing it from below is importing them
 TOP = ("toolkit.cli", "toolkit.__main__", "toolkit.sandbox")
 #: DON proof verification: reads the warehouse, never the service; the analysis layer may read what it stored.
@@ -66,10 +83,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "toolkit.sync": (ROOT, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
     "toolkit.loader": (ROOT, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
     VERIFY: (ROOT, "toolkit.api", *SYNC, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
-    "toolkit.metrics": (ROOT, "toolkit.api", *SYNC, "toolkit.report", "toolkit.plots", "toolkit.dashboard_app", *TOP),
-    "toolkit.report": (ROOT, "toolkit.api", *SYNC, "toolkit.dashboard_app", *TOP),
-    "toolkit.plots": (ROOT, "toolkit.api", *SYNC, "toolkit.report", "toolkit.dashboard_app", *TOP),
-    "toolkit.dashboard_app": (ROOT, "toolkit.api", *SYNC, *TOP),
+    "toolkit.metrics": (ROOT, "toolkit.api", *SYNC, *SHOWING, *OLD_PRESENTATION, *TOP),
+    PRESENTATION: (ROOT, "toolkit.api", *SYNC, *OLD_PRESENTATION, *TOP),
     "toolkit.export": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, *TOP),
     "toolkit.spark": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, *TOP),
     **{
@@ -176,9 +191,11 @@ BREAKING = [
     ("toolkit.metrics.common", False, "from toolkit import sync"),
     ("toolkit.metrics.common", False, "from ..loader import run"),
     ("toolkit.metrics", True, "from ..sync import sync"),
-    ("toolkit.report", False, "from toolkit.api import Client"),
-    ("toolkit.report", False, "from . import sync"),
-    ("toolkit.report", False, "import toolkit.loader"),
+    ("toolkit.presentation.report", False, "from toolkit.api import Client"),
+    ("toolkit.presentation.report", False, "from .. import sync"),
+    ("toolkit.presentation.figures", False, "from ..report import html_table"),
+    ("toolkit.metrics.common", False, "from ..presentation import report"),
+    ("toolkit.presentation.report", False, "import toolkit.loader"),
     ("toolkit.spec", False, "from .warehouse import Warehouse"),
     ("toolkit.errors", False, "from . import api"),
     ("toolkit.sync", False, "from . import metrics"),

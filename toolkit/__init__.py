@@ -29,7 +29,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Warehouse": (".warehouse", "Warehouse"),
     "errors": (".errors", None),
     "metrics": (".metrics", None),
-    "show": (".present", "show"),
+    "show": (".presentation.tables", "show"),
     "spec": (".spec", None),
     "status_latency": (".metrics", "status_latency"),
     "sync": (".loader", "sync"),
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # for type checkers and the API reference (griffe reads this 
     from .errors import ChainopsError
     from .loader import SyncResult, sync
     from .metrics import status_latency
-    from .present import show
+    from .presentation.tables import show
     from .warehouse import Warehouse
 
 
@@ -64,15 +64,16 @@ def __dir__() -> list[str]:
 
 
 def dashboard(warehouse: str | Warehouse | None = None, **options: object) -> object:
-    """The ipywidgets dashboard over ``warehouse`` (see :func:`toolkit.dashboard_app.dashboard`).
+    """The ipywidgets dashboard over ``warehouse`` (see :func:`toolkit.presentation.dashboard_widgets.dashboard`).
 
-    :mod:`toolkit.dashboard_app` is imported on first call, so ``import toolkit`` loads no widget or plotting code.
+    :mod:`toolkit.presentation.dashboard_widgets` is imported on first call, so ``import toolkit`` loads no widget
+    or plotting code.
     It needs the ``[notebook]`` extra (``pip install 'chainops-toolkit[notebook]'``).
-    Returns the :class:`~toolkit.dashboard_app.Dashboard`.
+    Returns the :class:`~toolkit.presentation.dashboard_widgets.Dashboard`.
     """
-    from . import dashboard_app
+    from .presentation import dashboard_widgets
 
-    return dashboard_app.dashboard(warehouse, **options)
+    return dashboard_widgets.dashboard(warehouse, **options)
 
 
 __all__ = [

@@ -85,8 +85,8 @@ def output_format(fmt: str | None, out: str | None) -> str:
 
 
 def clean_for_terminal(text: str, *, keep_newlines: bool = False) -> str:
-    """:func:`toolkit.display.clean_for_terminal`, imported when first needed (the display module loads pandas)."""
-    from .display import clean_for_terminal as clean
+    """:func:`toolkit.presentation.safe.clean_for_terminal`, imported when first needed (that module loads pandas)."""
+    from .presentation.safe import clean_for_terminal as clean
 
     return clean(text, keep_newlines=keep_newlines)
 
@@ -99,9 +99,9 @@ def _table_text(
     wide: bool = False,
     notes: Sequence[str] = (),
 ) -> str:
-    """A text table for people that fits the terminal (:mod:`toolkit.present`: one way to show each value, text
-    left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column)."""
-    from .present import present, to_terminal
+    """A text table for people that fits the terminal (:mod:`toolkit.presentation.tables`: one way to show each value,
+    text left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column)."""
+    from .presentation.tables import present, to_terminal
 
     shown = present(df, metric=metric, columns=columns)
     shown.notes.extend(notes)
@@ -125,8 +125,9 @@ def _default_columns(df: pd.DataFrame, metric: str | bool, by: Sequence[str] = (
 
 
 def _hidden_rows(df: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
-    """``df`` without the rows that cannot carry a value by definition (:func:`toolkit.present.hide_rows`)."""
-    from .present import hide_rows
+    """``df`` without the rows that cannot carry a value by definition
+    (:func:`toolkit.presentation.tables.hide_rows`)."""
+    from .presentation.tables import hide_rows
 
     return hide_rows(df, metric)
 
@@ -135,7 +136,7 @@ def _period_line(df: pd.DataFrame, metric: str) -> str:
     """What a metric's table is about: its period (and how the period selects rows) and the time it is as of."""
     import pandas as pd
 
-    from .present import format_time
+    from .presentation.tables import format_time
     from .registry import BY_NAME
 
     since, until, as_of = (
@@ -189,12 +190,12 @@ def _write_frame(
     metrics' naming conventions; a SQL result gets significant digits only), control characters shown, long values
     shortened. CSV has formulas neutralised (and control characters shown when printed); CSV, JSON and Parquet keep
     every number at full precision. ``--out`` files appear whole or not at all."""
-    from .display import frame_for_csv
+    from .presentation.safe import frame_for_csv
 
     if fmt == "table":
         text = _table_text(df, metric=metric, columns=columns, wide=wide or bool(out), notes=notes)
     elif fmt == "html":
-        from .present import TABLE_CSS, present, to_html
+        from .presentation.tables import TABLE_CSS, present, to_html
 
         text = f"<style>{TABLE_CSS}</style>" + to_html(present(df, metric=metric, columns=columns), empty="No rows.")
     elif fmt == "csv":
@@ -222,8 +223,9 @@ def _write_frame(
 def cmd_demo(args: argparse.Namespace) -> int:
     """Sandbox -> sync -> metrics -> report, offline; ends with the next commands to try on the demo's warehouse.
     The same ``--seed``, ``--days`` and ``--start`` make the same warehouse."""
-    from . import metrics, report
+    from . import metrics
     from .loader import sync
+    from .presentation import report
     from .sandbox import Sandbox
 
     say = (lambda *_a, **_k: None) if args.quiet else print
@@ -530,7 +532,7 @@ def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
         by = [c.strip() for c in (args.by or "").split(",") if c.strip()]
         columns = _default_columns(df, args.name, by)
         df, notes = _hidden_rows(df, args.name)
-    from .present import wrap
+    from .presentation.tables import wrap
 
     print(wrap(_period_line(df, args.name)))
     sys.stdout.write(_table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
@@ -607,7 +609,7 @@ def _say_wrapped(message: str) -> None:
     """``message`` on stderr, wrapped to the terminal's width as the tables above it are (never a word split)."""
     import textwrap
 
-    from .present import terminal_width
+    from .presentation.tables import terminal_width
 
     print(
         textwrap.fill(message, width=terminal_width(), break_long_words=False, break_on_hyphens=False), file=sys.stderr
@@ -616,7 +618,7 @@ def _say_wrapped(message: str) -> None:
 
 def _threshold(text: str) -> object:
     """argparse type of ``--fail-on``: a usage error (exit 2) for an expression it cannot parse."""
-    from .report import parse_threshold
+    from .presentation.report import parse_threshold
 
     try:
         return parse_threshold(text)
@@ -642,7 +644,7 @@ def _check_report_out(out: str, fmt: str) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report (HTML file, or CSV/Parquet tables in a directory); exit 3 when a --fail-on is breached."""
     _check_report_out(args.out, args.format)
-    from . import report
+    from .presentation import report
 
     settings = Settings.load(warehouse=args.warehouse)
     try:
@@ -771,7 +773,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from .signals import check_stop, pause
 
     try:
-        from .dashboard_page import allowed_host, serving
+        from .presentation.dashboard_page import allowed_host, serving
 
         try:
             hosts = [allowed_host(name) for name in args.allow_host or ()]
@@ -791,7 +793,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (Terminated): stopping it is how it ends, nothing to keep
         pass
     print("dashboard stopped", flush=True)
-    threads_left = getattr(sys.modules.get("toolkit.dashboard_page"), "threads_left", None)  # a stop cut its import
+    threads_left = getattr(
+        sys.modules.get("toolkit.presentation.dashboard_page"), "threads_left", None
+    )  # a stop cut its import
     if threads_left is not None and threads_left():
         sys.stderr.flush()
         os._exit(0)  # a thread still drawing would abort Python's finalisation (SIGABRT): end without it

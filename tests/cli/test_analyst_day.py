@@ -17,9 +17,9 @@ from tests.conftest import TEST_KEY
 from tests.support.cli import run_in_process as chainops  # main(argv) in this process
 from toolkit.cli import EXIT_BROKEN_PIPE, main, output_format
 from toolkit.config import Settings
-from toolkit.display import duration_unit, format_number, format_percent, frame_for_display
 from toolkit.errors import UsageError, WarehouseError
 from toolkit.loader import sync
+from toolkit.presentation.safe import duration_unit, format_number, format_percent, frame_for_display
 from toolkit.warehouse import Warehouse
 
 

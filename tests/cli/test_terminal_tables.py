@@ -18,7 +18,7 @@ from tests.support.cli import run_process as chainops
 from toolkit import metrics
 from toolkit.cli import main
 from toolkit.known_values import UnknownValueError
-from toolkit.present import present, to_terminal
+from toolkit.presentation.tables import present, to_terminal
 from toolkit.registry import BY_NAME, METRIC_NAMES
 from toolkit.warehouse import Warehouse
 
@@ -220,7 +220,7 @@ def test_results_by_channel_carry_its_name(synced) -> None:
 
 def test_present_is_one_rule_for_every_surface() -> None:
     """A value reads the same in the terminal table and the HTML table."""
-    from toolkit.present import to_html
+    from toolkit.presentation.tables import to_html
 
     df = pd.DataFrame(
         {

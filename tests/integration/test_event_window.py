@@ -17,7 +17,7 @@ from tests.conftest import TEST_KEY
 from toolkit import metrics
 from toolkit.cli import main
 from toolkit.metrics.coverage import NotHeldError
-from toolkit.report import build_report
+from toolkit.presentation.report import build_report
 from toolkit.warehouse import Warehouse
 
 pytestmark = pytest.mark.slow

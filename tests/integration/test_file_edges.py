@@ -18,10 +18,11 @@ import pytest
 
 from tests.conftest import TEST_KEY
 from tests.support.snapshot import TABLES, settings_for, snapshot
-from toolkit import cli, report
+from toolkit import cli
 from toolkit.errors import WarehouseError
 from toolkit.export import export_parquet
 from toolkit.loader import sync
+from toolkit.presentation import report
 from toolkit.warehouse import Warehouse
 from toolkit.warehouse.identity import FORMAT, MARKER_TABLE
 

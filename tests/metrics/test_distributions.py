@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.support.builders import SEPOLIA, build, ladder, refresh
-from toolkit import metrics, plots
+from toolkit import metrics
 from toolkit.metrics.distributions import (
     box_stats,
     finality_time_counts,
@@ -20,6 +20,7 @@ from toolkit.metrics.distributions import (
     status_duration_counts,
     value_counts,
 )
+from toolkit.presentation import figures as plots
 
 FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
 #: The statistics bxp draws (and the notch bounds): equal to matplotlib's bit for bit.
@@ -169,7 +170,7 @@ def _boxplot_reference(durations: pd.DataFrame, title: str):
     """The latency figure drawn as it was before the counts: Axes.boxplot of every clipped raw value."""
     from matplotlib.figure import Figure
 
-    from toolkit.present import network_colour
+    from toolkit.presentation.tables import network_colour
 
     fig = Figure(figsize=(10.0, 5.0), layout="constrained")
     ax = fig.add_subplot()

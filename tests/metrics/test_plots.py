@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.support.builders import SEPOLIA, build, ladder, query_event, refresh, watcher_event, watcher_status
-from toolkit import plots
+from toolkit.presentation import figures as plots
 
 FULL = ("accepted", "sending", "sent", "broadcasting", "confirmed_latest", "confirmed_safe", "confirmed")
 
@@ -70,7 +70,7 @@ def test_unknown_figure_name() -> None:
 def test_metrics_never_load_matplotlib() -> None:
     code = (
         "import sys, toolkit, toolkit.metrics, toolkit.warehouse.model_tables; "
-        "print('matplotlib' in sys.modules, 'toolkit.plots' in sys.modules)"
+        "print('matplotlib' in sys.modules, 'toolkit.presentation.figures' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from toolkit import metrics, present
+from toolkit import metrics
 from toolkit.metrics.coverage import REQUIRED_TYPES
+from toolkit.presentation import tables as present
 from toolkit.registry import METRICS, markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metric-columns.md"

@@ -11,7 +11,7 @@ import pytest
 
 import toolkit as tk
 from tests.support.report_warehouse import SCRIPT_CHANNEL, SCRIPT_NETWORK
-from toolkit.dashboard_app import ALL, EMPTY
+from toolkit.presentation.dashboard_widgets import ALL, EMPTY
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -176,7 +176,7 @@ def test_time_range_filter(dash) -> None:
 def test_import_toolkit_loads_no_widgets_and_the_name_stays_a_function() -> None:
     code = (
         "import sys, types, toolkit as tk; assert 'ipywidgets' not in sys.modules and 'matplotlib' not in sys.modules;"
-        "import toolkit.dashboard_app as m; assert isinstance(tk.dashboard, types.FunctionType);"
+        "import toolkit.presentation.dashboard_widgets as m; assert isinstance(tk.dashboard, types.FunctionType);"
         "assert type(m) is types.ModuleType and not callable(m); print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -205,7 +205,7 @@ def test_kept_views_are_shown_again_until_the_warehouse_file_changes(dash, wareh
     computed again."""
     import os
 
-    from toolkit.dashboard_app import data_stamp
+    from toolkit.presentation.dashboard_widgets import data_stamp
 
     drawn = dash.tables["failure"]
     dash.network.value = ("Ethereum Sepolia",)

@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from tests.support.report_warehouse import SINCE, UNTIL
-from toolkit.dashboard_app import EMPTY
+from toolkit.presentation.dashboard_widgets import EMPTY
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -238,7 +238,7 @@ def test_the_dashboard_page_and_the_report_fit_1280_px(warehouse: Path, tmp_path
     it, nor of the HTML report, runs past a 1280 px wide window (a wide table scrolls inside its own box)."""
     from playwright.sync_api import sync_playwright
 
-    from toolkit.report import write_report
+    from toolkit.presentation.report import write_report
 
     report = tmp_path / "report.html"
     write_report(str(warehouse), report, since=SINCE, until=UNTIL)

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from toolkit.dashboard_app import VIEWS
-from toolkit.dashboard_page import EMPTY, serving
+from toolkit.presentation.dashboard_page import EMPTY, serving
+from toolkit.presentation.dashboard_widgets import VIEWS
 
 
 @pytest.fixture(scope="module")

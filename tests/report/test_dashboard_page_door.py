@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.builders import SEPOLIA, build, ladder, op_record, refresh
 from toolkit.cli import main
-from toolkit.dashboard_page import allowed_host, serving, threads_left
+from toolkit.presentation.dashboard_page import allowed_host, serving, threads_left
 from toolkit.warehouse import to_batch
 
 

@@ -9,7 +9,7 @@ import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.text import Text
 
-from toolkit import plots
+from toolkit.presentation import figures as plots
 from toolkit.spec import KNOWN_NETWORKS
 
 BUCKETS = pd.date_range("2026-11-20", periods=4, freq="1D", tz="UTC")

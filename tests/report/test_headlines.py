@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from toolkit import report
+from toolkit.presentation import report
 
 NOW = pd.Timestamp("2026-01-01", tz="UTC")
 

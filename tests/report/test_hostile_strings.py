@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import TEST_KEY
 from tests.support.service import InProcess
 from toolkit import cli
-from toolkit.display import clean_for_terminal, csv_safe, shorten
+from toolkit.presentation.safe import clean_for_terminal, csv_safe, shorten
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import Warehouse
 

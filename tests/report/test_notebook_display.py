@@ -11,7 +11,7 @@ import pytest
 
 import toolkit as tk
 from tests.support.report_warehouse import SINCE, UNTIL
-from toolkit.present import NOTEBOOK_ROWS, use_in_notebook
+from toolkit.presentation.tables import NOTEBOOK_ROWS, use_in_notebook
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.cli import Ran, run_in_process
 from tests.support.report_warehouse import SCRIPT_CHANNEL, SCRIPT_NETWORK, SCRIPT_REASON, SINCE, UNTIL
-from toolkit import report
+from toolkit.presentation import report
 from toolkit.warehouse import Warehouse
 
 
@@ -169,7 +169,7 @@ def test_failure_rates_draw_one_panel_per_network_and_mark_the_partial_bucket(pa
     # (without the period, nothing is marked)
     end = rep.data_until
     assert end < rep.until
-    from toolkit import plots
+    from toolkit.presentation import figures as plots
 
     fig = plots.failure_rate_over_time(
         report.interval_safe(over_time, "failure_rate"), bucket=rep.bucket, period=(rep.since, end)

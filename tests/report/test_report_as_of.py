@@ -9,9 +9,9 @@ import pytest
 
 from benchmarks.support import rawhistory as raw
 from tests.conftest import TEST_KEY
-from toolkit import report
 from toolkit.config import Settings
 from toolkit.loader import sync
+from toolkit.presentation import report
 from toolkit.sandbox import Sandbox
 
 #: Real sockets or processes (hostile servers, the sandbox over HTTP, `chainops` as a process): the fast tier

@@ -59,8 +59,8 @@ def demo_export(tmp_path_factory) -> tuple[str, str]:
     """``chainops demo``'s warehouse and its Parquet export: (warehouse path, export directory). The demo's HTML
     report is not written: no test here reads it, it only reads the warehouse (tests/cli cover the report), and it
     was half of the fixture's CPU."""
-    from toolkit import report
     from toolkit.cli import main
+    from toolkit.presentation import report
 
     root = tmp_path_factory.mktemp("demo")
     warehouse, export = root / "demo.duckdb", root / "export"

@@ -23,7 +23,7 @@ from toolkit import spec
 from toolkit.config import Settings
 from toolkit.loader import sync
 from toolkit.metrics import proof_coverage
-from toolkit.report import build_report, parse_threshold
+from toolkit.presentation.report import build_report, parse_threshold
 from toolkit.sandbox import Sandbox
 from toolkit.verify import resolve_policy
 from toolkit.verify.run import verify_warehouse

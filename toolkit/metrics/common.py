@@ -229,7 +229,7 @@ def described(wh: Warehouse | QueryEngine, function: str, filters: Filters) -> d
     """What a result is about, for its ``attrs``: the registry ``metric`` name, the period (``since``,
     ``until``: ISO 8601 UTC text, None where open) and ``as_of``, the newest event time (on a warehouse; another
     engine is not asked, each query there costs a job)."""
-    from ..present import use_in_notebook
+    from ..presentation.tables import use_in_notebook
     from ..registry import by_function
 
     use_in_notebook()  # in Jupyter, the result shows as every surface shows it

@@ -65,7 +65,8 @@ def status_duration_counts(
     filters on ``entered_at``).
 
     Arguments: the common filters. Returns the DataFrame (``status`` an ordered categorical; rows by network,
-    status, seconds). Feed it to :func:`toolkit.plots.latency_by_status`, or to :func:`box_stats` per group.
+    status, seconds). Feed it to :func:`toolkit.presentation.figures.latency_by_status`, or to :func:`box_stats` per
+    group.
     """
     _as_held_as("status_durations", warehouse, where)
     q = where.sql("entered_at", status_column="status")
@@ -101,7 +102,7 @@ def finality_time_counts(
     stage event is missing is not counted, as it is NaN there).
 
     Arguments: the common filters. Returns the DataFrame (rows by network, time in the order of
-    :data:`~.finality.FINALITY_TIMES`, seconds). Feed it to :func:`toolkit.plots.finality_stage_times`.
+    :data:`~.finality.FINALITY_TIMES`, seconds). Feed it to :func:`toolkit.presentation.figures.finality_stage_times`.
     """
     _as_held_as("finality_times", warehouse, where)
     q = where.sql("created_at")
