@@ -22,11 +22,24 @@ from . import spec
 
 @dataclass(frozen=True)
 class Column:
-    """One column of a metric's result: its name and kind (its unit: ``duration`` is seconds, ``proportion`` a
-    share in [0, 1])."""
+    """One column of a metric's result: its ``name`` and ``kind`` (its unit: ``duration`` is seconds, ``proportion``
+    a share in [0, 1]); ``header``, the short label a table shows, keeping the statistic but not the unit (the
+    presentation adds the unit it shows the column in; empty: derived from the name by :meth:`label`);
+    ``description``, one line on what it holds; ``value``: whether it is one of the metric's own values (what a
+    narrow table keeps last), rather than a descriptor such as a group or a count."""
 
     name: str
     kind: str
+    header: str = ""
+    description: str = ""
+    value: bool = False
+
+    def label(self) -> str:
+        """The short header: ``header`` if declared, else the name without its unit suffix, words spaced
+        (``since_created_p50_s`` -> ``since created p50``)."""
+        if self.header:
+            return self.header
+        return self.name.removesuffix("_s").replace("_", " ")
 
 
 @dataclass(frozen=True)
