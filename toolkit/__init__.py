@@ -15,6 +15,8 @@ import importlib
 import logging
 from typing import TYPE_CHECKING
 
+from .metrics import declare as _declare  # the metrics' declarations: pure data, no pandas or DuckDB
+
 __version__ = "0.1.0"
 
 # the toolkit logs its decisions (see toolkit.logs): silent unless the application configures logging
@@ -44,6 +46,20 @@ if TYPE_CHECKING:  # for type checkers and the API reference (griffe reads this 
     from .metrics import status_latency
     from .presentation.tables import show
     from .warehouse import Warehouse
+
+
+def _show_in_notebook(result: object) -> None:
+    """In a running IPython, a metric's result shows as every surface shows it (the presentation registers its
+    formatter); the metrics call this through their result hooks and never import the presentation."""
+    import sys
+
+    if "IPython" in sys.modules:
+        from .presentation.tables import use_in_notebook
+
+        use_in_notebook()
+
+
+_declare.RESULT_HOOKS.append(_show_in_notebook)
 
 
 def __getattr__(name: str) -> object:

@@ -8,13 +8,16 @@
 - A *period* ``[since, until)`` reads ``until`` first (an age counts back from now) and then ``since`` counting back
   from ``until``, so ``--since 1d --until 2026-01-01`` is the last day of 2025 in every command.
 
-Every time comes back tz-aware in UTC.
+Every time comes back tz-aware in UTC. :class:`Period` is a period parsed once, carried to the SQL and back to what
+shows the result.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 import pandas as pd
 
@@ -133,3 +136,81 @@ def parse_period(
     if start is not None and end is not None and start >= end:
         raise ValueError(f"the period is empty: since {start} is not before until {end}")
     return start, end
+
+
+def _counts_from_clock(value: TimeLike) -> bool:
+    """Whether a ``since``/``until`` as given counts from the wall clock (an age, ``now``, ``today``,
+    ``yesterday``)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip().lower()
+    return text in ("now", "today", "yesterday") or age_seconds(text) is not None
+
+
+def _iso(value: pd.Timestamp | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+class Period(dict):
+    """A period ``[start, end)`` parsed once (:meth:`parse`), as it travels from the caller to the SQL and back to
+    whatever shows the result (a metric puts it in ``df.attrs["period"]``). Its attributes: ``start``/``end``
+    tz-aware UTC (None: open), ``since``/``until`` as the caller gave them, and ``as_of``, the newest event of the
+    data it was read against (None until known).
+
+    It is also a dict of the same as ISO 8601 text (``since``, ``until``, ``as_of``: the bounds), so a result's
+    ``attrs`` still go into Parquet and JSON (pandas writes them as JSON); :meth:`of` reads either back."""
+
+    start: pd.Timestamp | None
+    end: pd.Timestamp | None
+    since: TimeLike
+    until: TimeLike
+    as_of: pd.Timestamp | None
+
+    def __init__(
+        self,
+        start: pd.Timestamp | None = None,
+        end: pd.Timestamp | None = None,
+        since: TimeLike = None,
+        until: TimeLike = None,
+        as_of: pd.Timestamp | None = None,
+    ) -> None:
+        super().__init__(since=_iso(start), until=_iso(end), as_of=_iso(as_of))
+        self.start, self.end, self.since, self.until, self.as_of = start, end, since, until, as_of
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("start", "end", "since", "until", "as_of"))
+        return f"Period({shown})"
+
+    @classmethod
+    def parse(cls, since: TimeLike = None, until: TimeLike = None, *, now: TimeLike = None) -> Period:
+        """The period of ``since``/``until`` as :func:`parse_period` reads them. Raises ``ValueError`` for a bad or
+        empty period."""
+        start, end = parse_period(since, until, now=now)
+        return cls(start, end, since, until)
+
+    def replace(self, **changes: Any) -> Period:
+        """A copy with ``changes`` (``start``, ``end``, ``as_of``, ...)."""
+        fields = {k: getattr(self, k) for k in ("start", "end", "since", "until", "as_of")}
+        return Period(**{**fields, **changes})
+
+    @property
+    def counts_from_clock(self) -> bool:
+        """Whether the period counts back from the wall clock: ``since`` an age (or now/today/yesterday) and
+        ``until`` not an absolute time."""
+        return _counts_from_clock(self.since) and (self.until is None or _counts_from_clock(self.until))
+
+    def to_attrs(self) -> dict[str, str | None]:
+        """The ISO 8601 text of the bounds and as-of (``since``, ``until``, ``as_of``), the keys a result's
+        ``attrs`` held before the period was an object."""
+        return dict(self)
+
+    @classmethod
+    def of(cls, attrs: Mapping[str, Any]) -> Period:
+        """The period of a result's ``attrs``: its ``period`` object, else (a frame read back from a file) the ISO
+        text of ``since``/``until``/``as_of``."""
+        found = attrs.get("period")
+        if isinstance(found, cls):
+            return found
+        text = found if isinstance(found, Mapping) else attrs
+        start, end, as_of = (parse_time(text.get(k) or None) for k in ("since", "until", "as_of"))
+        return cls(start, end, text.get("since"), text.get("until"), as_of)

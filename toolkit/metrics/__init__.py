@@ -18,51 +18,117 @@ and ``by``, the grouping columns (each metric lists the ones it accepts), and ``
 One module per family: :mod:`.latency`, :mod:`.outcomes`, :mod:`.finality`, :mod:`.queries`, :mod:`.stuck`,
 :mod:`.revisits`, :mod:`.queries_overdue`, :mod:`.proofs`, :mod:`.watchers`,
 over :mod:`.common` (filters, SQL plumbing) and :mod:`.stats`.
-:data:`METRICS` maps the kebab-case names of ``chainops metrics NAME`` to these functions.
+:data:`METRICS` maps the kebab-case names of ``chainops metrics NAME`` to these functions. Each metric is declared
+once in :mod:`.declarations` (the shapes: :mod:`.declare`); the functions' signatures and docstrings follow from it.
+
+The names are imported on first use (PEP 562): ``import toolkit.metrics`` (and its declarations, which the command
+line reads) loads no pandas or DuckDB; ``toolkit.metrics.status_latency`` loads what it needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+#: Each public name -> the module of this package that defines it.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("FILTER_NAMES", "UnknownValueError"), "declare"),
+    **dict.fromkeys(
+        (
+            "EmptyPeriodWarning",
+            "Filters",
+            "Values",
+            "WarehouseLike",
+            "bucket_seconds",
+            "latest_event_time",
+            "open_warehouse",
+            "status_categorical",
+        ),
+        "common",
+    ),
+    **dict.fromkeys(("FINALITY_GROUPS", "FINALITY_TIMES", "finality_breakdown", "finality_times"), "finality"),
+    **dict.fromkeys(("STATUS_LATENCY_GROUPS", "status_durations", "status_latency"), "latency"),
+    **dict.fromkeys(
+        (
+            "FAILURE_CATEGORIES",
+            "FAILURE_RULES",
+            "OPERATION_GROUPS",
+            "classify_failure",
+            "failure_rates",
+            "failure_reasons",
+        ),
+        "outcomes",
+    ),
+    **dict.fromkeys(("PROOF_GROUPS", "proof_coverage"), "proofs"),
+    **dict.fromkeys(("QUERY_GROUPS", "QUERY_OUTCOMES", "query_latency"), "queries"),
+    **dict.fromkeys(("OVERDUE_QUERY_GROUPS", "overdue_queries"), "queries_overdue"),
+    **dict.fromkeys(("REVISIT_GROUPS", "revisits"), "revisits"),
+    **dict.fromkeys(("Z95", "newcombe_interval", "two_proportion_p", "wilson_interval"), "stats"),
+    **dict.fromkeys(("STUCK_COLUMNS", "STUCK_GROUPS", "stuck_operations"), "stuck"),
+    **dict.fromkeys(("WATCHER_GROUPS", "watcher_activity", "watcher_status_history"), "watchers"),
+}
 
-from ..registry import METRICS as REGISTRY
-from ..times import TimeLike, parse_time
-from .common import (
-    FILTER_NAMES,
-    Filters,
-    Values,
-    WarehouseLike,
-    bucket_seconds,
-    latest_event_time,
-    open_warehouse,
-    status_categorical,
-)
-from .finality import FINALITY_GROUPS, FINALITY_TIMES, finality_breakdown, finality_times
-from .latency import STATUS_LATENCY_GROUPS, status_durations, status_latency
-from .outcomes import (
-    FAILURE_CATEGORIES,
-    FAILURE_RULES,
-    OPERATION_GROUPS,
-    classify_failure,
-    failure_rates,
-    failure_reasons,
-)
-from .proofs import PROOF_GROUPS, proof_coverage
-from .queries import QUERY_GROUPS, QUERY_OUTCOMES, query_latency
-from .queries_overdue import OVERDUE_QUERY_GROUPS, overdue_queries
-from .revisits import REVISIT_GROUPS, revisits
-from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
-from .stuck import STUCK_COLUMNS, STUCK_GROUPS, stuck_operations
-from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
+if TYPE_CHECKING:  # for type checkers and the API reference
+    from collections.abc import Callable
 
-#: Kept for code written against the single-module metrics: the warehouse opener and the time parser.
-_open = open_warehouse
-to_utc = parse_time
+    import pandas as pd
 
-#: Every metric by its ``chainops metrics NAME`` name (the names and their functions: :mod:`toolkit.registry`).
-METRICS: dict[str, Callable[..., pd.DataFrame]] = {m.name: globals()[m.function] for m in REGISTRY}
+    from ..times import TimeLike
+    from .common import (
+        EmptyPeriodWarning,
+        Filters,
+        Values,
+        WarehouseLike,
+        bucket_seconds,
+        latest_event_time,
+        open_warehouse,
+        status_categorical,
+    )
+    from .declare import FILTER_NAMES, UnknownValueError
+    from .finality import FINALITY_GROUPS, FINALITY_TIMES, finality_breakdown, finality_times
+    from .latency import STATUS_LATENCY_GROUPS, status_durations, status_latency
+    from .outcomes import (
+        FAILURE_CATEGORIES,
+        FAILURE_RULES,
+        OPERATION_GROUPS,
+        classify_failure,
+        failure_rates,
+        failure_reasons,
+    )
+    from .proofs import PROOF_GROUPS, proof_coverage
+    from .queries import QUERY_GROUPS, QUERY_OUTCOMES, query_latency
+    from .queries_overdue import OVERDUE_QUERY_GROUPS, overdue_queries
+    from .revisits import REVISIT_GROUPS, revisits
+    from .stats import Z95, newcombe_interval, two_proportion_p, wilson_interval
+    from .stuck import STUCK_COLUMNS, STUCK_GROUPS, stuck_operations
+    from .watchers import WATCHER_GROUPS, watcher_activity, watcher_status_history
+
+    METRICS: dict[str, Callable[..., pd.DataFrame]]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it; ``METRICS``: every metric by its ``chainops metrics NAME``
+    name (from :mod:`.declarations`); ``_open``/``to_utc``: kept for code written against the single module."""
+    if name == "METRICS":
+        from .declarations import METRICS as DECLARED
+
+        value: Any = {m.name: importlib.import_module(f".{m.module}", __name__).__dict__[m.function] for m in DECLARED}
+    elif name == "_open":
+        value = importlib.import_module(".common", __name__).open_warehouse
+    elif name in ("to_utc", "TimeLike"):
+        times = importlib.import_module("..times", __name__)
+        value = times.parse_time if name == "to_utc" else times.TimeLike
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, "METRICS"})
+
 
 __all__ = [
     "FAILURE_CATEGORIES",
@@ -82,8 +148,10 @@ __all__ = [
     "STUCK_GROUPS",
     "WATCHER_GROUPS",
     "Z95",
+    "EmptyPeriodWarning",
     "Filters",
     "TimeLike",
+    "UnknownValueError",
     "Values",
     "WarehouseLike",
     "bucket_seconds",

@@ -6,9 +6,10 @@ import functools
 import inspect
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -16,8 +17,9 @@ import pandas as pd
 
 from .. import spec
 from ..config import Settings
-from ..times import DurationLike, parse_duration, parse_period
+from ..times import DurationLike, Period, parse_duration
 from ..warehouse import Warehouse
+from .declare import ENGINE_KEYWORDS, FILTER_NAMES, RESULT_HOOKS, docstring_of, signature_of
 
 
 @runtime_checkable
@@ -36,8 +38,6 @@ Values = str | Sequence[str] | None
 
 #: Buckets are aligned on Monday 1970-01-05 00:00 UTC (so days start at midnight and weeks on Monday).
 _BUCKET_ORIGIN_US = 4 * 86_400 * 1_000_000
-
-FILTER_NAMES = ("channel", "network", "status", "since", "until")
 
 
 def _values(value: Values) -> list[str] | None:
@@ -60,29 +60,39 @@ class Filters:
     #: Where the warehouse's event window starts (set from its coverage, never by a caller): operations created
     #: before it have incomplete histories and are left out (see :mod:`toolkit.metrics.coverage`).
     window_start: pd.Timestamp | None = None
+    #: The period as parsed once from what the caller gave (:class:`toolkit.times.Period`; ``since``/``until`` are
+    #: its bounds, the warehouse's coverage may clip ``since``): what the result's ``attrs`` carry back.
+    period: Period | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, where: Filters | None = None, **filters: Any) -> Filters:
         """Filters from keywords (``channel``, ``network``, ``status``, ``since``, ``until``) over ``where``.
 
-        ``since``/``until`` are read by :func:`toolkit.times.parse_period`: an age in ``since`` counts back from
-        ``until`` when it is given. Raises ``TypeError`` for an unknown keyword, ``ValueError`` for a bad time.
+        ``since``/``until`` are parsed once into a :class:`~toolkit.times.Period` (an age in ``since`` counts back
+        from ``until`` when it is given); a ``where`` without new ones keeps its period as it is. Raises
+        ``TypeError`` for an unknown keyword, ``ValueError`` for a bad time.
         """
         unknown = sorted(set(filters) - set(FILTER_NAMES))
         if unknown:
             raise TypeError(f"unknown filter {unknown}; filters are {list(FILTER_NAMES)}")
         base = where or cls()
         lists = {k: filters[k] for k in ("channel", "network", "status") if k in filters}
-        since = filters.get("since", base.since)
-        until = filters.get("until", base.until)
-        start, end = parse_period(since, until)
+        period, since, until = base.period, base.since, base.until
+        if "since" in filters or "until" in filters or (period is None and (since is not None or until is not None)):
+            was = base.period
+            period = Period.parse(
+                filters.get("since", was.since if was is not None else base.since),
+                filters.get("until", was.until if was is not None else base.until),
+            )
+            since, until = period.start, period.end
         return cls(
             channel=_tuple(lists["channel"]) if "channel" in lists else base.channel,
             network=_tuple(lists["network"]) if "network" in lists else base.network,
             status=_tuple(lists["status"]) if "status" in lists else base.status,
-            since=start,
-            until=end,
+            since=since,
+            until=until,
             window_start=base.window_start,
+            period=period,
         )
 
     def given(self) -> list[str]:
@@ -127,29 +137,40 @@ def _tuple(value: Values) -> tuple[str, ...] | None:
 F = TypeVar("F", bound=Callable[..., pd.DataFrame])
 
 
+class EmptyPeriodWarning(UserWarning):
+    """A metric found nothing in a period counted back from the wall clock because the data ends before it (the
+    demo's history, or a warehouse not synced lately); the message names the newest event and the ``until`` to
+    give. The command line prints the same sentence."""
+
+
 def takes_filters(*names: str) -> Callable[[F], F]:
-    """Decorate a metric: its filter keywords (those the metric registry, :mod:`toolkit.registry`, declares for
-    it, or ``names``) become one :class:`Filters` passed as ``where`` (merged over a ``where`` the caller gave). A
-    filter the metric does not take is a ``TypeError``. The function's own signature lists every keyword it takes
-    (the filters and ``engine``/``parquet``/``spark`` too: checked here), so ``help()`` shows the real one. The
-    accepted names are kept on the function as ``filter_names`` (the command line reads them)."""
+    """Make a metric's public function from its ``def`` and its declaration (:mod:`.declarations`, or ``names`` for
+    a function declared nowhere else): the ``def`` takes ``warehouse``, ``where`` (one :class:`Filters`) and its own
+    keywords (``by``, ``bucket``, ...); the public function also takes the declared filters and
+    ``engine``/``parquet``/``spark``, as keywords listed in its signature and docstring (one block, built here).
+
+    It checks what the command line checks, with the same words: a filter the metric does not take (``TypeError``),
+    a ``by`` column it cannot group by and a filter value the warehouse does not know (``UnknownValueError``, a
+    ``ValueError``, naming the nearest); parses the period once; clips it to what the warehouse holds; adds channel
+    names and the period (a :class:`~toolkit.times.Period` in ``attrs["period"]``) to the result; and warns
+    (:class:`EmptyPeriodWarning`) when a period counted back from now finds nothing because the data ends before
+    it. The accepted names are kept on the function as ``filter_names``."""
     bad = set(names) - set(FILTER_NAMES)
     if bad:
         raise ValueError(f"not filters: {sorted(bad)}")
 
     def decorate(func: F) -> F:
-        nonlocal names
-        if not names:
-            from ..registry import by_function
+        from .declarations import by_function
 
-            declared = by_function(func.__name__)
-            if declared is None:
-                raise ValueError(f"{func.__name__} is not in the metric registry (toolkit/registry.py)")
-            names = declared.filters
-        own = inspect.signature(func).parameters
-        missing_keywords = [n for n in (*names, "where", *ENGINE_KEYWORDS) if n not in own]
-        if missing_keywords:
-            raise TypeError(f"{func.__name__} must declare the keywords {missing_keywords} in its signature")
+        declared = by_function(func.__name__)
+        accepted = tuple(names) or (declared.filters if declared is not None else ())
+        if not accepted:
+            raise ValueError(f"{func.__name__} is not declared (toolkit/metrics/declarations.py)")
+        own = inspect.signature(func)
+        listed = [n for n in (*FILTER_NAMES, *ENGINE_KEYWORDS) if n in own.parameters]
+        if listed:
+            raise TypeError(f"{func.__name__}: the filters and engine keywords come from the declaration, not {listed}")
+        groups = declared.by if declared is not None and declared.function == func.__name__ else ()
 
         @functools.wraps(func)
         def metric(
@@ -161,14 +182,16 @@ def takes_filters(*names: str) -> Callable[[F], F]:
             spark: Any = None,
             **kwargs: Any,
         ):
-            warehouse = engine_for(warehouse, engine=engine, parquet=parquet, spark=spark)
             given = {k: kwargs.pop(k) for k in FILTER_NAMES if k in kwargs}
-            refused = sorted(k for k, v in given.items() if v is not None and k not in names)
+            refused = sorted(k for k, v in given.items() if v is not None and k not in accepted)
             if refused:
-                raise TypeError(f"{func.__name__} does not filter by {refused}; it takes {list(names)}")
-            if where is not None and (extra := [k for k in where.given() if k not in names]):
-                raise TypeError(f"{func.__name__} does not filter by {extra}; it takes {list(names)}")
+                raise TypeError(f"{func.__name__} does not filter by {refused}; it takes {list(accepted)}")
+            if where is not None and (extra := [k for k in where.given() if k not in accepted]):
+                raise TypeError(f"{func.__name__} does not filter by {extra}; it takes {list(accepted)}")
+            if groups and kwargs.get("by") is not None:
+                declared.check_by(kwargs["by"])  # type: ignore[union-attr]
             filters = Filters.of(where, **{k: v for k, v in given.items() if v is not None})
+            warehouse = engine_for(warehouse, engine=engine, parquet=parquet, spark=spark)
             # the period and event types the warehouse holds (toolkit.metrics.coverage): clipped or refused
             from .coverage import clip_to_coverage, coverage_of
 
@@ -179,28 +202,41 @@ def takes_filters(*names: str) -> Callable[[F], F]:
                 if isinstance(result, pd.DataFrame):
                     result = with_channel_names(wh, result)
                     attrs.update(described(wh, func.__name__, filters))
-            if attrs and isinstance(result, pd.DataFrame):
+            if isinstance(result, pd.DataFrame):
                 result.attrs.update(attrs)
+                _warn_if_before_the_data(result, func.__name__)
+                for hook in RESULT_HOOKS:
+                    hook(result)
             return result
 
-        metric.filter_names = tuple(names)  # type: ignore[attr-defined]
+        metric.__signature__ = signature_of(accepted, own)  # type: ignore[attr-defined]
+        metric.__doc__ = docstring_of(func.__doc__, accepted, groups)
+        metric.filter_names = tuple(accepted)  # type: ignore[attr-defined]
         return metric  # type: ignore[return-value]
 
     return decorate
 
 
-ENGINE_KEYWORDS = ("engine", "parquet", "spark")
+def _warn_if_before_the_data(result: pd.DataFrame, function: str) -> None:
+    """Warn (:class:`EmptyPeriodWarning`) when ``result`` is empty because its period, counted back from now, starts
+    after the newest event."""
+    period = result.attrs.get("period")
+    if not result.empty or not isinstance(period, Period):
+        return
+    from .known_values import older_than_data
+
+    said = older_than_data(period)
+    if said:
+        warnings.warn(f"{function}: {said}", EmptyPeriodWarning, stacklevel=3)
 
 
 def known_filters(wh: Warehouse | QueryEngine, function: str, filters: Filters) -> Filters:
     """``filters`` with their network, channel and status values as the warehouse knows them (a network name in any
-    case, a channel's name as its id). Raises :class:`toolkit.known_values.UnknownValueError` (a ``ValueError``)
-    naming the known values and the nearest one, as the command line does, rather than answer an empty table."""
+    case, a channel's name as its id). Raises :class:`~.declare.UnknownValueError` (a ``ValueError``) naming the
+    known values and the nearest one, the same words on the command line, rather than answer an empty table."""
     if filters.network is None and filters.channel is None and filters.status is None:
         return filters
-    from dataclasses import replace
-
-    from ..known_values import resolve_filters
+    from .known_values import resolve_filters
 
     lists = {
         k: list(v) if v is not None else None
@@ -226,23 +262,20 @@ def with_channel_names(wh: Warehouse | QueryEngine, df: pd.DataFrame) -> pd.Data
 
 
 def described(wh: Warehouse | QueryEngine, function: str, filters: Filters) -> dict[str, Any]:
-    """What a result is about, for its ``attrs``: the registry ``metric`` name, the period (``since``,
-    ``until``: ISO 8601 UTC text, None where open) and ``as_of``, the newest event time (on a warehouse; another
-    engine is not asked, each query there costs a job)."""
-    from ..presentation.tables import use_in_notebook
-    from ..registry import by_function
+    """What a result is about, for its ``attrs``: the declared ``metric`` name, ``period`` (a
+    :class:`~toolkit.times.Period`: the bounds used, the period as given, and ``as_of``, the newest event time, on a
+    warehouse; another engine is not asked, each query there costs a job), and the same bounds and as-of as ISO
+    8601 text under ``since``, ``until`` and ``as_of`` (the keys results carried before)."""
+    from .declarations import by_function
 
-    use_in_notebook()  # in Jupyter, the result shows as every surface shows it
     found = by_function(function)
-    out: dict[str, Any] = {
-        "metric": found.name if found is not None else function,
-        # ISO 8601 text, not Timestamps: attrs travel into Parquet metadata as JSON
-        "since": None if filters.since is None else filters.since.isoformat(),
-        "until": None if filters.until is None else filters.until.isoformat(),
-    }
-    if isinstance(wh, Warehouse):
-        as_of = latest_event_time(wh)
-        out["as_of"] = None if as_of is None else as_of.isoformat()
+    as_of = latest_event_time(wh) if isinstance(wh, Warehouse) else None
+    given = filters.period or Period()
+    period = Period(filters.since, filters.until, given.since, given.until, as_of)
+    out: dict[str, Any] = {"metric": found.name if found is not None else function, "period": period}
+    out.update(period.to_attrs())
+    if not isinstance(wh, Warehouse):
+        del out["as_of"]
     return out
 
 

@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
-from ..registry import required_types
 from ..warehouse import Warehouse
 from ..warehouse.coverage import Coverage, try_read_coverage
+from .declarations import required_types
 
 #: The event type each metric is computed from (a metric not named needs none in particular), from the registry.
 REQUIRED_TYPES: dict[str, str] = required_types()

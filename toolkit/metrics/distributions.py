@@ -18,13 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..times import TimeLike
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     run,
     sort_rows,
@@ -51,14 +47,6 @@ def status_duration_counts(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
 ) -> pd.DataFrame:
     """The seconds-in-status of :func:`~.latency.status_durations` as counts: one row per network, status and
     distinct ``seconds``, with ``count`` the transitions that lasted that long (the same transitions, the same
@@ -88,13 +76,6 @@ def finality_time_counts(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
 ) -> pd.DataFrame:
     """The finality times of :func:`~.finality.finality_times` as counts: one row per network, ``time`` (a name of
     :data:`~.finality.FINALITY_TIMES`: ``to_latest``, ``to_safe``, ...) and distinct ``seconds``, with ``count``

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
-from ..times import TimeLike
 from ..warehouse.views import stage_relayed_sql
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -23,12 +18,14 @@ from .common import (
     sort_rows,
     takes_filters,
 )
+from .declarations import BY_NAME
 from .inflight import Ratio, project
 from .outcomes import latest_only_basis_sql, latest_only_sql, operation_cohort, relayed_rates
 from .revisits import revisits
 from .survival import in_flight_operations_sql, with_km_times
 
-FINALITY_GROUPS = ("network", "chain_selector", "channel_id")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+FINALITY_GROUPS = BY_NAME["finality-breakdown"].by
 
 FINALITY_TIMES: dict[str, tuple[str, str]] = {
     "to_latest": ("confirmed_latest_at", "accepted_at"),
@@ -51,13 +48,6 @@ def finality_breakdown(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("network",),
 ) -> pd.DataFrame:
     """How far relayed operations got through the finality stages, and how long each stage took.
@@ -214,13 +204,6 @@ def finality_times(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
 ) -> pd.DataFrame:
     """Per operation that reached a finality stage: network and the seconds of each stage time of
     :func:`finality_breakdown` (NaN when a stage's event is missing). The input of stage-time distribution plots.

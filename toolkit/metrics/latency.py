@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
-from ..times import TimeLike
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
     Sql,
-    Values,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
@@ -30,6 +25,7 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .declarations import BY_NAME
 from .outcomes import latest_only_sql
 from .survival import (
     attach,
@@ -41,7 +37,8 @@ from .survival import (
     uncensored_percentiles_sql,
 )
 
-STATUS_LATENCY_GROUPS = ("network", "chain_selector", "channel_id", "status")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+STATUS_LATENCY_GROUPS = BY_NAME["status-latency"].by
 
 #: The percentiles of the time in a status, and of the time from creation to entering it.
 LATENCY_PERCENTILES = (0.5, 0.9, 0.99)
@@ -67,14 +64,6 @@ def status_latency(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("network", "status"),
     bucket: str | int | timedelta | None = None,
 ) -> pd.DataFrame:
@@ -203,14 +192,6 @@ def status_durations(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
 ) -> pd.DataFrame:
     """Raw seconds-in-status per transition (network, status, seconds): the input of distribution plots.
 

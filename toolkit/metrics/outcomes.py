@@ -6,21 +6,16 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
-from ..times import TimeLike
 from ..warehouse.views import operation_attributes
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
     Sql,
-    Values,
     WarehouseLike,
     bucket_sql,
     bucket_to_time,
@@ -31,12 +26,14 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .declarations import BY_NAME
 from .drafts import draft_expiry_rates
 from .inflight import Cohort, Ratio, project
 
 #: The terminal statuses :func:`failure_reasons` looks at unless told otherwise.
 FAILURE_STATUSES: tuple[str, ...] = ("failed", "expired")
-OPERATION_GROUPS = ("network", "chain_selector", "channel_id", "address")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+OPERATION_GROUPS = BY_NAME["failure-rates"].by
 
 #: Failure taxonomy, in display order.
 FAILURE_CATEGORIES: tuple[str, ...] = ("revert", "gas", "nonce", "chain_unavailable", "deadline", "other")
@@ -249,13 +246,6 @@ def failure_rates(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("network",),
     bucket: str | int | timedelta | None = None,
 ) -> pd.DataFrame:
@@ -303,14 +293,6 @@ def failure_reasons(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = (),
     top: int | None = 10,
 ) -> pd.DataFrame:

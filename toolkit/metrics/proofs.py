@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .. import spec
-from ..times import TimeLike
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     grouping,
     open_warehouse,
@@ -23,9 +18,11 @@ from .common import (
     sort_rows,
     takes_filters,
 )
+from .declarations import BY_NAME
 from .stats import rates
 
-PROOF_GROUPS = ("type", "status", "network", "chain_selector", "channel_id")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+PROOF_GROUPS = BY_NAME["proof-coverage"].by
 
 _PROOF_COLUMNS = (
     "events",
@@ -57,14 +54,6 @@ def proof_coverage(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("type",),
 ) -> pd.DataFrame:
     """Events that must carry DON proofs (:func:`toolkit.spec.event_requires_proof`) and do, and their signatures.
@@ -179,13 +168,6 @@ def invalid_proofs(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
 ) -> pd.DataFrame:
     """The events whose DON proof ``chainops verify`` found invalid, with the rule that failed.
 

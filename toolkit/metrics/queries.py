@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
 from .. import spec
-from ..times import TimeLike
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -24,10 +19,12 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .declarations import BY_NAME
 from .inflight import Cohort, Ratio, age_bin_sql, project
 from .survival import with_km_times
 
-QUERY_GROUPS = ("network", "chain_selector", "channel_id", "outcome")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+QUERY_GROUPS = BY_NAME["query-latency"].by
 QUERY_OUTCOMES: tuple[str, ...] = (*(s for s in spec.QUERY_STATUSES if s in spec.QUERY_TERMINAL), "in_flight")
 
 #: Each query time: (end, start, later stages). A query in flight that passed ``start`` but has neither ``end`` nor
@@ -48,14 +45,6 @@ def query_latency(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("network", "outcome"),
 ) -> pd.DataFrame:
     """Chain-query latencies per stage (p50/p90 seconds) and expiry and failure rates.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -11,10 +10,7 @@ from .. import spec
 from ..times import TimeLike, parse_time
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -23,8 +19,10 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .declarations import BY_NAME
 
-OVERDUE_QUERY_GROUPS = ("network", "chain_selector", "channel_id", "status")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+OVERDUE_QUERY_GROUPS = BY_NAME["overdue-queries"].by
 OVERDUE_QUERY_COLUMNS = (
     "query_id",
     "channel_id",
@@ -42,13 +40,6 @@ def overdue_queries(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] | None = None,
     now: TimeLike = None,
 ) -> pd.DataFrame:

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
-from ..times import TimeLike
 from ..warehouse.views import reorg_step_sql, revisit_steps_sql
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     grouping,
     run,
@@ -22,8 +17,10 @@ from .common import (
     sort_rows,
     takes_filters,
 )
+from .declarations import BY_NAME
 
-REVISIT_GROUPS = ("network", "chain_selector", "channel_id")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+REVISIT_GROUPS = BY_NAME["revisits"].by
 
 #: The status steps of every operation from its raw events, and whether a step is a reorganisation: defined with the
 #: models that count them (``operation_transitions.entries``/``reorg_entries``, ``operation_lifecycle.revisits``/
@@ -36,13 +33,6 @@ def revisits(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("network",),
 ) -> pd.DataFrame:
     """Operations that entered a status again after moving on, and reorganisations, per group.

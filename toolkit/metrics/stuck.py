@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -12,11 +11,8 @@ from ..times import TimeLike, parse_time
 from ..warehouse import Warehouse
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
     Sql,
-    Values,
     WarehouseLike,
     grouping,
     latest_event_time,
@@ -25,9 +21,11 @@ from .common import (
     status_categorical,
     takes_filters,
 )
+from .declarations import BY_NAME
 from .outcomes import latest_only_sql
 
-STUCK_GROUPS = ("network", "chain_selector", "channel_id", "address", "status")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+STUCK_GROUPS = BY_NAME["stuck-operations"].by
 
 STUCK_COLUMNS = (
     "operation_id",
@@ -73,14 +71,6 @@ def stuck_operations(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] | None = None,
     now: TimeLike = None,
     multiple: float = 3.0,

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 import pandas as pd
 
 from .. import spec
-from ..times import TimeLike
 from .common import (
     NO_FILTERS,
-    Engine,
     Filters,
-    ParquetPath,
-    Values,
     WarehouseLike,
     bucket_seconds,
     bucket_sql,
@@ -29,8 +24,10 @@ from .common import (
     takes_filters,
 )
 from .coverage import NotHeldError
+from .declarations import BY_NAME
 
-WATCHER_GROUPS = ("watcher_id", "channel_id", "network", "chain_selector")
+#: The columns it can group by, as declared (:mod:`.declarations`).
+WATCHER_GROUPS = BY_NAME["watcher-activity"].by
 
 
 @takes_filters()
@@ -38,14 +35,6 @@ def watcher_status_history(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    status: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Each watcher's status history from ``watcher.status`` events: status, entered_at, exited_at, seconds.
@@ -54,7 +43,7 @@ def watcher_status_history(
     command line and may only be ``watcher_id``. Returns one row per status a watcher entered, in order
     (``status`` an ordered categorical in the vocabulary's order).
     """
-    grouping(by, ("watcher_id",), "watcher_status_history")
+    grouping(by, BY_NAME["watcher-status-history"].by, "watcher_status_history")
     q = where.sql("h.entered_at", alias="h", status_column="h.status")
     rank = (
         "CASE e.status "
@@ -100,13 +89,6 @@ def watcher_activity(
     warehouse: WarehouseLike = None,
     *,
     where: Filters = NO_FILTERS,
-    channel: Values = None,
-    network: Values = None,
-    since: TimeLike = None,
-    until: TimeLike = None,
-    engine: Engine = None,
-    parquet: ParquetPath = None,
-    spark: Any = None,
     by: Sequence[str] = ("watcher_id",),
     bucket: str | int | timedelta = "1h",
 ) -> pd.DataFrame:
