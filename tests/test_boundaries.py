@@ -47,7 +47,6 @@ FOUNDATION = ("toolkit.spec", "toolkit.errors", "toolkit.config", "toolkit.times
 FOUNDATION_EXTRA = (
     "toolkit.atomic",
     "toolkit.streams",
-    "toolkit.registry",
     "toolkit.event_wire",
 )
 #: The toolkit's layers above the foundation, by package or module.
@@ -70,7 +69,10 @@ SHOWING = (
     "toolkit.presentation.dashboard_widgets",
     "toolkit.presentation.dashboard_page",
 )
-ANALYSIS = ("toolkit.metrics", PRESENTATION, *OLD_PRESENTATION, "toolkit.known_values")
+#: The old names of the metrics' declarations and filter checks (toolkit.metrics.declarations, .known_values), kept as
+#: aliases: the metrics never import them.
+OLD_ANALYSIS = ("toolkit.registry", "toolkit.known_values")
+ANALYSIS = ("toolkit.metrics", PRESENTATION, *OLD_PRESENTATION, *OLD_ANALYSIS)
 ROOT = "toolkit"  # the package itself: its __init__ imports every layer, so importing it from below is importing them
 TOP = ("toolkit.cli", "toolkit.__main__", "toolkit.sandbox")
 #: DON proof verification: reads the warehouse, never the service; the analysis layer may read what it stored.
@@ -83,8 +85,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "toolkit.sync": (ROOT, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
     "toolkit.loader": (ROOT, VERIFY, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
     VERIFY: (ROOT, "toolkit.api", *SYNC, *ANALYSIS, "toolkit.export", "toolkit.spark", *TOP),
-    "toolkit.metrics": (ROOT, "toolkit.api", *SYNC, *SHOWING, *OLD_PRESENTATION, *TOP),
-    PRESENTATION: (ROOT, "toolkit.api", *SYNC, *OLD_PRESENTATION, *TOP),
+    "toolkit.metrics": (ROOT, "toolkit.api", *SYNC, PRESENTATION, *OLD_PRESENTATION, *OLD_ANALYSIS, *TOP),
+    PRESENTATION: (ROOT, "toolkit.api", *SYNC, *OLD_PRESENTATION, "toolkit.known_values", *TOP),
     "toolkit.export": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, *TOP),
     "toolkit.spark": (ROOT, "toolkit.api", *SYNC, VERIFY, *ANALYSIS, *TOP),
     **{
@@ -195,6 +197,10 @@ BREAKING = [
     ("toolkit.presentation.report", False, "from .. import sync"),
     ("toolkit.presentation.figures", False, "from ..report import html_table"),
     ("toolkit.metrics.common", False, "from ..presentation import report"),
+    ("toolkit.metrics.common", False, "def f():\n    from ..presentation.tables import use_in_notebook"),
+    ("toolkit.metrics.latency", False, "from ..registry import BY_NAME"),
+    ("toolkit.metrics.common", False, "def f():\n    from ..known_values import resolve_filters"),
+    ("toolkit.presentation.report", False, "from ..known_values import nearest"),
     ("toolkit.presentation.report", False, "import toolkit.loader"),
     ("toolkit.spec", False, "from .warehouse import Warehouse"),
     ("toolkit.errors", False, "from . import api"),
@@ -239,6 +245,66 @@ def test_each_rule_reports_a_file_that_breaks_it(module: str, is_package: bool, 
 )
 def test_imports_the_rules_allow_pass(module: str, source: str) -> None:
     assert violations(module, imports_in(source, module)) == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the toolkit modules it imports (module-level and function-level imports alike; a package stands for
+    its ``__init__``), for every module outside the sandbox."""
+    modules = known_modules()
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = module_name(path)
+        if not _under(name, "toolkit.sandbox"):
+            graph[name] = {
+                m for m in imports_of(path) if m in modules and m != name and not _under(m, "toolkit.sandbox")
+            }
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): each is a circle of imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_circle_of_imports_outside_the_sandbox() -> None:
+    circles = cycles(import_graph())
+    assert circles == [], "circles of imports (break each; see docs/architecture.md):\n" + "\n".join(map(str, circles))
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    """The check above cannot pass vacuously: a circle through a function-level import is found."""
+    graph: dict[str, set[str]] = {"t.a": {"t.b"}, "t.b": {"t.c"}, "t.c": set(), "t.d": set()}
+    assert cycles(graph) == []
+    graph["t.c"] = imports_in("def f():\n    from . import a", "t.c", modules={"t.a", "t.b", "t.c"})
+    assert cycles(graph) == [["t.a", "t.b", "t.c"]]
+    assert import_graph()["toolkit.metrics.common"] >= {"toolkit.metrics.known_values", "toolkit.metrics.declare"}
 
 
 def test_public_api_is_curated() -> None:

@@ -14,9 +14,9 @@ import argparse
 import contextlib
 import difflib
 import functools
-import inspect
 import re
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from .atomic import atomic_file, output_error
 from .config import DEMO_WAREHOUSE_NAME, Settings, data_dir, redact
 from .errors import ChainopsError, UsageError
 from .logs import show_on_stderr
-from .registry import METRIC_NAMES  # the metric names; the registry imports no pandas or DuckDB
+from .registry import BY_NAME, METRIC_NAMES  # the metrics' declarations import no pandas or DuckDB
 from .signals import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -134,14 +134,12 @@ def _hidden_rows(df: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]
 
 def _period_line(df: pd.DataFrame, metric: str) -> str:
     """What a metric's table is about: its period (and how the period selects rows) and the time it is as of."""
-    import pandas as pd
-
     from .presentation.tables import format_time
     from .registry import BY_NAME
+    from .times import Period
 
-    since, until, as_of = (
-        pd.Timestamp(t) if t else None for t in (df.attrs.get(k) for k in ("since", "until", "as_of"))
-    )
+    found = Period.of(df.attrs)  # the period the metric read, as an object (no text parsed again)
+    since, until, as_of = found.start, found.end, found.as_of
     if since is None and until is None:
         period = "everything the warehouse holds"
     else:
@@ -489,17 +487,20 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     settings = Settings.load(warehouse=args.warehouse)
     fmt = output_format(args.format, args.out)
     func = metrics.METRICS[args.name]
-    kwargs = _metric_arguments(args, func)
+    kwargs = BY_NAME[args.name].arguments(vars(args))  # the declaration says what the metric takes
     source = _metrics_source(args, settings)
-    _check_filter_values(source, args)
     try:
-        df = func(source, **kwargs)
-    except ValueError as exc:  # a grouping, bucket or period the metric refuses: the command line was wrong
+        with warnings.catch_warnings(record=True) as said:  # what Python warns, the command line says
+            warnings.simplefilter("always", metrics.EmptyPeriodWarning)
+            df = func(source, **kwargs)
+    except ValueError as exc:  # a filter value, grouping, bucket or period the metric refuses (its own words)
         raise UsageError(str(exc)) from None
     if df.attrs.get("clipped"):  # the warehouse holds a shorter period (toolkit.metrics.coverage)
         print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
         _say_why_empty(args, source)
+    for warning in said:
+        _say_wrapped(f"chainops metrics: {clean_for_terminal(str(warning.message))}")
     if fmt == "table" and not args.out:
         _print_metric_table(df, args)
         return 0
@@ -538,50 +539,10 @@ def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
     sys.stdout.write(_table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
 
 
-def _metric_arguments(args: argparse.Namespace, func: object) -> dict[str, object]:
-    """The metric's keyword arguments from the command line; a usage error for an option it does not take."""
-    accepts = {*inspect.signature(func).parameters, *getattr(func, "filter_names", ())}  # type: ignore[arg-type]
-    given = {
-        "since": args.since,
-        "until": args.until,
-        "channel": args.channel,
-        "network": args.network,
-        "status": args.status,
-        "bucket": args.bucket,
-        "top": args.top,
-        "now": args.now,
-    }
-    refused = [f"--{k}" for k, v in given.items() if v and k not in accepts]
-    if refused:
-        raise UsageError(f"{args.name} does not take {', '.join(refused)}")
-    kwargs: dict[str, object] = {k: v for k, v in given.items() if v}
-    if args.by:
-        kwargs["by"] = [c.strip() for c in args.by.split(",") if c.strip()]
-    return kwargs
-
-
-def _check_filter_values(source: object, args: argparse.Namespace) -> None:
-    """A usage error (exit 2) for a --network, --channel or --status value the warehouse (a path) or the Spark
-    export does not know."""
-    if not (args.network or args.channel or args.status):
-        return
-    from .known_values import check_filters
-    from .warehouse import Warehouse
-
-    def check(wh: object) -> None:
-        check_filters(wh, args.name, network=args.network, channel=args.channel, status=args.status)  # type: ignore[arg-type]
-
-    if isinstance(source, str):
-        with Warehouse(source, read_only=True) as wh:
-            check(wh)
-    else:
-        check(source)
-
-
 def _say_why_empty(args: argparse.Namespace, source: object) -> None:
     """Say on stderr why a metric has no rows: the filters, what an empty answer of this metric means, or an
     empty warehouse."""
-    from .known_values import describe_empty
+    from .metrics.known_values import describe_empty
 
     filters = {k: getattr(args, k) for k in ("network", "channel", "status", "since", "until")}
     held = None
@@ -597,12 +558,6 @@ def _say_why_empty(args: argparse.Namespace, source: object) -> None:
             )
     note = describe_empty(filters, metric=args.name, held=held)
     _say_wrapped(f"chainops metrics: {clean_for_terminal(note)}")
-    if isinstance(source, str) and held:
-        from .known_values import older_than_period
-
-        older = older_than_period(source, args.since, args.until)
-        if older:
-            _say_wrapped(f"chainops metrics: {clean_for_terminal(older)}")
 
 
 def _say_wrapped(message: str) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 
 from toolkit.warehouse import Warehouse
-from toolkit.warehouse.dictionary import OBJECT_COMMENTS, build_document, read_dictionary
+from toolkit.warehouse.dictionary import OBJECT_COMMENTS, read_dictionary
+from toolkit.warehouse.write_dictionary import build_document
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "warehouse.md"
 

@@ -7,7 +7,7 @@ import json
 
 import duckdb
 
-from toolkit.warehouse.arrow import to_batch
+from toolkit.warehouse import to_batch
 from toolkit.warehouse.store import Warehouse
 
 CALL = {"from_address": "0x" + "0" * 40, "contract_address": "0x" + "a" * 40, "call_data": "0x1234"}

@@ -28,6 +28,8 @@ line reads) loads no pandas or DuckDB; ``toolkit.metrics.status_latency`` loads 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 #: Each public name -> the module of this package that defines it.
@@ -128,6 +130,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY, "METRICS"})
+
+
+class _Package(types.ModuleType):
+    """This package, whose name ``revisits`` is the function (as it was when the package imported every module at
+    once), not the submodule of that name that the import system binds here when it is first imported."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "revisits" and isinstance(value, types.ModuleType):
+            value = value.revisits
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

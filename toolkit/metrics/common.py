@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -20,16 +20,7 @@ from ..config import Settings
 from ..times import DurationLike, Period, parse_duration
 from ..warehouse import Warehouse
 from .declare import ENGINE_KEYWORDS, FILTER_NAMES, RESULT_HOOKS, docstring_of, signature_of
-
-
-@runtime_checkable
-class QueryEngine(Protocol):
-    """Anything that answers the metrics' DuckDB statements: a :class:`~toolkit.warehouse.Warehouse`, or a
-    :class:`toolkit.spark.SparkWarehouse` over a Parquet export."""
-
-    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
-        """Run one bound statement; returns a DataFrame with tz-aware UTC times."""
-
+from .engine import QueryEngine
 
 WarehouseLike = Warehouse | QueryEngine | str | os.PathLike[str] | None
 #: The engines a metric runs on.

@@ -19,7 +19,7 @@ from ..times import Period
 from .declare import UnknownValueError, nearest
 
 if TYPE_CHECKING:
-    from .common import QueryEngine
+    from .engine import QueryEngine
 
 #: How many known values an error lists before it says how many more there are.
 LISTED = 20

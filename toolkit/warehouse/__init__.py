@@ -1,6 +1,7 @@
 """The DuckDB store: schema and views, Arrow conversion, upserts and sync cursors."""
 
-from .arrow import RejectedRecord, to_batch, transaction_records
+from .arrow import RejectedRecord, transaction_records
+from .batches import to_batch
 from .schema import RAW_TABLES
 from .store import Warehouse, sync_lock
 

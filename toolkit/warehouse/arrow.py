@@ -31,7 +31,7 @@ import pyarrow as pa
 from ..event_wire import json_text, key_problem
 from .schema import EVENTS, RAW_TABLES, TIMESTAMP, Column, Record
 
-__all__ = ["EVENTS", "TIMESTAMP", "UTC_SECONDS", "RejectedRecord", "to_batch", "transaction_records"]
+__all__ = ["EVENTS", "TIMESTAMP", "UTC_SECONDS", "RejectedRecord", "table_batch", "transaction_records"]
 
 UTC_SECONDS = pa.timestamp("s", tz="UTC")
 _MAX_TS = 253402300799  # 9999-12-31T23:59:59Z
@@ -130,18 +130,16 @@ def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[st
     return arr.cast(UTC_SECONDS).cast(TIMESTAMP) if col.kind == "ts" else arr
 
 
-def to_batch(
+def table_batch(
     table: str, records: Sequence[Record], *, defaults: dict[str, Any] | None = None
 ) -> tuple[pa.RecordBatch, list[RejectedRecord]]:
-    """Convert one page of records into a record batch of ``table``'s schema, plus the records it had to reject.
+    """Convert one page of records of a raw table other than ``events`` (:mod:`.event_batches` converts those; use
+    :func:`toolkit.warehouse.to_batch` for any table) into a record batch of ``table``'s schema, plus the records
+    it had to reject.
 
     ``defaults`` fills columns the records do not carry (for example ``channel_id`` from the request path).
     Records with the same key keep the last one seen (DuckDB cannot upsert a key twice in one statement).
     """
-    if table == "events":
-        from .event_batches import events_batch  # the high-volume table has its own module
-
-        return events_batch(records, channel_id=(defaults or {}).get("channel_id"))
     tspec = RAW_TABLES[table]
     rejected: list[RejectedRecord] = []
     kept: dict[Any, int] = {}

@@ -13,9 +13,6 @@ document is stale.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import duckdb
 
 from .schema import COMMON, DECLARED_TABLES, OPERATION_ENTERED_AT, QUERY_ENTERED_AT, UTC, column_doc
@@ -205,21 +202,11 @@ def render_markdown(dictionary: list[tuple[str, str, str | None, list[tuple[str,
     return "".join(parts)
 
 
-def build_document() -> str:
-    """The Markdown dictionary of a new, empty warehouse made by this version (created in a temporary directory)."""
-    from .store import Warehouse
-
-    with tempfile.TemporaryDirectory() as tmp, Warehouse(Path(tmp) / "dictionary.duckdb") as wh:
-        dictionary = read_dictionary(wh.con)
-    return render_markdown(dictionary)
-
-
 __all__ = [
     "OBJECT_COMMENTS",
     "VIEW_COLUMNS",
     "VIEW_COMMENTS",
     "apply_comments",
-    "build_document",
     "column_comment",
     "read_dictionary",
 ]

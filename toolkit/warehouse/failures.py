@@ -79,7 +79,7 @@ def write_failure(path: str | os.PathLike[str], exc: BaseException, *, command: 
     if kind == "denied":
         return WarehouseError(
             f"Cannot write the warehouse {path}: {detail}. Check that its directory exists and is writable, or "
-            "point --warehouse / CHAINOPS_WAREHOUSE at another file."
+            "point warehouse= (Python), --warehouse (CLI) or CHAINOPS_WAREHOUSE at another file."
         )
     cause = (
         "the disk is full or a file size limit was reached"

@@ -56,8 +56,8 @@ Kind = Literal["new", "empty", "marked", "legacy"]
 
 def _damaged(path: Path, detail: str) -> WarehouseError:
     return WarehouseError(
-        f"{path} is not a chainops warehouse: {detail}. Nothing was written to it. Point --warehouse / "
-        "CHAINOPS_WAREHOUSE at the right file, or at a new path to start a new warehouse."
+        f"{path} is not a chainops warehouse: {detail}. Nothing was written to it. Point warehouse= (Python), "
+        "--warehouse (CLI) or CHAINOPS_WAREHOUSE at the right file, or at a new path to start a new warehouse."
     )
 
 
@@ -268,11 +268,11 @@ def missing_warehouse_message(path: str | os.PathLike[str]) -> str:
     if demo.absolute() != target.absolute() and is_demo_warehouse(demo):
         shown = os.path.relpath(demo) if demo.is_relative_to(Path.cwd().resolve()) else str(demo)
         return (
-            f"No warehouse at {target}, but `chainops demo` made one at {shown}: add --warehouse {shown} "
-            f"(or export CHAINOPS_WAREHOUSE={shown}). To make {target}, run `chainops sync` with CREC_BASE_URL and "
-            "CREC_API_KEY set."
+            f"No warehouse at {target}, but `chainops demo` made one at {shown}: pass warehouse={str(shown)!r} "
+            f"(Python) or --warehouse {shown} (CLI), or export CHAINOPS_WAREHOUSE={shown}. To make {target}, run "
+            "`chainops sync` with CREC_BASE_URL and CREC_API_KEY set."
         )
     return (
         f"No warehouse at {target}. Run `chainops sync` (or `chainops demo`) first, "
-        "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
+        "or point warehouse= (Python), --warehouse (CLI) or CHAINOPS_WAREHOUSE at an existing file."
     )

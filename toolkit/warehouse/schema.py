@@ -476,7 +476,7 @@ EVENTS = _table(
     extra_doc="Header fields this toolkit version does not know, as JSON text (NULL when none).",
 )
 
-#: The raw tables, into which the service's records are converted (:func:`toolkit.warehouse.arrow.to_batch`).
+#: The raw tables, into which the service's records are converted (:func:`toolkit.warehouse.batches.to_batch`).
 RAW_TABLES: dict[str, TableSpec] = {
     t.name: t for t in (NETWORKS, CHANNELS, WALLETS, WATCHERS, OPERATIONS, OPERATION_TRANSACTIONS, QUERIES, EVENTS)
 }

@@ -135,8 +135,8 @@ def refuse_special_file(path: Path) -> None:
         else "a socket or other special file"
     )
     raise WarehouseError(
-        f"{path} is {kind}, not a warehouse file; nothing was read or written. Point --warehouse / "
-        "CHAINOPS_WAREHOUSE at a DuckDB file (or a new path)."
+        f"{path} is {kind}, not a warehouse file; nothing was read or written. Point warehouse= (Python), "
+        "--warehouse (CLI) or CHAINOPS_WAREHOUSE at a DuckDB file (or a new path)."
     )
 
 
@@ -280,7 +280,8 @@ class Warehouse(SyncQueries):
                 if classify(con, self.path) == "empty":
                     raise WarehouseError(
                         f"{self.path} is an empty DuckDB file, not a warehouse yet: run `chainops sync` (or "
-                        "`chainops demo`) into it first, or point CHAINOPS_WAREHOUSE / --warehouse at a warehouse."
+                        "`chainops demo`) into it first, or point warehouse= (Python), --warehouse (CLI) or "
+                        "CHAINOPS_WAREHOUSE at a warehouse."
                     )
                 read_current_models(con)
             except BaseException:

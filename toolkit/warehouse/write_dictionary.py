@@ -4,9 +4,18 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
-from .dictionary import build_document
+from .dictionary import read_dictionary, render_markdown
+from .store import Warehouse
+
+
+def build_document() -> str:
+    """The Markdown dictionary of a new, empty warehouse made by this version (created in a temporary directory)."""
+    with tempfile.TemporaryDirectory() as tmp, Warehouse(Path(tmp) / "dictionary.duckdb") as wh:
+        dictionary = read_dictionary(wh.con)
+    return render_markdown(dictionary)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     target.write_text(build_document(), encoding="utf-8")
     print(f"wrote {target}")
     return 0
+
+
+__all__ = ["build_document", "main"]
 
 
 if __name__ == "__main__":  # pragma: no cover
