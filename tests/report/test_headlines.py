@@ -14,7 +14,17 @@ NOW = pd.Timestamp("2026-01-01", tz="UTC")
 def _report(latency: pd.DataFrame, rates: pd.DataFrame) -> report.Report:
     summary = {name: float("nan") for name in report.SUMMARY_VALUES}
     tables = {"status_latency": latency, "failure_rates": rates, "stuck_operations": pd.DataFrame()}
-    return report.Report("t", NOW - pd.Timedelta(days=1), NOW, NOW, None, None, tables, summary, [])
+    return report.Report(
+        title="t",
+        since=NOW - pd.Timedelta(days=1),
+        until=NOW,
+        previous_since=NOW,
+        synced_at=None,
+        last_run=None,
+        tables=tables,
+        summary=summary,
+        findings=[],
+    )
 
 
 def test_headlines_skip_small_groups_and_rank_by_the_lower_bound() -> None:
@@ -36,11 +46,11 @@ def test_headlines_skip_small_groups_and_rank_by_the_lower_bound() -> None:
             "failure_rate_high": [1.0, 0.39, 0.13],
         }
     )
-    out = report._findings(_report(latency, rates), stuck_at=NOW)
+    out = report.findings_of(_report(latency, rates), stuck_at=NOW)
     assert out[0] == "Slowest status: sent on B, p90 2 min (p50 30 s, n=10)."  # A's p90 is from one operation
     assert out[1].startswith("Worst network by failure rate: noisy, 20% (95% interval 8.9% to 39%, n=25 ")
     rates.loc[1, "failure_rate_low"] = 0.05  # now steady's interval lies higher
-    assert report._findings(_report(latency, rates), stuck_at=NOW)[1].startswith(
+    assert report.findings_of(_report(latency, rates), stuck_at=NOW)[1].startswith(
         "Worst network by failure rate: steady"
     )
 
@@ -74,7 +84,7 @@ def test_the_summary_shows_every_share_as_a_percentage() -> None:
     """proof_verified is a share like proof_coverage: 0.5 reads "50%", not "0" or "1" (it read "1" for 100%)."""
     rep = _report(pd.DataFrame(), pd.DataFrame())
     rep.summary.update({"proof_verified": 0.5, "proof_coverage": 1.0, "proof_invalid": 129.0, "stuck": 2.0})
-    shown = dict(zip(*report._summary_display(rep)[["name", "value"]].T.values, strict=True))
+    shown = dict(zip(*report.summary_table(rep)[["name", "value"]].T.values, strict=True))
     assert (shown["proof_verified"], shown["proof_coverage"]) == ("50%", "100%")
     assert (shown["proof_invalid"], shown["stuck"]) == ("129", "2")
     shares = [n for n, meaning in report.SUMMARY_VALUES.items() if meaning.startswith("share of")]
@@ -94,7 +104,7 @@ def test_a_finding_writes_control_characters_out() -> None:
             "failure_rate_high": [0.39],
         }
     )
-    out = report._findings(_report(latency, rates), stuck_at=NOW)
+    out = report.findings_of(_report(latency, rates), stuck_at=NOW)
     assert out[0].startswith("Slowest status: sent on \\x1b[31mred\\x1b]0;pwned\\x07, ")
     assert out[1].startswith("Worst network by failure rate: \\x1b[31mred")
     assert not any(ch in line for line in out for ch in "\x1b\x07")

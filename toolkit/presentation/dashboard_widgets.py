@@ -29,7 +29,6 @@ from .. import metrics, spec
 from ..errors import ChainopsError
 from ..metrics.distributions import status_duration_counts
 from ..registry import views
-from ..times import parse_period
 from . import figures as plots
 from .report import TABLE_CSS, html_table, interval_safe
 from .tables import hide_rows
@@ -110,19 +109,21 @@ def compute_views(
     f = filters
     with metrics._open(warehouse) as wh:
         latest = metrics.latest_event_time(wh)
-        # the period as the metrics read it: the page's filters are text ("2026-11-20", "7d"), the widget's times
-        start, until = parse_period(f.get("since"), f.get("until"))
+        # the filters and the period parsed once (the page's filters are text, "2026-11-20" or "7d"; the widget's
+        # times) and given to every metric as one Filters
+        where = metrics.Filters.of(**{k: v for k, v in f.items() if v is not None})
+        start, until = where.since, where.until
         now = min(until, latest) if latest is not None and until is not None else (latest or until)
         tables = tables or {
-            "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, **f),
-            "failure": metrics.failure_rates(wh, by=["network"], **f),
-            "finality": metrics.finality_breakdown(wh, by=["network"], **f),
+            "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, where=where),
+            "failure": metrics.failure_rates(wh, by=["network"], where=where),
+            "finality": metrics.finality_breakdown(wh, by=["network"], where=where),
             "stuck": metrics.stuck_operations(wh, channel=f["channel"], network=f["network"], status=statuses, now=now),
         }
         if not draw:
             return tables, {}
-        durations = status_duration_counts(wh, status=statuses, **f)  # counts, not a row per transition
-        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, **f)
+        durations = status_duration_counts(wh, status=statuses, where=where)  # counts, not a row per transition
+        over_time = metrics.failure_rates(wh, by=["network"], bucket=bucket, where=where)
     figures = {
         "latency": plots.latency_by_status(durations),
         "failure": plots.failure_rate_over_time(

@@ -838,6 +838,10 @@ def _last_time(warehouse: metrics.WarehouseLike) -> pd.Timestamp | None:
     return None if latest is None else (latest + pd.Timedelta(minutes=1)).ceil("min")
 
 
+#: The findings of a report and its summary as the table it shows, under public names (notebooks and tests use them).
+findings_of = _findings
+summary_table = _summary_display
+
 __all__ = [
     "FORMATS",
     "SUMMARY_VALUES",
@@ -848,8 +852,10 @@ __all__ = [
     "build_report",
     "display_frame",
     "figure_png",
+    "findings_of",
     "html_table",
     "parse_threshold",
+    "summary_table",
     "table",
     "write_html_report",
     "write_report",
