@@ -193,3 +193,17 @@ def test_a_where_keeps_its_parsed_period() -> None:
     assert where.period is not None and where.period.since == "1d"
     again = metrics.Filters.of(where, network="x")
     assert again.period is where.period and (again.since, again.until) == (where.since, where.until)
+
+
+def test_a_declared_report_table_no_code_computes_is_the_metrics_result(path: str, monkeypatch) -> None:
+    """A metric added by its declaration alone appears in the report: its table over the report's period."""
+    from toolkit.metrics.declare import ReportTable
+    from toolkit.presentation import report
+
+    declared = report.report_tables()
+    extra = (BY_NAME["revisits"], ReportTable("revisits_again", "Revisits again", ("network", "reorgs")))
+    monkeypatch.setattr(report, "report_tables", lambda: (*declared, extra))
+    built = report.build_report(path, since="2023-11-01", until="2023-12-01")
+    expected = metrics.revisits(path, since="2023-11-01", until="2023-12-01")
+    pd.testing.assert_frame_equal(built.tables["revisits_again"], expected)
+    assert '<h2 id="revisits_again">Revisits again</h2>' in built.to_html(figures=False)

@@ -122,10 +122,20 @@ def __getattr__(name: str) -> Any:
         value = times.parse_time if name == "to_utc" else times.TimeLike
     elif name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif (declared := _declared_module(name)) is not None:  # a metric added by its declaration alone
+        value = getattr(importlib.import_module(f".{declared}", __name__), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
+
+
+def _declared_module(name: str) -> str | None:
+    """The module of the declared metric whose function (or companion) is ``name``, or None."""
+    from .declarations import by_function
+
+    found = by_function(name)
+    return found.module if found is not None else None
 
 
 def __dir__() -> list[str]:

@@ -392,6 +392,10 @@ def build_report(
         "invalid_proofs": invalid_proofs,
         "watcher_activity": activity,
     }
+    missing = [(m, t) for m, t in report_tables() if t.key not in tables]
+    if missing:  # a metric declared with a report table and computed nowhere above: its table over the period
+        with metrics._open(warehouse) as wh:
+            tables.update({t.key: held(getattr(metrics, m.function), wh, **period) for m, t in missing})
     report = Report(
         title=title,
         since=start,
