@@ -499,8 +499,11 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
     if df.empty:
         _say_why_empty(args, source)
-    for warning in said:
-        _say_wrapped(f"chainops metrics: {clean_for_terminal(str(warning.message))}")
+    for w in said:  # the metric's own word on the period as a line of ours; any other warning as Python shows it
+        if issubclass(w.category, metrics.EmptyPeriodWarning):
+            _say_wrapped(f"chainops metrics: {clean_for_terminal(str(w.message))}")
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     if fmt == "table" and not args.out:
         _print_metric_table(df, args)
         return 0
