@@ -28,6 +28,7 @@ line reads) loads no pandas or DuckDB; ``toolkit.metrics.status_latency`` loads 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -131,7 +132,10 @@ def __getattr__(name: str) -> Any:
 
 
 def _declared_module(name: str) -> str | None:
-    """The module of the declared metric whose function (or companion) is ``name``, or None."""
+    """The module of the declared metric whose function (or companion) is ``name``, or None (at once for the name of
+    a submodule: ``from toolkit.metrics import declare`` asks for the attribute before importing it)."""
+    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return None
     from .declarations import by_function
 
     found = by_function(name)

@@ -24,7 +24,6 @@ _SHARED: dict[str, tuple[str, str, str]] = {
     "channel": ("text", "channel", "the channel's name (its id when the warehouse does not name it)"),
     "bucket": ("time", "bucket", "start of the time bucket (UTC; days start at midnight, weeks on Monday)"),
     "notes": ("text", "notes", "why a value is empty, and what else the row needs said"),
-    "status": ("text", "status", "the status"),
     "address": ("id", "address", "the wallet address"),
 }
 
@@ -80,7 +79,7 @@ METRICS: tuple[Metric, ...] = (
         columns=_cols(
             """
             network
-            status
+            status text | status | the operation status whose time is measured
             entered count | entered | operations that entered the status in the period
             n count | n | those that have left it (their time in it is known)
             mean_s duration* | mean | mean seconds in the status, of the ended stays (not censoring-aware)
@@ -235,7 +234,7 @@ METRICS: tuple[Metric, ...] = (
             channel
             category text | category | the reason's category (the first matching rule)
             reason text | reason | the failure reason as the service gave it
-            status
+            status text | status | the final status (failed or expired)
             operations count* | operations | operations that ended with this reason
             share proportion* | share | this reason's share of the failed and expired operations of the group
             category_operations count | category operations | operations of the reason's category
@@ -467,7 +466,7 @@ METRICS: tuple[Metric, ...] = (
             chain_selector
             network
             address
-            status
+            status text | status | the status the operation is stuck in
             entered_at time | entered at | when the operation entered its status (UTC)
             age_s duration* | age | seconds in the status as of the newest event (or now=)
             threshold_s duration | threshold | seconds past which the operation counts as stuck
@@ -555,7 +554,7 @@ METRICS: tuple[Metric, ...] = (
             channel
             chain_selector
             network
-            status
+            status text | status | the query's status as of the newest event
             created_at time | created at | when the query was created (UTC)
             expires_at time | expires at | when the query was due (UTC)
             overdue_s duration* | overdue | seconds past expires_at as of the newest event (or now=)
@@ -665,7 +664,7 @@ METRICS: tuple[Metric, ...] = (
             events count* | events | watcher events in the bucket
             with_proof count* | with proof | of those, the events that carry a DON proof
             name text | name | the watcher's name
-            status
+            status text | status | the watcher's status (from its watcher.status events) in the bucket
             """
         ),
         default=("watcher_id", "name", "bucket", "events", "with_proof", "status"),
@@ -689,7 +688,7 @@ METRICS: tuple[Metric, ...] = (
             channel
             chain_selector
             network
-            status
+            status text | status | the status the watcher entered
             entered_at time | entered at | when the watcher entered the status (UTC)
             exited_at time | exited at | when it left the status (empty: still in it)
             next_status text | next status | the status it entered next
