@@ -278,7 +278,10 @@ class ResourcesMixin(Core):
         meta = EventMeta(
             None, watcher["watcher_id"], watcher["chain_selector"], watcher["address"], name, watcher.get("service")
         )
-        self.emit(watcher["channel_id"], "watcher.event", payload, meta, self.proof_for(digest))
+        proof = self.proof_for(
+            digest, execution_id=payload["workflow_execution_id"], workflow_id=payload["workflow_id"]
+        )
+        self.emit(watcher["channel_id"], "watcher.event", payload, meta, proof)
 
     def watcher(self, channel_id: str, watcher_id: str) -> dict:
         """The watcher of that channel, or 404 ``WATCHER_NOT_FOUND``."""
