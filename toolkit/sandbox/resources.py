@@ -163,8 +163,8 @@ class ResourcesMixin(Core):
             self.org.watchers[w]["status"] in _ACTIVE_WATCHER for w in self.org.channel_watchers[channel_id]
         ):
             raise conflict(None, "channel has active watchers; archive them first")
-        if body.get("status") == "active" and channel["status"] == "archived":
-            raise validation("an archived channel cannot be reactivated")
+        if body.get("status") == "active" and channel["status"] == "archived":  # a state conflict: 409, as 0.8
+            raise conflict(None, "an archived channel cannot be reactivated")
         if name is not None:
             channel["name"] = name
         if "description" in body:

@@ -11,7 +11,7 @@ another process waits for the file, the batches in flight are finished and commi
 reader gets in, and a new stream reads what is still to verify (what this run committed is no longer pending). The
 worker processes die with the process that started them, however it ends (:func:`_init_worker`).
 
-Events that owe no proof (:mod:`toolkit.verify.owed`) are never read. A proof-bearing event whose
+Events that owe no proof (:mod:`toolkit.warehouse.proofs_owed`) are never read. A proof-bearing event whose
 row was synced before proofs were kept (``proof_count > 0`` and ``proofs`` NULL) cannot be verified: it is counted
 as ``not_kept`` and left for ``chainops sync --full`` to re-read.
 """
@@ -40,8 +40,8 @@ from .. import spec
 from ..errors import WarehouseError
 from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
+from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
-from .owed import requires_proof_sql
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
 from .texts import Unreadable, read_payload, read_proofs

@@ -6,6 +6,8 @@ callback or dispatch", carrying a proof "when from the DON". A failure came from
 the query's events never reached ``sent`` (no ``sent`` nor ``completed`` event of that query) and the failed event
 carries no DON result (no ``event_hash``: the hash of the DON's ``verifiable_result``). A proof-less failure that
 came from the DON (its query was ``sent``, or it carries the DON's result) still owes one: ``missing_proof``.
+
+``chainops verify`` (:mod:`toolkit.verify.run`) and the proof metrics (:mod:`toolkit.metrics.proofs`) both judge by it.
 """
 
 from __future__ import annotations
