@@ -1,4 +1,5 @@
-"""What the seed says of failed queries and what WIRE.md says of a DON report, checked on the sandbox's history.
+"""What the seed says of failed queries and what WIRE.md says of a DON report, checked on every shape's history
+(``test_don_answers.py`` checks the same on the sandbox tests' own, in the fast tier).
 
 - A query fails "by DON callback or dispatch" and "carries a proof when from the DON" (API.md, Query status): in
   every scenario shape some queries fail in dispatch (their events never reach ``sent``) and carry no result and no
@@ -18,17 +19,14 @@ import struct
 
 import pytest
 
+from tests.sandbox.test_don_answers import WORKFLOW_FIELDS
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.scenarios import SHAPES
 
 KEY = "dispatch-key"
 START = 1_780_000_000
-#: The payload fields naming the workflow execution and the workflow of a proof-bearing event, by type.
-WORKFLOW_FIELDS = {
-    "watcher.event": ("workflow_execution_id", "workflow_id"),
-    "query.status": ("workflow_execution_id", "workflow_id"),
-    "operation.status": ("operation_status_workflow_execution_id", "operation_status_workflow_id"),
-}
+#: Every shape's sandbox (eight in all, one of ten times the queries): the slow tier (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 def _history(sandbox: Sandbox) -> list[dict]:
@@ -90,29 +88,19 @@ def test_dispatch_failures_are_a_realistic_share(shapes) -> None:
     assert 0.2 < dispatch / failures < 0.5, (dispatch, failures)
 
 
-def test_reports_name_the_payloads_workflow_and_one_config_digest(shapes) -> None:
-    sandbox = shapes["default"]
-    digests, versions, checked = set(), set(), 0
-    for event in _history(sandbox):
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_reports_name_the_payloads_workflow_and_one_config_digest(shapes, shape) -> None:
+    digests, checked = set(), 0
+    for event in _history(shapes[shape]):
         etype, payload, proofs = event["headers"]["type"], event["payload"], event["headers"]["proofs"]
-        if not proofs:
-            continue
-        (proof,) = proofs
-        report, context = bytes.fromhex(proof["ocr_report"][2:]), bytes.fromhex(proof["ocr_context"][2:])
-        execution, workflow = WORKFLOW_FIELDS[etype]
-        assert report[1:33].hex() == payload[execution][2:], etype
-        assert report[45:77].hex() == payload[workflow][2:], etype
-        (version,) = struct.unpack(">I", report[41:45])
-        versions.add(version)
-        digests.add(context[:32])
-        checked += 1
-    assert checked > 1000
-    assert versions == {7} and len(digests) == 1  # one configuration version, one config digest
-    for query in sandbox.truth(KEY).queries:  # the proof served with a query record names its execution too
-        if "proof" in query:
-            report = bytes.fromhex(query["proof"]["ocr_report"][2:])
-            assert report[1:33].hex() == query["workflow_execution_id"][2:]
-            assert report[45:77].hex() == query["workflow_id"][2:]
+        for proof in proofs:
+            report = bytes.fromhex(proof["ocr_report"][2:])
+            execution, workflow = WORKFLOW_FIELDS[etype]
+            assert (report[1:33].hex(), report[45:77].hex()) == (payload[execution][2:], payload[workflow][2:])
+            assert struct.unpack(">I", report[41:45]) == (7,)
+            digests.add(proof["ocr_context"][2:66])
+            checked += 1
+    assert checked > 1000 and len(digests) == 1
 
 
 def test_the_same_seed_makes_the_same_reports_and_failures(shapes) -> None:
