@@ -132,6 +132,7 @@ def synced(tmp_path_factory):
     return path, info.org.org_id, ",".join(sandbox.signers)
 
 
+@pytest.mark.slow  # a sandbox synced and verified three times: about 10 s
 def test_a_tampered_execution_id_is_caught_end_to_end(synced, tmp_path) -> None:
     path, org_id, signers = synced
     copy = tmp_path / "w.duckdb"
