@@ -428,6 +428,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         workflow_owner=args.workflow_owner,
         signers=args.signers,
         min_signatures=args.min_signatures,
+        check_workflow=args.check_workflow,
         all_events=args.all,
     )
 
@@ -959,6 +960,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"distinct trusted signers a proof needs (default {spec.PROOF_MIN_SIGNATURES})",
     )
     p.add_argument("--all", action="store_true", help="verify every proof-bearing event again, not only new ones")
+    p.add_argument(
+        "--check-workflow",
+        action="store_true",
+        help="also require each report's workflow execution id to be its event's (stricter than the SDK)",
+    )
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("metrics", help="print or write one metric table")

@@ -57,8 +57,12 @@ class QueryStatus(StrEnum):
 QUERY_STATUSES: tuple[str, ...] = tuple(s.value for s in QueryStatus)
 QUERY_TERMINAL: frozenset[str] = frozenset({"completed", "failed", "expired"})
 QUERY_STAGE_ORDER: dict[str, int] = {s: i for i, s in enumerate(QUERY_STATUSES)}
-#: Query statuses whose ``query.status`` event carries a DON proof.
+#: Query statuses whose ``query.status`` event carries a DON proof (``failed`` only when the DON answered: a query
+#: that failed in dispatch, before the DON had it, carries none; see :func:`event_requires_proof`).
 QUERY_PROOF_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
+#: Query statuses that show the query was dispatched to the DON (``sent``: awaiting its callback; ``completed``: its
+#: answer). A ``failed`` query whose history holds neither, and that carries no DON result, failed in dispatch.
+QUERY_DISPATCHED_STATUSES: frozenset[str] = frozenset({"sent", "completed"})
 
 
 class WatcherStatus(StrEnum):
@@ -182,14 +186,18 @@ class Verdict(StrEnum):
     MISSING_PROOF = "missing_proof"
 
 
-def event_requires_proof(event_type: str, status: str | None) -> bool:
-    """Whether an event of this type (and status, for status events) must carry a DON proof (API.md, Events)."""
+def event_requires_proof(event_type: str, status: str | None, *, failed_in_dispatch: bool = False) -> bool:
+    """Whether an event of this type (and status, for status events) must carry a DON proof (API.md, Events).
+
+    A query that fails "by DON callback or dispatch" carries a proof only "when from the DON" (API.md, Query
+    status): ``failed_in_dispatch`` says the ``failed`` event came from dispatch (the query never reached ``sent``
+    and the event carries no DON result), and then no proof is owed."""
     if event_type == EventType.WATCHER_EVENT:
         return True
     if event_type == EventType.OPERATION_STATUS:
         return status in OPERATION_PROOF_STATUSES
     if event_type == EventType.QUERY_STATUS:
-        return status in QUERY_PROOF_STATUSES
+        return status in QUERY_PROOF_STATUSES and not (failed_in_dispatch and status == QueryStatus.FAILED)
     return False
 
 

@@ -553,8 +553,10 @@ class SandboxMachine(RuleBasedStateMachine):
         assert kind in spec.EVENT_TYPES
         ts = payload["timestamp"]
         assert ts <= self.now and (not log or ts >= log[-1]["payload"]["timestamp"])
-        self._check_proofs(kind, payload, headers["proofs"])
         subject = payload[spec.EVENT_SUBJECT_FIELD[kind]]
+        # a query that failed before reaching sent failed in dispatch: the DON never answered, no proof is owed
+        in_dispatch = kind == "query.status" and "sent" not in self.history.get(subject, [])
+        self._check_proofs(kind, payload, headers["proofs"], in_dispatch)
         if kind == "watcher.event":
             assert self.watcher[subject]["channel"] == cid
             assert self.history[subject][-1] == "active", "only an active watcher observes events"
@@ -583,8 +585,8 @@ class SandboxMachine(RuleBasedStateMachine):
         return 0
 
     @staticmethod
-    def _check_proofs(kind: str, payload: dict, proofs: list) -> None:
-        if not spec.event_requires_proof(kind, payload.get("status")):
+    def _check_proofs(kind: str, payload: dict, proofs: list, failed_in_dispatch: bool) -> None:
+        if not spec.event_requires_proof(kind, payload.get("status"), failed_in_dispatch=failed_in_dispatch):
             assert proofs == [], f"{kind} {payload.get('status')} must carry no proof"
             return
         assert len(proofs) == 1, f"{kind} {payload.get('status')} must carry one proof"

@@ -79,7 +79,19 @@ def _proof_bearing(path: Path) -> list[tuple[str, str, dict, list]]:
 
     with Warehouse(path, read_only=True) as wh:
         rows = wh.con.execute("SELECT event_id, type, status, payload, proofs FROM events").fetchall()
-    return [(i, t, json.loads(p), json.loads(pr)) for i, t, s, p, pr in rows if spec.event_requires_proof(t, s)]
+    # a failed query that never reached sent and carries no DON result failed in dispatch: it owes no proof
+    sent = {json.loads(p)["query_id"] for _, t, s, p, _ in rows if t == "query.status" and s in ("sent", "completed")}
+    return [
+        (i, t, json.loads(p), json.loads(pr))
+        for i, t, s, p, pr in rows
+        if spec.event_requires_proof(
+            t,
+            s,
+            failed_in_dispatch=t == "query.status"
+            and json.loads(p)["query_id"] not in sent
+            and "event_hash" not in json.loads(p),
+        )
+    ]
 
 
 def test_the_sandbox_signs_like_a_don(world) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..warehouse.proofs_owed import dispatched_queries_sql, failed_in_dispatch_sql
 from .common import (
     NO_FILTERS,
     Filters,
@@ -56,7 +57,7 @@ def proof_coverage(
     where: Filters = NO_FILTERS,
     by: Sequence[str] = ("type",),
 ) -> pd.DataFrame:
-    """Events that must carry DON proofs (:func:`toolkit.spec.event_requires_proof`) and do, and their signatures.
+    """Events that must carry DON proofs (:mod:`toolkit.warehouse.proofs_owed`) and do, and their signatures.
 
     Events with ``ts`` in the period, grouped by ``by`` (any of ``type``, ``status``, ``network``,
     ``chain_selector``, ``channel_id``). Columns: ``events``, ``must_have_proof``, ``with_proof`` (of those),
@@ -68,6 +69,10 @@ def proof_coverage(
     verified yet counts as not verified). The last three are NA on an engine without verification results (a
     warehouse never opened for writing since verification came, an export written before it).
 
+    A ``failed`` query that failed in dispatch (it never reached ``sent`` and carries no DON result) owes no proof:
+    it counts in ``events``, not in ``must_have_proof``; one whose failure came from the DON and carries no proof is
+    ``missing_proof``.
+
     Returns the DataFrame.
     """
     cols = grouping(by, PROOF_GROUPS, "proof_coverage")
@@ -75,6 +80,8 @@ def proof_coverage(
     keys = list(dict.fromkeys(["type", "status", *cols]))
     exprs = {"network": "coalesce(n.name, e.chain_selector)"}
     join = "LEFT JOIN networks n ON n.chain_selector = e.chain_selector" if "network" in keys else ""
+    join += f" LEFT JOIN ({dispatched_queries_sql()}) d ON d.query_id = e.query_id"
+    in_dispatch = failed_in_dispatch_sql("e", dispatched="d")
     select, group = select_groups(keys, exprs={k: exprs.get(k, f"e.{k}") for k in keys})
     with open_warehouse(warehouse) as wh:
         verified = VERIFICATIONS in getattr(wh, "tables", list)()
@@ -82,20 +89,26 @@ def proof_coverage(
         join += f" LEFT JOIN {VERIFICATIONS} v ON v.event_id = e.event_id" if verified else ""
         sql = f"""
             SELECT {select} coalesce(e.proof_count, 0) > 0 AS has_proof, e.signature_count, {verdict} AS verdict,
-                count(*) AS n
+                {in_dispatch} AS in_dispatch, count(*) AS n
             FROM events e {join}
             {q.where()}
-            GROUP BY {group}, coalesce(e.proof_count, 0) > 0, e.signature_count, {verdict}
+            GROUP BY {group}, coalesce(e.proof_count, 0) > 0, e.signature_count, {verdict}, {in_dispatch}
         """
         return _proof_table(wh.query(sql, dict(q.params)), cols, verified=verified)
 
 
 def _proof_table(df: pd.DataFrame, cols: list[str], *, verified: bool = True) -> pd.DataFrame:
-    """Fold (type, status, proof?, signatures, verdict, n) rows into the coverage table, judging each pair with the
-    spec; ``verified``: whether the engine holds verification results (else their columns are NA)."""
-    pairs = {(t, s) for t, s in zip(df["type"], df["status"], strict=True)}
-    need = {(t, s): spec.event_requires_proof(t, None if s is None or s is pd.NA or s != s else s) for t, s in pairs}
-    must = pd.Series([need[(t, s)] for t, s in zip(df["type"], df["status"], strict=True)], index=df.index, dtype=bool)
+    """Fold (type, status, proof?, signatures, verdict, in dispatch?, n) rows into the coverage table, judging each
+    (type, status, in dispatch?) with the spec; ``verified``: whether the engine holds verification results (else
+    their columns are NA)."""
+    dispatch = df["in_dispatch"].astype("boolean").fillna(False).astype(bool) if "in_dispatch" in df else False
+    dispatch = pd.Series(dispatch, index=df.index, dtype=bool)
+    triples = list(zip(df["type"], df["status"], dispatch, strict=True))
+    need = {
+        (t, s, d): spec.event_requires_proof(t, None if s is None or s is pd.NA or s != s else s, failed_in_dispatch=d)
+        for t, s, d in set(triples)
+    }
+    must = pd.Series([need[k] for k in triples], index=df.index, dtype=bool)
     proof = df["has_proof"].astype(bool)
     enough = (df["signature_count"].astype("Float64") >= spec.PROOF_MIN_SIGNATURES).fillna(False).astype(bool)
     n = df["n"].astype("int64")

@@ -27,6 +27,8 @@ class Backend(ResourcesMixin, OperationsMixin, QueriesMixin):
         self._op_block = {}
         self._query_selection = {}
         self._query_call = {}
+        self._dispatch_rng = stream(seed, org_index, "dispatch")
+        self.dispatch_failed = {}
         self._writer_workflow = new_hex(setup, 32)
         self._status_workflow = new_hex(setup, 32)
         self._query_workflow = new_hex(setup, 32)

@@ -60,13 +60,25 @@ class Core:
             return
         log.append(new_uuid(self.ids), event_type, payload, [proof] if proof else [], payload["timestamp"], meta)
 
-    def proof_for(self, event_hash: str, *, lazy: bool = True) -> dict:
-        """An OCR proof binding ``event_hash`` to this organisation's workflow owner, signed by the committee (or,
-        for a ``forge_share`` of them, forged in one of the ways of :data:`~toolkit.sandbox.don.FORGERIES`).
+    def proof_for(self, event_hash: str, *, execution_id: str, workflow_id: str, lazy: bool = True) -> dict:
+        """An OCR proof binding ``event_hash`` to this organisation's workflow owner, made by the workflow
+        ``workflow_id`` in its execution ``execution_id`` (as the event's payload names them), signed by the
+        committee (or, for a ``forge_share`` of them, forged in one of the ways of
+        :data:`~toolkit.sandbox.don.FORGERIES`).
         ``lazy`` (for proofs that only go into event logs) leaves the signing to the log's first read of the event;
         a proof served as part of a resource (a query's) must be made at once."""
         forgery = None
         if self.forge_share > 0 and self.forge_rng.random() < self.forge_share:
             forgery = self.forge_rng.choice(FORGERIES)
             self.forged[event_hash] = forgery
-        return ocr_proof(self.proof_rng, self.don, self.org.owner, event_hash, self.now, forgery=forgery, lazy=lazy)
+        return ocr_proof(
+            self.proof_rng,
+            self.don,
+            self.org.owner,
+            event_hash,
+            self.now,
+            execution_id=execution_id,
+            workflow_id=workflow_id,
+            forgery=forgery,
+            lazy=lazy,
+        )

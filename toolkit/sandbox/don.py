@@ -16,6 +16,9 @@ from Crypto.Hash import keccak
 
 NODES = 10
 F = 3
+#: The DON's id and its configuration version, as every report carries them (one configuration, one config digest).
+DON_ID = 1
+CONFIG_VERSION = 7
 SIGNATURES_PER_REPORT = F + 1
 #: secp256k1's group order: a private key must be in [1, N).
 _ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
@@ -97,6 +100,13 @@ class Committee:
     def addresses(self) -> list[str]:
         """The trusted signer addresses, in node order."""
         return [address_of(k) for k in self.keys]
+
+    @functools.cached_property
+    def config_digest(self) -> bytes:
+        """The 32-byte OCR config digest of this DON's configuration (:data:`DON_ID`, :data:`CONFIG_VERSION`, its
+        nodes): the same in every report context made under that configuration version."""
+        nodes = b"".join(bytes.fromhex(a[2:]) for a in self.addresses)
+        return keccak256(b"chainops-sandbox-ocr-config" + struct.pack(">II", DON_ID, CONFIG_VERSION) + nodes)
 
     def sign(
         self, report: bytes, context: bytes, nodes: list[int], *, outsider: bool = False, lazy: bool = False

@@ -239,7 +239,11 @@ class OperationsMixin(Core):
             )
             payload["event_hash"] = event_hash(blob)
             payload["verifiable_event"] = blob
-            proof = self.proof_for(payload["event_hash"])
+            proof = self.proof_for(
+                payload["event_hash"],
+                execution_id=op["operation_status_workflow_execution_id"],
+                workflow_id=op["operation_status_workflow_id"],
+            )
         # the writer workflow reports the relay steps, the status workflow the finality stages
         keys = _STATUS_WORKFLOW_KEYS if status in OPERATION_PROOF_STATUSES else _WRITER_WORKFLOW_KEYS
         for key in keys:

@@ -1,8 +1,14 @@
-"""Chain queries: idempotent create, dispatch to the DON, callback with proof, expiry at the time-to-live."""
+"""Chain queries: idempotent create, dispatch to the DON, callback with proof, expiry at the time-to-live.
+
+A query fails "by DON callback or dispatch" and carries a proof "when from the DON" (API.md, Query status): the DON's
+failures (after ``sent``) carry its signed result; a dispatch failure (the gateway rejects the request, before the
+DON has it: from ``accepted`` or ``sending``, never having reached ``sent``) carries no result and no proof.
+"""
 
 from __future__ import annotations
 
 import json
+import random
 
 from toolkit.sandbox.apierror import conflict, not_found
 from toolkit.sandbox.core import Core
@@ -19,16 +25,24 @@ QUERY_ERRORS: tuple[tuple[str, str, int], ...] = (
     ("BLOCK_SELECTION_NOT_AVAILABLE", "requested block is not available on the node", 1),
     ("CHAIN_UNAVAILABLE", "chain unavailable: RPC endpoint timeout", 2),
     ("CRE_WORKFLOW_FAILED", "workflow execution failed", 1),
-    ("CRE_GATEWAY_REJECTED", "gateway rejected the request", 1),
 )
 QUERY_FAIL_RATE = 0.04
 QUERY_NO_CALLBACK_RATE = 0.02
+#: Share of queries that fail in dispatch (no DON answer, no proof), about a third of all failed queries; a third of
+#: those fail as the dispatch worker picks them up (from ``accepted``), the rest once sent to the gateway
+#: (from ``sending``). Drawn from a stream of their own, so every other value of a seed stays as it was.
+QUERY_DISPATCH_FAIL_RATE = 0.02
+QUERY_DISPATCH_AT_ACCEPTED = 1 / 3
+#: Why a dispatch fails (not on the wire: a dispatch failure carries no verifiable_result; kept for tests).
+DISPATCH_ERROR = "CRE_GATEWAY_REJECTED"
 
 
 class QueriesMixin(Core):
     """Query lifecycle."""
 
     forced: dict[str, bool]
+    #: query id -> the code of its dispatch failure (:data:`DISPATCH_ERROR`), for every query failed in dispatch
+    dispatch_failed: dict[str, str]
 
     def create_query(self, channel_id: str, body: dict) -> tuple[dict, bool]:
         """POST /channels/{id}/queries. Answers (query, created). Same key + same body gives the original back."""
@@ -81,18 +95,29 @@ class QueriesMixin(Core):
     def _plan_query(self, query_id: str) -> None:
         rng, now = self.timing, self.now
         forced = self.forced.pop(query_id, None)
+        dispatch_roll, at_accepted = (
+            self._dispatch_rng.random(),
+            self._dispatch_rng.random() < QUERY_DISPATCH_AT_ACCEPTED,
+        )
+        dispatch_fails = forced is None and dispatch_roll < QUERY_DISPATCH_FAIL_RATE
         roll = rng.random()
         t_sending = now + rng.uniform(0.2, 2)
         t_sent = t_sending + rng.uniform(0.5, 3)
-        self.engine.schedule(t_sending, self._query_step, query_id, "sending", None)
-        self.engine.schedule(t_sent, self._query_step, query_id, "sent", None)
+        if dispatch_fails:
+            self.dispatch_failed[query_id] = DISPATCH_ERROR
+        if dispatch_fails and at_accepted:
+            self.engine.schedule(t_sending, self._query_step, query_id, "failed", None)
+        else:
+            self.engine.schedule(t_sending, self._query_step, query_id, "sending", None)
+            self.engine.schedule(t_sent, self._query_step, query_id, "failed" if dispatch_fails else "sent", None)
         if forced is None and roll < QUERY_NO_CALLBACK_RATE:
             pass  # the DON never answers: expiry below
-        else:
+        else:  # drawn for a dispatch failure too (its callback never comes), so the timing stream stays as it was
             fail = forced if forced is not None else roll < QUERY_NO_CALLBACK_RATE + QUERY_FAIL_RATE
             error = rng.choices(QUERY_ERRORS, [w for *_, w in QUERY_ERRORS])[0][:2] if fail else None
             callback = t_sent + rng.uniform(3, 40)
-            self.engine.schedule(callback, self._query_step, query_id, "failed" if fail else "completed", error)
+            if not dispatch_fails:
+                self.engine.schedule(callback, self._query_step, query_id, "failed" if fail else "completed", error)
         self.engine.schedule(now + QUERY_TTL_SECONDS, self._query_step, query_id, "expired", None)
 
     def _query_step(self, query_id: str, status: str, error: tuple[str, str] | None) -> None:
@@ -103,16 +128,22 @@ class QueriesMixin(Core):
         query["status"] = status
         query["updated_at"] = now
         query[f"{status}_at"] = now
-        if status in QUERY_PROOF_STATUSES:
+        from_don = status in QUERY_PROOF_STATUSES and query_id not in self.dispatch_failed
+        if from_don:
             query["workflow_id"] = self._query_workflow
             query["workflow_execution_id"] = self.hex32()
             query["verifiable_result"] = self._result_blob(query, error)
             query["event_hash"] = event_hash(query["verifiable_result"])
-            query["proof"] = self.proof_for(query["event_hash"], lazy=False)  # served with the query itself
+            query["proof"] = self.proof_for(  # served with the query itself: made at once
+                query["event_hash"],
+                execution_id=query["workflow_execution_id"],
+                workflow_id=query["workflow_id"],
+                lazy=False,
+            )
         if status in QUERY_TERMINAL:
             self._query_selection.pop(query_id, None)
             self._query_call.pop(query_id, None)
-        self._query_event(query, query.get("proof") if status in QUERY_PROOF_STATUSES else None)
+        self._query_event(query, query.get("proof") if from_don else None)
 
     def _result_blob(self, query: dict, error: tuple[str, str] | None) -> str:
         model = MODELS[query["chain_selector"]]
@@ -169,6 +200,8 @@ class QueriesMixin(Core):
         self.emit(query["channel_id"], "query.status", payload, meta, proof)
 
     _query_selection: dict[str, dict]
+    #: draws whether each query fails in dispatch (a stream of its own: see :data:`QUERY_DISPATCH_FAIL_RATE`)
+    _dispatch_rng: random.Random
     #: the call of each query in flight: ``{from_address, contract_address, call_data}`` (decoded results carry it)
     _query_call: dict[str, dict]
     _query_workflow: str

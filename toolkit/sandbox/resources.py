@@ -163,8 +163,8 @@ class ResourcesMixin(Core):
             self.org.watchers[w]["status"] in _ACTIVE_WATCHER for w in self.org.channel_watchers[channel_id]
         ):
             raise conflict(None, "channel has active watchers; archive them first")
-        if body.get("status") == "active" and channel["status"] == "archived":
-            raise validation("an archived channel cannot be reactivated")
+        if body.get("status") == "active" and channel["status"] == "archived":  # a state conflict: 409, as 0.8
+            raise conflict(None, "an archived channel cannot be reactivated")
         if name is not None:
             channel["name"] = name
         if "description" in body:
@@ -278,7 +278,10 @@ class ResourcesMixin(Core):
         meta = EventMeta(
             None, watcher["watcher_id"], watcher["chain_selector"], watcher["address"], name, watcher.get("service")
         )
-        self.emit(watcher["channel_id"], "watcher.event", payload, meta, self.proof_for(digest))
+        proof = self.proof_for(
+            digest, execution_id=payload["workflow_execution_id"], workflow_id=payload["workflow_id"]
+        )
+        self.emit(watcher["channel_id"], "watcher.event", payload, meta, proof)
 
     def watcher(self, channel_id: str, watcher_id: str) -> dict:
         """The watcher of that channel, or 404 ``WATCHER_NOT_FOUND``."""

@@ -86,6 +86,14 @@ class Truth:
         return {} if mess is None else dict(mess.kinds)
 
     @property
+    def dispatch_failed(self) -> dict[str, str]:
+        """Query id -> the code of its dispatch failure, for each query failed (or planned to fail) in dispatch: no
+        DON answer, so no ``verifiable_result`` and no proof."""
+        with self._sandbox.lock:
+            self._sandbox.sync()
+            return dict(self._b.dispatch_failed)
+
+    @property
     def transitions(self) -> list[tuple[str, str, int]]:
         """(operation_id, status, unix_ts) of every operation move the engine made, in order."""
         with self._sandbox.lock:

@@ -11,7 +11,9 @@ the order they are checked:
    ``query.status``), not of the decoded JSON;
 3. the report (hex with ``0x``, else the text's bytes) at least 141 bytes, and its payload's last 32 bytes equal to
    the local hash;
-4. the report's workflow owner (bytes 87-106) equal to the expected owner;
+4. the report's workflow owner (bytes 87-106) equal to the expected owner; with :attr:`Policy.check_workflow` (not
+   an SDK rule: ``chainops verify --check-workflow``), also the report's workflow execution id (bytes 1-32) equal to
+   the event's (:data:`EXECUTION_ID_FIELDS`);
 5. at most :data:`MAX_SIGNATURES` signatures (or as many as there are trusted signers, if more), every one 65 bytes
    of hex without spaces, with v in {0, 1, 27, 28} (a malformed one fails the event, as in the SDK); each over
    Keccak-256(Keccak-256(report) ‖ context), its key recovered, and the distinct trusted signers counted against
@@ -40,16 +42,37 @@ MIN_REPORT_BYTES = 141
 #: signature held verify for most of a second.
 MAX_SIGNATURES = 32
 _OWNER = slice(87, 107)
+_EXECUTION_ID = slice(1, 33)
+#: The payload fields that name the workflow execution whose report an event carries, by event type. Which of an
+#: operation's two workflows signs its finality stages is not documented: either execution id is accepted.
+EXECUTION_ID_FIELDS: dict[str, tuple[str, ...]] = {
+    spec.EventType.WATCHER_EVENT: ("workflow_execution_id",),
+    spec.EventType.QUERY_STATUS: ("workflow_execution_id",),
+    spec.EventType.OPERATION_STATUS: (
+        "operation_status_workflow_execution_id",
+        "operation_writer_workflow_execution_id",
+    ),
+}
+#: Appended to the stored ``workflow_owner`` of verdicts checked with :attr:`Policy.check_workflow`, so a run with
+#: the check re-verifies events verified without it, and the other way round.
+WORKFLOW_CHECKED = "+workflow_execution_id"
 _OCR_FIELDS = ("ocr_report", "ocr_context", "signatures")
 
 
 @dataclass(frozen=True)
 class Policy:
-    """What a proof is checked against: the expected workflow owner, the trusted signers, the minimum."""
+    """What a proof is checked against: the expected workflow owner, the trusted signers, the minimum, and whether
+    the report's workflow execution id must be the event's (``check_workflow``)."""
 
     owner: bytes
     signers: frozenset[bytes]
     min_signatures: int = spec.PROOF_MIN_SIGNATURES
+    check_workflow: bool = False
+
+    def stored_owner(self) -> str:
+        """The owner as ``event_verifications.workflow_owner`` stores it: ``0x`` hex, and :data:`WORKFLOW_CHECKED`
+        after it when the workflow execution id is checked too."""
+        return "0x" + self.owner.hex() + (WORKFLOW_CHECKED if self.check_workflow else "")
 
 
 @dataclass(frozen=True)
@@ -118,7 +141,24 @@ def verify_event(event_type: str, payload: Any, proofs: Any, policy: Policy) -> 
         return _invalid(f"{field} hash differs from the report's (altered after signing?)", matches=matches)
     if report[_OWNER] != policy.owner:
         return _invalid(f"workflow owner 0x{report[_OWNER].hex()} is not the expected one", matches=matches)
+    if policy.check_workflow:
+        mismatch = workflow_mismatch(event_type, payload, report)
+        if mismatch is not None:
+            return _invalid(mismatch, matches=matches)
     return _check_signatures(proof["signatures"], keccak256(keccak256(report) + context), policy, matches)
+
+
+def workflow_mismatch(event_type: str, payload: dict, report: bytes) -> str | None:
+    """Why the report's workflow execution id (bytes 1-32) is not the event's (:data:`EXECUTION_ID_FIELDS`), or
+    None when it is."""
+    fields = EXECUTION_ID_FIELDS.get(event_type, ("workflow_execution_id",))
+    stated = [payload.get(f) for f in fields if isinstance(payload.get(f), str)]
+    signed = report[_EXECUTION_ID]
+    if not stated:
+        return f"workflow execution id not checkable: no {' or '.join(fields)} in the payload"
+    if any(decode_bytes(s) == signed for s in stated):
+        return None
+    return f"workflow execution id mismatch: the report's 0x{signed.hex()} is not the event's {stated[0][:80]}"
 
 
 def _check_signatures(signatures: Any, digest: bytes, policy: Policy, matches: bool | None) -> Result:

@@ -11,7 +11,7 @@ another process waits for the file, the batches in flight are finished and commi
 reader gets in, and a new stream reads what is still to verify (what this run committed is no longer pending). The
 worker processes die with the process that started them, however it ends (:func:`_init_worker`).
 
-Events that need no proof (:func:`toolkit.spec.event_requires_proof`) are never read. A proof-bearing event whose
+Events that owe no proof (:mod:`toolkit.warehouse.proofs_owed`) are never read. A proof-bearing event whose
 row was synced before proofs were kept (``proof_count > 0`` and ``proofs`` NULL) cannot be verified: it is counted
 as ``not_kept`` and left for ``chainops sync --full`` to re-read.
 """
@@ -40,6 +40,7 @@ from .. import spec
 from ..errors import WarehouseError
 from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
+from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
 from .rules import Policy, Result, verify_event
 from .signers import fingerprint
@@ -54,21 +55,6 @@ HOLDER = "chainops verify"
 BATCH_ROWS = 2000
 #: Below this many events to verify, one process does it (starting a pool costs more than it saves).
 POOL_THRESHOLD = 4000
-
-
-def requires_proof_sql(alias: str = "e") -> str:
-    """SQL: whether the event ``alias`` must carry a DON proof, as :func:`toolkit.spec.event_requires_proof`."""
-
-    def quoted(values: frozenset[str]) -> str:
-        return ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(values))
-
-    return (
-        f"({alias}.type = '{spec.EventType.WATCHER_EVENT}' "
-        f"OR ({alias}.type = '{spec.EventType.OPERATION_STATUS}' "
-        f"AND {alias}.status IN ({quoted(spec.OPERATION_PROOF_STATUSES)})) "
-        f"OR ({alias}.type = '{spec.EventType.QUERY_STATUS}' "
-        f"AND {alias}.status IN ({quoted(spec.QUERY_PROOF_STATUSES)})))"
-    )
 
 
 @dataclass
@@ -158,7 +144,7 @@ def _pool(processes: int, policy: Policy, method: str) -> Iterator[ProcessPoolEx
 
 
 def _policy_params(policy: Policy) -> list[Any]:
-    return [fingerprint(policy.signers), policy.min_signatures, "0x" + policy.owner.hex()]
+    return [fingerprint(policy.signers), policy.min_signatures, policy.stored_owner()]
 
 
 def _pending_sql(all_events: bool) -> str:

@@ -69,11 +69,13 @@ def resolve_policy(
     workflow_owner: str | None = None,
     signers: str | None = None,
     min_signatures: int | None = None,
+    check_workflow: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> Policy:
     """The :class:`Policy` from options, else the environment (``CREC_ORG_ID``, ``CREC_WORKFLOW_OWNER``,
     ``CREC_DON_SIGNERS``), else the defaults (the SDK's signer set, a minimum of 4). The owner is required: given
-    directly or derived from the organisation id; both, or neither, is a usage error that says what to set."""
+    directly or derived from the organisation id; both, or neither, is a usage error that says what to set.
+    ``check_workflow``: reports must also carry the event's workflow execution id (:attr:`Policy.check_workflow`)."""
     env = os.environ if env is None else env
     org_id = org_id if org_id is not None else env.get(ENV_ORG_ID) or None
     workflow_owner = workflow_owner if workflow_owner is not None else env.get(ENV_WORKFLOW_OWNER) or None
@@ -98,4 +100,4 @@ def resolve_policy(
         raise UsageError(f"--min-signatures must be at least 1, not {minimum}")
     if minimum > len(trusted):
         raise UsageError(f"--min-signatures {minimum} exceeds the {len(trusted)} trusted signers; no proof could pass")
-    return Policy(owner=owner, signers=trusted, min_signatures=minimum)
+    return Policy(owner=owner, signers=trusted, min_signatures=minimum, check_workflow=check_workflow)

@@ -3,9 +3,10 @@
 The warehouse keeps the payload and ``headers.proofs`` as the JSON text the service sent. orjson reads nearly all of
 them; it refuses valid JSON that holds a number past a double's range (``1e400``), which a field verification never
 reads may carry. Such a text is read again by msgspec into just the fields the rules use (the payload's
-``verifiable_event``, ``verifiable_result`` and ``event_hash``; each proof item's ``ocr_report``, ``ocr_context``,
-``signatures`` and ``alg``), skipping every other value, so an unrelated field cannot make a proof invalid. A text
-that is not JSON at all, or whose needed fields are themselves unreadable, is still refused (:class:`Unreadable`).
+``verifiable_event``, ``verifiable_result``, ``event_hash`` and workflow execution ids; each proof item's
+``ocr_report``, ``ocr_context``, ``signatures`` and ``alg``), skipping every other value, so an unrelated field
+cannot make a proof invalid. A text that is not JSON at all, or whose needed fields are themselves unreadable, is
+still refused (:class:`Unreadable`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class _Payload(Struct):
     verifiable_event: Raw | UnsetType = UNSET
     verifiable_result: Raw | UnsetType = UNSET
     event_hash: Raw | UnsetType = UNSET
+    # read by the workflow check (chainops verify --check-workflow)
+    workflow_execution_id: Raw | UnsetType = UNSET
+    operation_status_workflow_execution_id: Raw | UnsetType = UNSET
+    operation_writer_workflow_execution_id: Raw | UnsetType = UNSET
 
 
 class _Proof(Struct):

@@ -561,7 +561,8 @@ BOOKKEEPING_TABLES: dict[str, TableSpec] = {
                 Column(
                     "verdict",
                     "text",
-                    doc="verified, invalid, or missing_proof (an event that must carry a DON proof carries none).",
+                    doc="verified, invalid, or missing_proof (an event that owes a DON proof carries none; a query "
+                    "failed in dispatch owes none).",
                 ),
                 Column(
                     "reason",
@@ -593,7 +594,12 @@ BOOKKEEPING_TABLES: dict[str, TableSpec] = {
                     sql="INTEGER",
                     doc="The minimum of distinct trusted signers it was verified against.",
                 ),
-                Column("workflow_owner", "text", doc="The workflow owner the report had to carry (0x hex)."),
+                Column(
+                    "workflow_owner",
+                    "text",
+                    doc="The workflow owner the report had to carry (0x hex), followed by +workflow_execution_id when "
+                    "the report's workflow execution id had to be the event's too (chainops verify --check-workflow).",
+                ),
                 Column(
                     "event_write_seq",
                     "int",
