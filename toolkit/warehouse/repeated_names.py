@@ -29,6 +29,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..event_wire import JsonNumber, exact_json_text
+
 _S = pa.string()
 
 
@@ -63,12 +65,16 @@ def _walk(value: Any, path: str, found: list[str]) -> None:
 
 
 def last_value_text(text: bytes | str) -> str:
-    """``text`` as compact JSON of its last-value reading (a repeated name keeps the value it was given last)."""
-    value = json.loads(text)  # the standard library keeps the last value, and integers of any size exactly
+    """``text`` as compact JSON of its last-value reading (a repeated name keeps the value it was given last), every
+    number written with the digits it was sent with (``1e400``, ``-0`` and ``1.50`` stay as they are)."""
+    # the standard library keeps the last value; each number is kept as its text, never read through a float
+    value = json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber)
+    settled = exact_json_text(value)
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        settled.encode()
     except UnicodeEncodeError:  # an escaped lone surrogate: kept escaped
-        return json.dumps(value, separators=(",", ":"))
+        return exact_json_text(value, ensure_ascii=True)
+    return settled
 
 
 def _may_repeat(text: bytes) -> bool:
