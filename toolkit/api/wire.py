@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 
 import msgspec
-import numpy as np
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from ..event_wire import (
@@ -168,6 +167,8 @@ class _Sent:
 
 def _address(buffer: bytes | Raw) -> int:
     """Where ``buffer``'s bytes start in memory."""
+    import numpy as np  # only for a page holding an escaped surrogate: not a cost of every import of the client
+
     return int(np.frombuffer(buffer, np.uint8).__array_interface__["data"][0]) if len(buffer) else -1
 
 

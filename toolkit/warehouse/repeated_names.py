@@ -110,10 +110,12 @@ def _row_texts(column: pa.Array) -> list[bytes]:
     return [text[a - first : b - first] for a, b in itertools.pairwise(bounds)]
 
 
-def _none_may_repeat(column: pa.Array, texts: Sequence[Any]) -> bool:
-    """Whether no text of ``column`` (``texts``: the same texts, bytes-like or ``None``, row by row) can repeat a
-    name: :func:`_may_repeat` for a whole batch at once (its texts as sent counted in one piece)."""
-    sent_text = _text_bytes(column)  # one copy: Arrow's substring kernels took longer than the parse
+def _none_may_repeat(column: pa.Array, texts: Sequence[Any], joined: bytes | None = None) -> bool:
+    """Whether no text of ``column`` (``texts``: the same texts, bytes-like or ``None``, row by row; ``joined``: the
+    same texts one after the other, when the caller has them) can repeat a name: :func:`_may_repeat` for a whole
+    batch at once (its texts as sent counted in one piece)."""
+    # one copy at most: Arrow's substring kernels took longer than the parse
+    sent_text = _text_bytes(column) if joined is None else joined
     if b"\\u003" in sent_text:
         return False
     sent = sent_text.count(b":")
@@ -125,15 +127,18 @@ def _none_may_repeat(column: pa.Array, texts: Sequence[Any]) -> bool:
     return sent == again
 
 
-def settle_repeated_names(batch: pa.RecordBatch, texts: Sequence[Any] | None = None) -> pa.RecordBatch:
+def settle_repeated_names(
+    batch: pa.RecordBatch, texts: Sequence[Any] | None = None, joined: bytes | None = None
+) -> pa.RecordBatch:
     """``batch`` of the events table with every payload that repeats a name stored as its last-value reading, the
     text as sent and the names kept in ``extra`` (see the module's docstring); the batch itself when none does.
     ``texts``: the payloads the column was built from, row by row (bytes-like or ``None``), when the caller has
-    them, so that they are not taken out of the array again."""
+    them, so that they are not taken out of the array again; ``joined``: those texts one after the other (the
+    column's data), when the caller has it."""
     column = batch.column("payload")
     if not len(column) or column.null_count == len(column):
         return batch
-    if _none_may_repeat(column, _row_texts(column) if texts is None else texts):
+    if _none_may_repeat(column, _row_texts(column) if texts is None else texts, None if texts is None else joined):
         return batch
     may_repeat = _may_repeat  # the rare batch that may: each payload as the column holds it
     suspects = [i for i, text in enumerate(_row_texts(column)) if text and may_repeat(text)]
