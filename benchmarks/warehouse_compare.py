@@ -81,7 +81,7 @@ def column_digests(path: Path, skip: dict[str, set[str]] | None = None) -> dict[
             stable = [c for c in columns if c not in (skip or {}).get(table, set())]
             order = [*keys.get(table, ()), *stable]
             by = ", ".join(f"{_quoted(c)} NULLS FIRST" for c in order) or "1"
-            rows = con.execute(f"SELECT * FROM {_quoted(table)} ORDER BY {by}").to_arrow_table()
+            rows = con.sql(f"SELECT * FROM {_quoted(table)} ORDER BY {by}").to_arrow_table()
             digests: dict[str, object] = {"rows": rows.num_rows}
             for column in columns:
                 digests[column] = _digest(rows.column(column))
