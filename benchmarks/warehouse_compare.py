@@ -7,6 +7,8 @@ tree's. Each table of each file (every base table DuckDB holds) is read ordered 
 other table: all its columns) and each column hashed (MD5 of every value's text, in that order, NULL told apart
 from any text). The columns that differ between the other version's two runs are the ones a run stamps
 (``synced_at``, a run's times); they are named and left out of the comparison, and everything else must be equal.
+Then each stamped column is compared row by row: a value the other version's two runs agree on (a cursor beside the
+stamps in ``sync_state.cursor``) must be this tree's too.
 
 Usage: python -m benchmarks.warehouse_compare [--recording PATH] [--other /work/main] [--events 200000]
 """
@@ -91,6 +93,29 @@ def column_digests(path: Path, skip: dict[str, set[str]] | None = None) -> dict[
         con.close()
 
 
+def stamped_values(path: Path, table: str, columns: set[str], skip: dict[str, set[str]]) -> dict[str, list[object]]:
+    """The values of ``columns`` of ``table``, in the order :func:`column_digests` reads it with ``skip``, as text."""
+    keys = table_keys()
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        every = [
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ? "
+                "ORDER BY column_index",
+                [table],
+            ).fetchall()
+        ]
+        order = [*keys.get(table, ()), *(c for c in every if c not in skip.get(table, set()))]
+        by = ", ".join(f"{_quoted(c)} NULLS FIRST" for c in order) or "1"
+        names = sorted(columns)
+        listed = ", ".join(f"CAST({_quoted(c)} AS VARCHAR)" for c in names)
+        rows = con.execute(f"SELECT {listed} FROM {_quoted(table)} ORDER BY {by}").fetchall()
+        return {c: [row[i] for row in rows] for i, c in enumerate(names)}
+    finally:
+        con.close()
+
+
 def _digest(values: pa.ChunkedArray) -> str:
     """MD5 of a column's values in order: each value's text (its JSON for a nested one), NULL told apart."""
     digest = hashlib.md5()
@@ -171,6 +196,18 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {table}: {right.get('rows', '-')} rows, {len(compared)} columns compared: {state}")
         verdict = "every table the same" if not mismatches else f"{mismatches} table(s) differ"
         print(f"{verdict} ({len(ours)} tables, {total_rows:,} rows)")
+        # a stamped column may hold values no run stamps (sync_state.cursor holds the cursors and the stamps of the
+        # safety net): row by row, a value equal in the other version's two runs must be equal in this tree's
+        print("the stamped columns, row by row (a value the other version's two runs agree on):")
+        for table, columns in sorted(skip.items()):
+            values = [stamped_values(files[name], table, columns, skip) for name in ("other 1", "other 2", "this tree")]
+            for column in sorted(columns):
+                first, second, mine = (v[column] for v in values)
+                agreed = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a == b]
+                differ = [i for i in agreed if mine[i] != first[i]]
+                shown = "; ".join(f"row {i}: {first[i]!r} -> {mine[i]!r}" for i in differ[:3])
+                state = "same" if not differ else f"DIFFERENT in {len(differ)} ({shown})"
+                print(f"  {table}.{column}: {len(agreed)} of {len(first)} rows agreed on: {state}")
 
 
 if __name__ == "__main__":
