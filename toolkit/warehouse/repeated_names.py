@@ -4,9 +4,9 @@ RFC 8259 says the names of an object SHOULD be unique and leaves the meaning of 
 differ: msgspec and orjson (the typed columns) keep the **last** value, DuckDB's ``->>`` and ``json_extract`` on the
 stored text read the **first**. The toolkit's rule is the last value, as msgspec, orjson, Python's ``json``, Go's
 ``encoding/json`` and ECMAScript's ``JSON.parse`` read it: a payload that repeats a name is stored as the compact
-JSON of that reading (so a view reading the payload and a typed column agree), and the text as sent is kept beside
-it in ``extra._sent_payload`` with the repeated names, by path, in ``extra._repeated_names``. The sync names the
-events in a problem (the run ends ``partial``).
+JSON of that reading, every number written with the digits it was sent with (so a view reading the payload and a
+typed column agree), and the text as sent is kept beside it in ``extra._sent_payload`` with the repeated names, by
+path, in ``extra._repeated_names``. The sync names the events in a problem (the run ends ``partial``).
 
 Finding them costs one generic parse and serialisation of each payload (orjson, in C; about 2 µs per 1 KB
 payload): a repeated name is the only way the structural ``:`` of the text as sent can outnumber those of the
