@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from operator import attrgetter
 from typing import Annotated, Any, NamedTuple
 
@@ -250,7 +252,74 @@ def json_text(value: Any) -> bytes | None:
         # writes them exactly, within a depth checked first (its writer recurses)
         if nesting_depth(value) > MAX_REWRITTEN_DEPTH:
             raise NestedTooDeep() from None
-        return json.dumps(value, ensure_ascii=False, default=repr).encode()
+        try:
+            return json.dumps(value, ensure_ascii=False, default=_repr_unless_number).encode()
+        except _ExactNumber:  # a number past float range, read as a Decimal: written as its digits
+            return exact_json_text(value, separators=(", ", ": ")).encode()
+
+
+class _ExactNumber(Exception):
+    """A :class:`~decimal.Decimal` met by the standard library's writer, which would write it as its repr."""
+
+
+def _repr_unless_number(value: Any) -> str:
+    if isinstance(value, Decimal):
+        raise _ExactNumber()
+    return repr(value)
+
+
+class JsonNumber(str):
+    """A JSON number's text exactly as written (``1e400``, ``-0``, ``1.50``): :func:`exact_json_text` writes it back
+    unchanged."""
+
+
+def read_number(text: str) -> float | Decimal:
+    """A JSON fraction or exponent as the generic parse keeps it: a float when one holds it, else (past a double's
+    range: ``1e400``) a :class:`~decimal.Decimal` with every digit, which :func:`json_text` writes back exactly."""
+    value = float(text)
+    return value if math.isfinite(value) else Decimal(text)
+
+
+def exact_json_text(value: Any, *, separators: tuple[str, str] = (",", ":"), ensure_ascii: bool = False) -> str:
+    """``value`` as JSON text, as the standard library writes it, but every number read as :class:`JsonNumber` (or
+    a :class:`~decimal.Decimal`) written with the digits it was read with, never through a float. Iterative: any
+    depth the parsers read is written."""
+    item_sep, key_sep = separators
+    dumps = json.dumps
+    out: list[str] = []
+    stack: list[Any] = [value]
+    push = stack.append
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is _Piece or kind is JsonNumber:
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(dumps(item, ensure_ascii=ensure_ascii))
+        elif isinstance(item, dict):
+            push(_Piece("}"))
+            for i, (name, child) in enumerate(reversed(item.items())):
+                if i:
+                    push(_Piece(item_sep))
+                push(child)
+                push(_Piece(dumps(str(name), ensure_ascii=ensure_ascii) + key_sep))
+            push(_Piece("{"))
+        elif isinstance(item, list | tuple):
+            push(_Piece("]"))
+            for i, child in enumerate(reversed(item)):
+                if i:
+                    push(_Piece(item_sep))
+                push(child)
+            push(_Piece("["))
+        elif isinstance(item, Decimal):
+            out.append(str(item))
+        else:
+            out.append(dumps(item, default=repr))
+    return "".join(out)
+
+
+class _Piece(str):
+    """Punctuation :func:`exact_json_text` writes as it is."""
 
 
 #: The prefix of the ids made for events served without one (:func:`offset_event_id`).
@@ -285,6 +354,12 @@ def _first_signature_count(proofs: Sequence[WireProof]) -> int | None:
     return None
 
 
+def _any_blank(ids: list[str | None]) -> bool:
+    """Whether any id is empty or only whitespace (``None`` is not: it is named by its offset), in C loops."""
+    present = ids if None not in ids else [key for key in ids if key is not None]
+    return "" in present or any(map(str.isspace, present))  # type: ignore[arg-type]
+
+
 def columns_from_structs(
     events: Sequence[WireEvent], payloads: Sequence[WirePayload], proofs: Sequence[Sequence[WireProof]]
 ) -> EventColumns:
@@ -295,7 +370,7 @@ def columns_from_structs(
     ids = [e.event_id for e in events]
     rejected: tuple[RejectedEvent, ...] = ()
     kept = None
-    if not all(key is None or key.strip() for key in ids):
+    if _any_blank(ids):
         rejected = tuple(
             RejectedEvent(i, "event_id", key_problem(key) or "is empty", f"offset {heads[i].offset}")
             for i, key in enumerate(ids)

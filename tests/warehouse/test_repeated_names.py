@@ -50,6 +50,20 @@ def test_the_last_value_reading_keeps_big_integers_and_reads_the_same_in_duckdb(
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "settled"),
+    [
+        ('{"a": 2, "a": 1e400, "b": -1E400}', '{"a":1e400,"b":-1E400}'),  # past float range: not Infinity
+        ('{"a": 1, "a": 1e-400, "z": -0, "w": -0.0}', '{"a":1e-400,"z":-0,"w":-0.0}'),  # not 0.0, not 0
+        ('{"a": 1, "a": 1.50, "n": 123456789012345678901234567890}', '{"a":1.50,"n":123456789012345678901234567890}'),
+    ],
+    ids=["past-float-range", "underflow-and-negative-zero", "digits-as-written"],
+)
+def test_the_last_value_reading_writes_every_number_as_it_was_sent(text: str, settled: str) -> None:
+    # issue 38: a number is never read through a float on its way to the stored text (1e400 was written Infinity)
+    assert last_value_text(text) == settled
+
+
 def _event(event_id: str, payload_text: str) -> dict:
     return {
         "event_id": event_id,

@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from ..event_wire import read_number
+
 #: An integer literal of 19 digits or more after ``:``, ``[`` or ``,`` (a long run of digits inside a string only
 #: sends the body to the exact parser, which is slower, never wrong).
 _LONG_INTEGER = re.compile(rb"[:\[,]\s*-?[0-9]{19,}")
@@ -29,19 +31,23 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def loads(content: bytes) -> Any:
+def loads(content: bytes, *, past_float_range: bool = False) -> Any:
     """Parse a JSON body (``None`` for an empty one); integers of any size stay exact. Raises ``ValueError`` (or
-    ``RecursionError`` for absurd nesting) when the body is not valid JSON."""
+    ``RecursionError`` for absurd nesting) when the body is not valid JSON. ``past_float_range``: a number past a
+    double's range (``1e400``, valid JSON that orjson refuses) is read as a :class:`~decimal.Decimal` holding its
+    digits (:func:`toolkit.event_wire.read_number`) instead of making the body unreadable."""
     if not content:
         return None
     try:
         value = orjson.loads(content)
     except orjson.JSONDecodeError as exc:
-        if "surrogate" not in str(exc):
-            raise
+        message = str(exc)
         # an escaped lone surrogate ("\ud800") is valid JSON but no Unicode: the standard library reads it and each
         # becomes U+FFFD, so one broken name does not make a whole page (the channel list, say) unreadable
-        return _without_surrogates(json.loads(content, parse_constant=_refuse_constant))
+        if "surrogate" not in message and not (past_float_range and "infinity" in message):
+            raise
+        parse_float = read_number if past_float_range else float
+        return _without_surrogates(json.loads(content, parse_constant=_refuse_constant, parse_float=parse_float))
     if not may_hold_long_integer(content) or _LONG_INTEGER.search(content) is None:
         return value
     # orjson accepted it, so it is valid UTF-8 JSON; NaN and Infinity, which the standard library accepts, are not

@@ -292,7 +292,7 @@ def parse_event_page(content: bytes) -> tuple[EventColumns, bool] | tuple[Any, T
     decoded = decode_event_page(content)
     if decoded is not None:
         return decoded
-    return exactjson.loads(content), raw_texts(content)
+    return exactjson.loads(content, past_float_range=True), raw_texts(content)
 
 
 class WireEventPaginator(EventCursorPaginator):

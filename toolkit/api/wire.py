@@ -15,6 +15,8 @@ which keeps everything. Invalid JSON also returns ``None``; the generic parse re
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
@@ -103,13 +105,15 @@ def raw_texts(body: bytes) -> tuple[list[bytes | None], list[bytes | None]] | No
     skips them. The proofs are ``headers.proofs`` (a top-level ``proofs`` where the headers hold none, as the
     generic parse reads them). ``None`` when the page has no event array. Used by the generic path so that an event
     is stored as the same texts whichever path converted its page."""
+    masked = _masked(body)
     try:
-        page = msgspec.json.decode(body, type=_RawEventList)
+        page = msgspec.json.decode(masked, type=_RawEventList)
     except (msgspec.DecodeError, RecursionError):
         return None
     items = page.events if not isinstance(page.events, UnsetType) else page.data
     if isinstance(items, UnsetType):
         return None
+    sent = _Sent(body, masked)
     payloads: list[bytes | None] = []
     proofs: list[bytes | None] = []
     for item in items:
@@ -125,9 +129,47 @@ def raw_texts(body: bytes) -> tuple[list[bytes | None], list[bytes | None]] | No
                 proof = msgspec.json.decode(event.headers, type=_RawHeaders).proofs
             except (msgspec.DecodeError, RecursionError):
                 proof = UNSET
-        payloads.append(_text(event.payload))
-        proofs.append(_text(event.proofs if isinstance(proof, UnsetType) else proof))
+        payloads.append(sent.text(event.payload))
+        proofs.append(sent.text(event.proofs if isinstance(proof, UnsetType) else proof))
     return payloads, proofs
+
+
+#: An escaped surrogate (``\ud800``): valid JSON, but msgspec refuses a lone one, even inside a text it keeps raw.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _masked(body: bytes) -> bytes:
+    """``body`` with every escaped surrogate replaced by an escaped space, which is as long: only the contents of
+    strings change, so every value keeps its place, and msgspec reads the copy (``body`` itself when it has none)."""
+    if b"\\u" not in body:
+        return body
+    return _SURROGATE_ESCAPE.sub(rb"\\u0020", body)
+
+
+class _Sent:
+    """Texts msgspec kept raw from the masked copy of a body (:func:`_masked`), cut from the body as sent at the
+    same place. msgspec's raw texts point into the buffer it read, so where one lies in the copy is known exactly."""
+
+    def __init__(self, body: bytes, masked: bytes) -> None:
+        self.body, self.masked = body, masked
+        self.base = _address(masked) if masked is not body else 0
+
+    def text(self, raw: Raw | UnsetType) -> bytes | None:
+        """The text of ``raw`` as sent (``None`` for none, ``null``, or one whose place cannot be told)."""
+        text = _text(raw)
+        if text is None or self.masked is self.body:
+            return text
+        start = _address(raw) - self.base  # type: ignore[arg-type]
+        if start < 0 or self.masked[start : start + len(text)] != text:  # not a view of the copy: no place to cut
+            return None
+        return self.body[start : start + len(text)]
+
+
+def _address(buffer: bytes | Raw) -> int:
+    """Where ``buffer``'s bytes start in memory."""
+    import numpy as np  # only for a page holding an escaped surrogate: not a cost of every import of the client
+
+    return int(np.frombuffer(buffer, np.uint8).__array_interface__["data"][0]) if len(buffer) else -1
 
 
 def raw_payloads(body: bytes) -> list[bytes | None] | None:

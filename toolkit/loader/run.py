@@ -72,7 +72,7 @@ from .fetchers.event_windows import EventWindows
 from .outcome import error_to_raise, loaded_outcome, recorded_outcome
 from .progress import Progress, interactive
 from .result import SyncResult
-from .tuning import DEFAULT_TUNING, Tuning
+from .tuning import DEFAULT_TUNING, Tuning, models_memory_limit, resident_mib
 from .unit_of_work import UnitOfWork, Write
 
 log = logging.getLogger("toolkit.loader")
@@ -410,7 +410,7 @@ def _build_models(wh: Warehouse, result: SyncResult, tuning: Tuning) -> None:
     sync tries again."""
     wh.reopen()  # the models get the whole limit, not what the load left in DuckDB's buffers (see reopen)
     loading_limit = wh.memory_limit_setting()
-    wh.configure(memory_limit=tuning.models_memory_limit)
+    wh.configure(memory_limit=models_memory_limit(tuning, resident_mib()))
     try:
         done = refresh_models(wh, threads=tuning.models_threads, between=lambda: check_stop() or wh.yield_to_readers())
         result.models = dataclasses.asdict(done)

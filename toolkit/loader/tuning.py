@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..warehouse.memory import parse_bytes
+
 
 @dataclass(frozen=True)
 class Tuning:
@@ -22,8 +24,16 @@ class Tuning:
     #: doubles it, up to :func:`toolkit.warehouse.memory.memory_ceiling`, and the load continues).
     sync_memory_limit: str = "96MB"
     #: DuckDB's memory limit while the model tables are built (their first build needs more than loading: at ten
-    #: million events 256 MB lets it run on two threads in 38 s, where 128 MB took one thread and 60 s).
+    #: million events 256 MB lets it run on two threads in 38 s, where 128 MB took one thread and 60 s), lowered to
+    #: what :attr:`peak_budget_mib` leaves (:func:`models_memory_limit`).
     models_memory_limit: str = "256MB"
+    #: The least the models are given (MiB), whatever the budget leaves (their build at 128 MB: see above).
+    models_memory_floor_mib: int = 122
+    #: The process's resident memory a sync keeps to (MiB): the models get what is left of it once the load is over (its
+    #: Python heap is still resident then, about 265 MB at 200,000 events), between the floor and
+    #: :attr:`models_memory_limit`. With the whole 256 MB a sync of 200,000 events peaked at 445–458 MB, with 128 MB
+    #: at 341–343 MB, its models taking 3.3–4.9 s instead of 2.5–3.1 s (benchmarks.cpu_bench). ``None``: no budget.
+    peak_budget_mib: int | None = 400
     #: DuckDB's threads for the models, built once fetching is over.
     models_threads: int = 2
     #: DuckDB's threads while loading: appends gain nothing from a second, which only takes CPU from the fetching.
@@ -46,6 +56,27 @@ class Tuning:
     #: keeps the pages it has used for the many short-lived batches a sync converts: with the system allocator, which
     #: hands them back, a 1M-event sync peaks about 30 MB lower (355 against 387 MB, four alternating runs), no slower.
     arrow_pool: Callable[[], pa.MemoryPool] = pa.system_memory_pool
+
+
+def resident_mib() -> float | None:
+    """The process's resident memory in MiB (``VmRSS``), or ``None`` where ``/proc`` does not tell it."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def models_memory_limit(tuning: Tuning, resident: float | None) -> str:
+    """DuckDB's memory limit for the models' build, given the process's ``resident`` MiB when it begins: what
+    :attr:`Tuning.peak_budget_mib` leaves, at least :attr:`Tuning.models_memory_floor_mib`, never more than
+    :attr:`Tuning.models_memory_limit` (that limit as set when the budget leaves as much, when the limit is below
+    the floor, or without a budget or a reading)."""
+    if tuning.peak_budget_mib is None or resident is None:
+        return tuning.models_memory_limit
+    most = parse_bytes(tuning.models_memory_limit) / 2**20
+    given = max(tuning.models_memory_floor_mib, tuning.peak_budget_mib - resident)
+    return tuning.models_memory_limit if given >= most else f"{int(given)}MiB"
 
 
 #: The tuning every sync uses unless given another.

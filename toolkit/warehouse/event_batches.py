@@ -51,12 +51,13 @@ def _text_array(blob: bytes, sizes: Sequence[int]) -> pa.Array:
     return pa.StringArray.from_buffers(len(sizes), offsets.buffers()[1], pa.py_buffer(blob))
 
 
-def _texts(values: Sequence[Any], *, checked: bool) -> pa.Array:
-    """JSON texts (bytes) as a string array; ``checked``: known valid UTF-8 and none missing, so not copied one by
-    one."""
+def _texts(values: Sequence[Any], *, checked: bool) -> tuple[pa.Array, bytes | None]:
+    """JSON texts (bytes) as a string array, and the texts joined when they were (``checked``: known valid UTF-8
+    and none missing, so not copied one by one)."""
     if checked:
-        return _text_array(b"".join(values), list(map(len, values)))
-    return pa.array([None if v is None else bytes(v) for v in values], _S)
+        joined = b"".join(values)
+        return _text_array(joined, list(map(len, values))), joined
+    return pa.array([None if v is None else bytes(v) for v in values], _S), None
 
 
 def _typed_column(col: Column, values: Sequence[Any]) -> pa.Array:
@@ -129,11 +130,12 @@ def columns_batch(
             else pa.nulls(0, _S)
         )
     proofs, payloads = pick(cols.proofs), pick(cols.payloads)
-    arrays["proofs"] = _texts(proofs, checked=cols.typed)
-    arrays["payload"] = _texts(payloads, checked=cols.typed)
+    arrays["proofs"], _ = _texts(proofs, checked=cols.typed)
+    arrays["payload"], joined = _texts(payloads, checked=cols.typed)
     arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
     columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
-    return settle_repeated_names(pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema), payloads), rejected
+    batch = pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema)
+    return settle_repeated_names(batch, payloads, joined), rejected
 
 
 def _named_by_offset(cols: EventColumns, channel_id: str | None, stream: bool) -> EventColumns:

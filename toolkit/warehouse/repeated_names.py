@@ -4,9 +4,9 @@ RFC 8259 says the names of an object SHOULD be unique and leaves the meaning of 
 differ: msgspec and orjson (the typed columns) keep the **last** value, DuckDB's ``->>`` and ``json_extract`` on the
 stored text read the **first**. The toolkit's rule is the last value, as msgspec, orjson, Python's ``json``, Go's
 ``encoding/json`` and ECMAScript's ``JSON.parse`` read it: a payload that repeats a name is stored as the compact
-JSON of that reading (so a view reading the payload and a typed column agree), and the text as sent is kept beside
-it in ``extra._sent_payload`` with the repeated names, by path, in ``extra._repeated_names``. The sync names the
-events in a problem (the run ends ``partial``).
+JSON of that reading, every number written with the digits it was sent with (so a view reading the payload and a
+typed column agree), and the text as sent is kept beside it in ``extra._sent_payload`` with the repeated names, by
+path, in ``extra._repeated_names``. The sync names the events in a problem (the run ends ``partial``).
 
 Finding them costs one generic parse and serialisation of each payload (orjson, in C; about 2 µs per 1 KB
 payload): a repeated name is the only way the structural ``:`` of the text as sent can outnumber those of the
@@ -28,6 +28,8 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..event_wire import JsonNumber, exact_json_text
 
 _S = pa.string()
 
@@ -63,12 +65,16 @@ def _walk(value: Any, path: str, found: list[str]) -> None:
 
 
 def last_value_text(text: bytes | str) -> str:
-    """``text`` as compact JSON of its last-value reading (a repeated name keeps the value it was given last)."""
-    value = json.loads(text)  # the standard library keeps the last value, and integers of any size exactly
+    """``text`` as compact JSON of its last-value reading (a repeated name keeps the value it was given last), every
+    number written with the digits it was sent with (``1e400``, ``-0`` and ``1.50`` stay as they are)."""
+    # the standard library keeps the last value; each number is kept as its text, never read through a float
+    value = json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber)
+    settled = exact_json_text(value)
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        settled.encode()
     except UnicodeEncodeError:  # an escaped lone surrogate: kept escaped
-        return json.dumps(value, separators=(",", ":"))
+        return exact_json_text(value, ensure_ascii=True)
+    return settled
 
 
 def _may_repeat(text: bytes) -> bool:
@@ -104,10 +110,12 @@ def _row_texts(column: pa.Array) -> list[bytes]:
     return [text[a - first : b - first] for a, b in itertools.pairwise(bounds)]
 
 
-def _none_may_repeat(column: pa.Array, texts: Sequence[Any]) -> bool:
-    """Whether no text of ``column`` (``texts``: the same texts, bytes-like or ``None``, row by row) can repeat a
-    name: :func:`_may_repeat` for a whole batch at once (its texts as sent counted in one piece)."""
-    sent_text = _text_bytes(column)  # one copy: Arrow's substring kernels took longer than the parse
+def _none_may_repeat(column: pa.Array, texts: Sequence[Any], joined: bytes | None = None) -> bool:
+    """Whether no text of ``column`` (``texts``: the same texts, bytes-like or ``None``, row by row; ``joined``: the
+    same texts one after the other, when the caller has them) can repeat a name: :func:`_may_repeat` for a whole
+    batch at once (its texts as sent counted in one piece)."""
+    # one copy at most: Arrow's substring kernels took longer than the parse
+    sent_text = _text_bytes(column) if joined is None else joined
     if b"\\u003" in sent_text:
         return False
     sent = sent_text.count(b":")
@@ -119,15 +127,18 @@ def _none_may_repeat(column: pa.Array, texts: Sequence[Any]) -> bool:
     return sent == again
 
 
-def settle_repeated_names(batch: pa.RecordBatch, texts: Sequence[Any] | None = None) -> pa.RecordBatch:
+def settle_repeated_names(
+    batch: pa.RecordBatch, texts: Sequence[Any] | None = None, joined: bytes | None = None
+) -> pa.RecordBatch:
     """``batch`` of the events table with every payload that repeats a name stored as its last-value reading, the
     text as sent and the names kept in ``extra`` (see the module's docstring); the batch itself when none does.
     ``texts``: the payloads the column was built from, row by row (bytes-like or ``None``), when the caller has
-    them, so that they are not taken out of the array again."""
+    them, so that they are not taken out of the array again; ``joined``: those texts one after the other (the
+    column's data), when the caller has it."""
     column = batch.column("payload")
     if not len(column) or column.null_count == len(column):
         return batch
-    if _none_may_repeat(column, _row_texts(column) if texts is None else texts):
+    if _none_may_repeat(column, _row_texts(column) if texts is None else texts, None if texts is None else joined):
         return batch
     may_repeat = _may_repeat  # the rare batch that may: each payload as the column holds it
     suspects = [i for i, text in enumerate(_row_texts(column)) if text and may_repeat(text)]
