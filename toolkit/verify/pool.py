@@ -1,0 +1,139 @@
+"""verify's pool of verifier processes, as its parent sees it: started fresh, fed shares, read back in order.
+
+Each worker is a new interpreter running :func:`toolkit.verify.worker.main` (``python -c``), which imports only what
+checking needs: about 25 MB a worker, where one forked from the verifier (DuckDB, Arrow and pandas loaded) held 80.
+It is not started through :mod:`multiprocessing`'s ``spawn`` or ``forkserver``: both run the parent's main script
+again in each worker, which a script calling :func:`~toolkit.verify.run.verify_warehouse` without an ``if __name__
+== "__main__"`` guard cannot survive (a fork never did that, and verify must not start asking for it).
+
+Messages are pickled and length-prefixed on the worker's stdin and stdout: the policy first, then shares of events
+(three plain lists of texts) one way and their verdicts (plain tuples) the other, in order. A thread per worker
+writes what is sent, so the parent never blocks on a full pipe while a worker waits for it to read. A worker dies
+with its parent: the kernel kills it on Linux (``PR_SET_PDEATHSIG``), and everywhere it ends when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .rules import Policy
+from .worker import Verdict
+
+_LENGTH = struct.Struct("<Q")
+#: Where the ``toolkit`` package lives, put first on the worker's path (it imports the same code as its parent).
+_ROOT = str(Path(__file__).resolve().parents[2])
+_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from toolkit.verify.worker import main; main()"
+
+
+class WorkerFailed(RuntimeError):
+    """A verifier process failed (its error is in the message) or ended before answering."""
+
+
+def write_message(stream: IO[bytes], message: Any) -> None:
+    """``message`` pickled, after its length, flushed."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> Any:
+    """The next message on ``stream``; ``EOFError`` when it has ended."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError("the stream ended")
+    (size,) = _LENGTH.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the stream ended inside a message")
+    return pickle.loads(data)  # from this process's own worker, on a pipe no one else holds
+
+
+class Pool:
+    """``processes`` verifiers holding ``policy``, started at once (they start while the warehouse opens)."""
+
+    def __init__(self, processes: int, policy: Policy) -> None:
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._outbox: list[queue.SimpleQueue[Any]] = []
+        self._senders: list[threading.Thread] = []
+        try:
+            for _ in range(processes):
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", _MAIN, _ROOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                )
+                self._procs.append(proc)
+                outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                sender = threading.Thread(target=_send_all, args=(proc, outbox), daemon=True)
+                sender.start()
+                self._outbox.append(outbox)
+                self._senders.append(sender)
+                outbox.put((policy, os.getpid()))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def size(self) -> int:
+        """How many workers."""
+        return len(self._procs)
+
+    def send(self, worker: int, share: tuple[Sequence[str], Sequence[str | None], Sequence[str | None]]) -> None:
+        """Give ``worker`` a share (types, payload texts, proofs texts); its verdicts come from :meth:`receive`."""
+        self._outbox[worker].put(share)
+
+    def receive(self, worker: int) -> list[Verdict]:
+        """The verdicts of the oldest share ``worker`` has not answered yet (waits for them)."""
+        proc = self._procs[worker]
+        assert proc.stdout is not None
+        try:
+            answer = read_message(proc.stdout)
+        except EOFError:
+            raise WorkerFailed(f"a verify worker (process {proc.pid}) ended before answering ({proc.wait()})") from None
+        if isinstance(answer, tuple) and answer[:1] == ("error",):
+            raise WorkerFailed(f"a verify worker failed: {answer[1]}")
+        return answer
+
+    def close(self) -> None:
+        """End every worker: its stdin closes (it ends on reading that), then it is waited for, killed if it lingers."""
+        for outbox in self._outbox:
+            outbox.put(None)
+        for sender in self._senders:
+            sender.join(timeout=5)
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _send_all(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[Any]) -> None:
+    """Write what is put in ``outbox`` to the worker's stdin, until None (then close it) or the worker ends."""
+    assert proc.stdin is not None
+    try:
+        while (message := outbox.get()) is not None:
+            write_message(proc.stdin, message)
+    except (BrokenPipeError, OSError, ValueError):  # the worker ended: its reader is told so
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            proc.stdin.close()
