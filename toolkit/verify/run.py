@@ -318,7 +318,7 @@ def _verified(
             if batch is None:
                 return
             with clock("verify in this process"):
-                results = verify_rows(zip(*_columns(batch), strict=True), policy)
+                results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
             yield batch, results
         return
     in_flight: list[tuple[pa.RecordBatch, int]] = []  # each batch and how many workers have a share of it
