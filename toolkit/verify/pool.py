@@ -6,8 +6,10 @@ It is not started through :mod:`multiprocessing`'s ``spawn`` or ``forkserver``: 
 again in each worker, which a script calling :func:`~toolkit.verify.run.verify_warehouse` without an ``if __name__
 == "__main__"`` guard cannot survive (a fork never did that, and verify must not start asking for it).
 
-Messages are pickled and length-prefixed on the worker's stdin and stdout: the policy first, then shares of events
-(three plain lists of texts) one way and their verdicts (plain tuples) the other, in order. A thread per worker
+Messages are pickled and length-prefixed on the worker's stdin and stdout, each followed by the raw buffers it
+points into: the policy first, then shares of events one way (the types as a list, the payload and proofs texts as
+their Arrow buffers, written straight from Arrow's memory: no Python text is made for them in the parent) and their
+verdicts (plain tuples) the other, in order. A thread per worker
 writes what is sent, so the parent never blocks on a full pipe while a worker waits for it to read. A worker dies
 with its parent: the kernel kills it on Linux (``PR_SET_PDEATHSIG``), and everywhere it ends when its stdin closes.
 """
@@ -26,6 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+try:
+    from collections.abc import Buffer  # Python 3.12
+except ImportError:  # Python 3.11
+    from typing import Any as Buffer
+
 from .rules import Policy
 from .worker import Verdict
 
@@ -39,24 +46,37 @@ class WorkerFailed(RuntimeError):
     """A verifier process failed (its error is in the message) or ended before answering."""
 
 
-def write_message(stream: IO[bytes], message: Any) -> None:
-    """``message`` pickled, after its length, flushed."""
+def write_message(stream: IO[bytes], message: Any, buffers: Sequence[Buffer] = ()) -> None:
+    """``message`` pickled, then ``buffers`` as they are (no copy is made of them here), each after its length;
+    flushed."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_LENGTH.pack(len(data)))
     stream.write(data)
+    stream.write(_LENGTH.pack(len(buffers)))
+    for buffer in buffers:
+        view = memoryview(buffer)
+        stream.write(_LENGTH.pack(view.nbytes))
+        stream.write(view)
     stream.flush()
 
 
-def read_message(stream: IO[bytes]) -> Any:
-    """The next message on ``stream``; ``EOFError`` when it has ended."""
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        raise EOFError("the stream ended")
-    (size,) = _LENGTH.unpack(head)
+def read_message(stream: IO[bytes]) -> tuple[Any, list[bytes]]:
+    """The next message on ``stream`` and the buffers sent with it; ``EOFError`` when the stream has ended."""
+    message = pickle.loads(_read_exactly(stream, _read_length(stream)))  # from this process's own pipe
+    count = _read_length(stream)
+    return message, [_read_exactly(stream, _read_length(stream)) for _ in range(count)]
+
+
+def _read_length(stream: IO[bytes]) -> int:
+    (size,) = _LENGTH.unpack(_read_exactly(stream, _LENGTH.size))
+    return int(size)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     data = stream.read(size)
     if len(data) < size:
-        raise EOFError("the stream ended inside a message")
-    return pickle.loads(data)  # from this process's own worker, on a pipe no one else holds
+        raise EOFError("the stream ended")
+    return data
 
 
 class Pool:
@@ -77,7 +97,7 @@ class Pool:
                 sender.start()
                 self._outbox.append(outbox)
                 self._senders.append(sender)
-                outbox.put((policy, os.getpid()))
+                outbox.put(((policy, os.getpid()), ()))
         except BaseException:
             self.close()
             raise
@@ -87,16 +107,17 @@ class Pool:
         """How many workers."""
         return len(self._procs)
 
-    def send(self, worker: int, share: tuple[Sequence[str], Sequence[str | None], Sequence[str | None]]) -> None:
-        """Give ``worker`` a share (types, payload texts, proofs texts); its verdicts come from :meth:`receive`."""
-        self._outbox[worker].put(share)
+    def send(self, worker: int, share: Any, buffers: Sequence[Buffer] = ()) -> None:
+        """Give ``worker`` a share (:data:`toolkit.verify.worker.Share`) and the buffers it points into (written as
+        they are: they must not change until the worker answers); its verdicts come from :meth:`receive`."""
+        self._outbox[worker].put((share, buffers))
 
     def receive(self, worker: int) -> list[Verdict]:
         """The verdicts of the oldest share ``worker`` has not answered yet (waits for them)."""
         proc = self._procs[worker]
         assert proc.stdout is not None
         try:
-            answer = read_message(proc.stdout)
+            answer, _ = read_message(proc.stdout)
         except EOFError:
             raise WorkerFailed(f"a verify worker (process {proc.pid}) ended before answering ({proc.wait()})") from None
         if isinstance(answer, tuple) and answer[:1] == ("error",):
@@ -131,7 +152,7 @@ def _send_all(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[Any]) -> 
     assert proc.stdin is not None
     try:
         while (message := outbox.get()) is not None:
-            write_message(proc.stdin, message)
+            write_message(proc.stdin, *message)
     except (BrokenPipeError, OSError, ValueError):  # the worker ended: its reader is told so
         pass
     finally:

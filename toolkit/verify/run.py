@@ -41,7 +41,7 @@ from ..warehouse.store import holds_sync_lock
 from .pool import Pool
 from .rules import Policy, Result
 from .signers import fingerprint
-from .worker import from_tuple, verify_rows
+from .worker import Share, from_tuple, verify_rows
 
 __all__ = ["TABLE", "VerifyResult", "requires_proof_sql", "verify_rows", "verify_warehouse"]
 
@@ -330,7 +330,7 @@ def _verified(
             step = -(-batch.num_rows // processes)  # one share of the batch per process
             starts = range(0, batch.num_rows, step)
             for worker, start in enumerate(starts):
-                pool.send(worker, _columns(batch.slice(start, step)))
+                pool.send(worker, *_share(batch.slice(start, step)))
         in_flight.append((batch, len(starts)))
         if len(in_flight) > 2:
             done, shares = in_flight.pop(0)
@@ -341,6 +341,30 @@ def _verified(
         with clock("wait for the pool"):
             results = _results(pool, shares)
         yield done, results
+
+
+def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
+    """A share of a batch as it travels to a worker (:data:`toolkit.verify.worker.Share`): the types as a list, the
+    payload and proofs texts as views of their Arrow buffers (no Python text is made here for each event)."""
+    payload_nulls, payload = _text_buffers(batch.column("payload"))
+    proofs_nulls, proofs = _text_buffers(batch.column("proofs"))
+    return (batch.column("type").to_pylist(), payload_nulls, proofs_nulls), [*payload, *proofs]
+
+
+def _text_buffers(column: pa.Array) -> tuple[list[int], list[memoryview]]:
+    """A string column's NULL rows, and views of its offsets (int32, this machine's order) and of the bytes they
+    point into, from the first offset to the last."""
+    if column.type != pa.string():
+        column = column.cast(pa.string())
+    n, first = len(column), column.offset
+    _, offsets, data = column.buffers()
+    bounds = memoryview(offsets).cast("B")[4 * first : 4 * (first + n + 1)] if offsets is not None else memoryview(b"")
+    texts = memoryview(data).cast("B") if data is not None else memoryview(b"")
+    if bounds.nbytes:
+        ints = bounds.cast("i")
+        texts = texts[ints[0] : ints[n]]
+    nulls = [i for i, v in enumerate(column.is_null().to_pylist()) if v] if column.null_count else []
+    return nulls, [bounds, texts]
 
 
 def _columns(batch: pa.RecordBatch) -> tuple[list[str], list[str | None], list[str | None]]:
@@ -358,19 +382,16 @@ def _results(pool: Pool, shares: int) -> list[Result]:
 
 
 def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: Policy) -> None:
-    signers, minimum, owner = _policy_params(policy)
-    n = len(results)
+    """A batch's verdicts written in a transaction of their own: one Arrow table of what differs by event, what is
+    the same for the batch (the policy, the time) bound as parameters."""
+    pool = pa.system_memory_pool()  # freed at once: Arrow's default pool keeps what a batch used (~14 MB in all)
     table = pa.table(
         {
             "event_id": batch.column("event_id"),
-            "verdict": pa.array([str(r.verdict) for r in results], pa.string()),
-            "reason": pa.array([r.reason for r in results], pa.string()),
-            "valid_signers": pa.array([r.valid_signers for r in results], pa.int32()),
-            "event_hash_matches": pa.array([r.event_hash_matches for r in results], pa.bool_()),
-            "checked_at": pa.array([datetime.now(UTC)] * n, pa.timestamp("us", tz="UTC")),
-            "signers": pa.array([signers] * n, pa.string()),
-            "min_signatures": pa.array([minimum] * n, pa.int32()),
-            "workflow_owner": pa.array([owner] * n, pa.string()),
+            "verdict": pa.array([str(r.verdict) for r in results], pa.string(), memory_pool=pool),
+            "reason": pa.array([r.reason for r in results], pa.string(), memory_pool=pool),
+            "valid_signers": pa.array([r.valid_signers for r in results], pa.int32(), memory_pool=pool),
+            "event_hash_matches": pa.array([r.event_hash_matches for r in results], pa.bool_(), memory_pool=pool),
             "event_write_seq": batch.column("write_seq"),
         }
     )
@@ -380,7 +401,11 @@ def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: 
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(f"DELETE FROM {TABLE} WHERE event_id IN (SELECT event_id FROM _incoming_verifications)")
-            con.execute(f"INSERT INTO {TABLE} BY NAME SELECT * FROM _incoming_verifications")
+            con.execute(
+                f"INSERT INTO {TABLE} BY NAME SELECT *, CAST(? AS TIMESTAMPTZ) AS checked_at, ? AS signers, "
+                "CAST(? AS INTEGER) AS min_signatures, ? AS workflow_owner FROM _incoming_verifications",
+                [datetime.now(UTC), *_policy_params(policy)],
+            )
         except BaseException:
             con.execute("ROLLBACK")
             raise

@@ -1,9 +1,9 @@
 """A verifier process of ``chainops verify``'s pool (:mod:`toolkit.verify.pool`), and the check of a share of events.
 
 It imports only what checking needs (the rules, the texts' readers, the cryptography: no DuckDB, Arrow or pandas),
-so a worker holds about 25 MB where one forked from the verifier held its 80. A share travels as three plain lists
-(the events' types, payload texts, proofs texts) and its verdicts come back as plain tuples: both pickle as little
-more than a copy of their bytes.
+so a worker holds about 25 MB where one forked from the verifier held its 80. A share travels as the events' types and
+the raw Arrow buffers of their payload and proofs texts (:data:`Share`), read here as UTF-8 bytes, and its verdicts
+come back as plain tuples.
 
 A worker dies with the process that started it, however that ends (:func:`die_with_parent`).
 """
@@ -27,6 +27,13 @@ from .texts import Unreadable, read_payload, read_proofs
 
 #: One event's verdict as it travels back from a worker: (verdict, reason, valid signers, event hash matches).
 Verdict = tuple[str, str | None, int, bool | None]
+#: A column of texts as a worker reads it: an Arrow string column's offsets (int32, this machine's order), the bytes
+#: they point into (from the first offset on), and the rows that are NULL.
+Texts = tuple[bytes, bytes, list[int]]
+#: A share of a batch as it travels: the events' types and the rows where the payload and the proofs are NULL; the
+#: two columns' offsets and bytes travel beside it, as buffers (payload offsets, payload bytes, proofs offsets,
+#: proofs bytes).
+Share = tuple[list[str], list[int], list[int]]
 
 #: Linux's prctl option that has the kernel signal a process when its parent ends (<linux/prctl.h>).
 _PR_SET_PDEATHSIG = 1
@@ -39,14 +46,16 @@ def main() -> None:
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but the protocol is written to stdout
-    policy, parent = read_message(stdin)
+    (policy, parent), _ = read_message(stdin)
     die_with_parent(parent)
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     threading.Thread(target=_read_all, args=(stdin, inbox, read_message), daemon=True).start()
     while True:
         share = inbox.get()
         try:
-            answer: Any = [as_tuple(r) for r in verify_rows(zip(*share, strict=True), policy)]
+            (types, payload_nulls, proofs_nulls), (po, pd, qo, qd) = share
+            rows = zip(types, texts((po, pd, payload_nulls)), texts((qo, qd, proofs_nulls)), strict=True)
+            answer: Any = [as_tuple(r) for r in verify_rows(rows, policy)]
         except Exception:  # the parent says which worker failed and how
             answer = ("error", traceback.format_exc())
         write_message(stdout, answer)
@@ -76,6 +85,19 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def texts(column: Texts) -> list[bytes | None]:
+    """Each text of a column as sent (:data:`Texts`), as UTF-8 bytes (the JSON readers take them as they are)."""
+    offsets, data, nulls = column
+    if not offsets:
+        return []
+    bounds = memoryview(offsets).cast("i")
+    base = bounds[0]
+    out: list[bytes | None] = [data[bounds[i] - base : bounds[i + 1] - base] for i in range(len(bounds) - 1)]
+    for i in nulls:
+        out[i] = None
+    return out
+
+
 def as_tuple(result: Result) -> Verdict:
     """A verdict as it travels between processes."""
     return (str(result.verdict), result.reason, result.valid_signers, result.event_hash_matches)
@@ -87,7 +109,7 @@ def from_tuple(verdict: Verdict) -> Result:
     return Result(spec.Verdict(value), reason, valid, matches)
 
 
-def verify_rows(rows: Iterable[tuple[str, str | None, str | None]], policy: Policy) -> list[Result]:
+def verify_rows(rows: Iterable[tuple[str, str | bytes | None, str | bytes | None]], policy: Policy) -> list[Result]:
     """Verify events given as (type, payload JSON text, proofs JSON text); a text that is not JSON is invalid, a
     field the rules do not read never decides the verdict (:mod:`toolkit.verify.texts`)."""
     out = []
