@@ -20,6 +20,7 @@ import contextlib
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
@@ -111,6 +112,12 @@ class Pool:
         """Give ``worker`` a share (:data:`toolkit.verify.worker.Share`) and the buffers it points into (written as
         they are: they must not change until the worker answers); its verdicts come from :meth:`receive`."""
         self._outbox[worker].put((share, buffers))
+
+    def answered(self, workers: int) -> bool:
+        """Whether the first ``workers`` workers have each an answer waiting (without waiting for one)."""
+        streams = [proc.stdout for proc in self._procs[:workers] if proc.stdout is not None]
+        ready, _, _ = select.select(streams, [], [], 0)
+        return len(ready) == len(streams)
 
     def receive(self, worker: int) -> list[Verdict]:
         """The verdicts of the oldest share ``worker`` has not answered yet (waits for them)."""

@@ -172,7 +172,7 @@ def _verify_opened(
         pool = None
         if wanted > 1:
             with clock("start the pool"):
-                pool = stack.enter_context(Pool(wanted, policy))
+                pool = stack.enter_context(Pool(wanted - 1, policy))  # this process is the other
         if isinstance(warehouse, Warehouse):
             return _verify(warehouse, policy, all_events, pool, wanted, batch_rows, clock)
         if not Path(warehouse).exists():  # verifying never makes a warehouse
@@ -308,9 +308,11 @@ def _verified(
     stop: Callable[[], bool] = lambda: False,
     clock: _Clock | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
-    """Each batch with its verdicts, in order; with a pool, each batch split across the processes and up to three
-    batches in flight (the parent reads and writes while the pool verifies). Once ``stop()`` says so (checked before
-    each batch is read), no further batch is read and those in flight are finished."""
+    """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
+    share of each batch itself while the workers verify the rest, then stores the batch before while they finish
+    (two batches in flight at most). Its share adapts to who finishes first (it also reads and writes). Once
+    ``stop()`` says so (checked before each batch is read), no further batch is read and those in flight are
+    finished."""
     clock = clock or _Clock()
     if pool is None:
         while not stop():
@@ -321,26 +323,35 @@ def _verified(
                 results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
             yield batch, results
         return
-    in_flight: list[tuple[pa.RecordBatch, int]] = []  # each batch and how many workers have a share of it
+    own_share = 0.8 / processes  # of each batch, verified here (it also reads and writes); the rest: the workers
+    pending: tuple[pa.RecordBatch, list[Result]] | None = None
     while not stop():
         batch = next(batches, None)
         if batch is None:
             break
+        n = batch.num_rows
+        own = min(n, max(1, round(n * own_share)))
         with clock("hand to the pool"):
-            step = -(-batch.num_rows // processes)  # one share of the batch per process
-            starts = range(0, batch.num_rows, step)
+            step = max(1, -(-(n - own) // pool.size))
+            starts = range(own, n, step)
             for worker, start in enumerate(starts):
                 pool.send(worker, *_share(batch.slice(start, step)))
-        in_flight.append((batch, len(starts)))
-        if len(in_flight) > 2:
-            done, shares = in_flight.pop(0)
-            with clock("wait for the pool"):
-                results = _results(pool, shares)
-            yield done, results
-    for done, shares in in_flight:
+        with clock("verify in this process"):
+            mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
+        if pending is not None:
+            yield pending  # stored while the workers finish this batch
         with clock("wait for the pool"):
-            results = _results(pool, shares)
-        yield done, results
+            idle = pool.answered(len(starts))  # the workers were done first: they get more next time
+            waited = time.perf_counter()
+            theirs = _results(pool, len(starts))
+            waited = time.perf_counter() - waited
+        if idle:
+            own_share = max(0.05, own_share - 0.02)
+        elif waited > 0.002:  # this process was done first: it takes more of the next batch
+            own_share = min(1 / processes, own_share + 0.02)
+        pending = (batch, mine + theirs)
+    if pending is not None:
+        yield pending
 
 
 def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
