@@ -1,10 +1,11 @@
 """verify's pool of verifier processes, as its parent sees it: started fresh, fed shares, read back in order.
 
 Each worker is a new interpreter running :func:`toolkit.verify.worker.main` (``python -c``), which imports only what
-checking needs: about 25 MB a worker, where one forked from the verifier (DuckDB, Arrow and pandas loaded) held 80.
-It is not started through :mod:`multiprocessing`'s ``spawn`` or ``forkserver``: both run the parent's main script
-again in each worker, which a script calling :func:`~toolkit.verify.run.verify_warehouse` without an ``if __name__
-== "__main__"`` guard cannot survive (a fork never did that, and verify must not start asking for it).
+checking needs: about 25 MB a worker at start (35 at work), where one forked from the verifier (DuckDB, Arrow and
+pandas loaded) held 80. It is not started through :mod:`multiprocessing`'s ``spawn`` or ``forkserver``: both run the
+parent's main script again in each worker, which a script calling :func:`~toolkit.verify.run.verify_warehouse`
+without an ``if __name__ == "__main__"`` guard cannot survive (a fork never did that, and verify must not start
+asking for it).
 
 Messages are pickled and length-prefixed on the worker's stdin and stdout, each followed by the raw buffers it
 points into: the policy first, then shares of events one way (the types as a list, the payload and proofs texts as

@@ -2,12 +2,12 @@
 
 One streaming query reads the events still to verify (never verified, verified against another signer set, minimum
 or owner, or re-synced since) in Arrow batches straight from DuckDB, only the columns verification needs, so memory
-stays flat in the number of events; a pool of small processes (:mod:`toolkit.verify.pool`, started fresh while the
-warehouse opens) verifies each batch, split in one share per process, each share three plain lists of texts
-(public-key recovery is the cost, tens of µs a signature, and it holds the GIL); each batch's verdicts are written to
-``event_verifications`` in a transaction of their own, from one Arrow table, as the next batches are verified. With
-one process, or few events, the batches are verified in this process. A run stopped part-way keeps what it wrote
-and the next run goes on from there.
+stays flat in the number of events. With more than one process, this one verifies a share of each batch and a pool
+of small processes (:mod:`toolkit.verify.pool`, started fresh while the warehouse opens) the rest, each share sent
+as the Arrow buffers of its texts (public-key recovery is the cost, tens of µs a signature, and it holds the GIL);
+with one process, or few events, this process verifies them all. Each batch's verdicts are written to
+``event_verifications`` in a transaction of their own as the next batch is verified. A run stopped part-way keeps
+what it wrote and the next run goes on from there.
 
 Readers are let in between batches, as a sync lets them in (:meth:`Warehouse.yield_to_readers`): when a reader in
 another process waits for the file, the batches in flight are finished and committed, the stream is closed, the

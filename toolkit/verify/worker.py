@@ -1,9 +1,9 @@
 """A verifier process of ``chainops verify``'s pool (:mod:`toolkit.verify.pool`), and the check of a share of events.
 
 It imports only what checking needs (the rules, the texts' readers, the cryptography: no DuckDB, Arrow or pandas),
-so a worker holds about 25 MB where one forked from the verifier held its 80. A share travels as the events' types and
-the raw Arrow buffers of their payload and proofs texts (:data:`Share`), read here as UTF-8 bytes, and its verdicts
-come back as plain tuples.
+so a worker holds about 25 MB at start (35 at work) where one forked from the verifier held 80. A share travels as
+the events' types and the raw Arrow buffers of their payload and proofs texts (:data:`Share`), read here as UTF-8
+bytes, and its verdicts come back as plain tuples.
 
 A worker dies with the process that started it, however that ends (:func:`die_with_parent`).
 """
