@@ -117,7 +117,10 @@ class Pool:
     def answered(self, workers: int) -> bool:
         """Whether the first ``workers`` workers have each an answer waiting (without waiting for one)."""
         streams = [proc.stdout for proc in self._procs[:workers] if proc.stdout is not None]
-        ready, _, _ = select.select(streams, [], [], 0)
+        try:
+            ready, _, _ = select.select(streams, [], [], 0)
+        except (OSError, ValueError):  # where pipes cannot be polled (Windows): taken as not yet
+            return False
         return len(ready) == len(streams)
 
     def receive(self, worker: int) -> list[Verdict]:
