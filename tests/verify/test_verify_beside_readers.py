@@ -164,8 +164,9 @@ def test_a_reader_kept_waiting_is_told_who_holds_the_file(warehouse, tmp_path) -
 
 @pytest.mark.kill
 def test_sigkill_of_verify_takes_its_workers_with_it(warehouse) -> None:
-    """verify as a process, stopped inside its first commit with its pool of two workers started, is killed with
-    SIGKILL: its workers end too. Before: they lived on for good, reparented to init."""
+    """verify as a process, stopped inside its first commit with its pool of two workers started (three processes:
+    it verifies a share itself), is killed with SIGKILL: its workers end too. Before: they lived on for good,
+    reparented to init."""
     script = textwrap.dedent(
         f"""
         import time
@@ -177,7 +178,7 @@ def test_sigkill_of_verify_takes_its_workers_with_it(warehouse) -> None:
             time.sleep(3600)
 
         verify_run._store = stuck
-        verify_run.verify_warehouse({str(warehouse)!r}, resolve_policy(org_id="x", env={{}}), workers=2)
+        verify_run.verify_warehouse({str(warehouse)!r}, resolve_policy(org_id="x", env={{}}), workers=3)
         """
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

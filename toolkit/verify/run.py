@@ -1,15 +1,18 @@
 """The warehouse's proof-bearing events verified in bulk, on every core, with the verdicts stored.
 
 One streaming query reads the events still to verify (never verified, verified against another signer set, minimum
-or owner, or re-synced since) in batches straight from DuckDB, so memory stays flat in the number of events; a pool
-of processes verifies each batch (public-key recovery is the cost, tens of µs a signature, and it holds the GIL);
-each batch's verdicts are written to ``event_verifications`` in a transaction of their own, on a second connection,
-as the next batches are verified. A run stopped part-way keeps what it wrote and the next run goes on from there.
+or owner, or re-synced since) in Arrow batches straight from DuckDB, only the columns verification needs, so memory
+stays flat in the number of events. With more than one process, this one verifies a share of each batch and a pool
+of small processes (:mod:`toolkit.verify.pool`, started fresh while the warehouse opens) the rest, each share sent
+as the Arrow buffers of its texts (public-key recovery is the cost, tens of µs a signature, and it holds the GIL);
+with one process, or few events, this process verifies them all. Each batch's verdicts are written to
+``event_verifications`` in a transaction of their own as the next batch is verified. A run stopped part-way keeps
+what it wrote and the next run goes on from there.
 
 Readers are let in between batches, as a sync lets them in (:meth:`Warehouse.yield_to_readers`): when a reader in
 another process waits for the file, the batches in flight are finished and committed, the stream is closed, the
 reader gets in, and a new stream reads what is still to verify (what this run committed is no longer pending). The
-worker processes die with the process that started them, however it ends (:func:`_init_worker`).
+worker processes die with the process that started them, however it ends (:mod:`toolkit.verify.pool`).
 
 Events that owe no proof (:mod:`toolkit.warehouse.proofs_owed`) are never read. A proof-bearing event whose
 row was synced before proofs were kept (``proof_count > 0`` and ``proofs`` NULL) cannot be verified: it is counted
@@ -19,16 +22,10 @@ as ``not_kept`` and left for ``chainops sync --full`` to re-read.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
-import multiprocessing
-import multiprocessing.connection
 import os
-import signal
-import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,9 +39,12 @@ from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
-from .rules import Policy, Result, verify_event
+from .pool import Pool
+from .rules import Policy, Result
 from .signers import fingerprint
-from .texts import Unreadable, read_payload, read_proofs
+from .worker import Share, from_tuple, verify_rows
+
+__all__ = ["TABLE", "VerifyResult", "requires_proof_sql", "verify_rows", "verify_warehouse"]
 
 log = logging.getLogger("toolkit.verify")
 
@@ -69,6 +69,9 @@ class VerifyResult:
     hash_mismatches: int = 0
     workers: int = 1
     invalid_examples: list[tuple[str, str]] = field(default_factory=list)
+    #: where this process's time went, by phase: (wall seconds, CPU seconds of the process, DuckDB's threads and the
+    #: pool's feeding threads included); the workers' own time is not in it (benchmarks/verify_bench.py)
+    phases: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def invalid(self) -> int:
@@ -99,48 +102,75 @@ def verify_warehouse(
     """Verify the proof-bearing events not verified yet against ``policy`` (``all_events``: every one) and store
     the verdicts in ``event_verifications``; returns the counts. ``workers`` processes (default: every core).
 
-    Given a path, the worker processes are forked before DuckDB opens the file (a fork never copies DuckDB's
-    threads mid-work); given an open :class:`Warehouse`, they are spawned (safe, slower to start)."""
+    The worker processes are started fresh (interpreters importing only :mod:`toolkit.verify.worker`) before the
+    warehouse opens, so they start while it does."""
     wanted = workers if workers is not None else (os.cpu_count() or 1)
     path = warehouse.path if isinstance(warehouse, Warehouse) else warehouse
+    clock = _Clock()
     try:
-        return _verify_opened(warehouse, policy, all_events, wanted, batch_rows)
+        with clock("close"):  # what is left when the ExitStack ends: the pool's end, the warehouse's checkpoint
+            out = _verify_opened(warehouse, policy, all_events, wanted, batch_rows, clock)
     except WRITE_FAILURES as exc:  # a full disk, as sync says it: what happened, what is kept, what to do
         raise write_failure(path, exc, command="`chainops verify`") from None
+    out.phases = clock.phases()
+    return out
+
+
+class _Clock:
+    """Wall and CPU seconds by phase, counted at the batch's grain (a few clock reads a batch)."""
+
+    def __init__(self) -> None:
+        self._spent: dict[str, list[float]] = {}
+        self._open: list[str] = []
+
+    @contextlib.contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        self._open.append(phase)
+        try:
+            yield
+        finally:
+            self._open.pop()
+            spent = (time.perf_counter() - wall, time.process_time() - cpu)
+            self._add(phase, spent, 1)
+            if self._open:  # an enclosing phase does not count what its inner phases did
+                self._add(self._open[-1], spent, -1)
+
+    def _add(self, phase: str, spent: tuple[float, float], sign: int) -> None:
+        mine = self._spent.setdefault(phase, [0.0, 0.0])
+        mine[0] += sign * spent[0]
+        mine[1] += sign * spent[1]
+
+    def phases(self) -> dict[str, tuple[float, float]]:
+        """Each phase's (wall, CPU) seconds."""
+        return {k: (max(w, 0.0), max(c, 0.0)) for k, (w, c) in self._spent.items()}
 
 
 def _verify_opened(
-    warehouse: str | os.PathLike[str] | Warehouse, policy: Policy, all_events: bool, wanted: int, batch_rows: int
+    warehouse: str | os.PathLike[str] | Warehouse,
+    policy: Policy,
+    all_events: bool,
+    wanted: int,
+    batch_rows: int,
+    clock: _Clock,
 ) -> VerifyResult:
     with contextlib.ExitStack() as stack:
         pool = None
         if wanted > 1:
-            fork = not isinstance(warehouse, Warehouse) and "fork" in multiprocessing.get_all_start_methods()
-            pool = stack.enter_context(_pool(wanted, policy, "fork" if fork else "spawn"))
+            with clock("start the pool"):
+                pool = stack.enter_context(Pool(wanted - 1, policy))  # this process is the other
         if isinstance(warehouse, Warehouse):
-            return _verify(warehouse, policy, all_events, pool, wanted, batch_rows)
+            return _verify(warehouse, policy, all_events, pool, wanted, batch_rows, clock)
         if not Path(warehouse).exists():  # verifying never makes a warehouse
             raise WarehouseError(
                 f"No warehouse at {warehouse}. Run `chainops sync` (or `chainops demo`) first, "
                 "or point CHAINOPS_WAREHOUSE / --warehouse at an existing file."
             )
-        if not holds_sync_lock(warehouse):  # held under this name, a reader kept waiting is told who holds it
-            stack.enter_context(sync_lock(warehouse, holder=HOLDER))
-        wh = stack.enter_context(Warehouse(Path(warehouse)))
-        return _verify(wh, policy, all_events, pool, wanted, batch_rows)
-
-
-@contextlib.contextmanager
-def _pool(processes: int, policy: Policy, method: str) -> Iterator[ProcessPoolExecutor]:
-    """A pool of ``processes`` verifiers holding ``policy``, started at once."""
-    context = multiprocessing.get_context(method)
-    pool = ProcessPoolExecutor(processes, mp_context=context, initializer=_init_worker, initargs=(policy, os.getpid()))
-    try:
-        for f in [pool.submit(_verify_part, []) for _ in range(processes)]:
-            f.result()
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        with clock("open the warehouse"):
+            if not holds_sync_lock(warehouse):  # held under this name, a reader kept waiting is told who holds it
+                stack.enter_context(sync_lock(warehouse, holder=HOLDER))
+            wh = stack.enter_context(Warehouse(Path(warehouse)))
+        return _verify(wh, policy, all_events, pool, wanted, batch_rows, clock)
 
 
 def _policy_params(policy: Policy) -> list[Any]:
@@ -168,38 +198,43 @@ def _verify(
     wh: Warehouse,
     policy: Policy,
     all_events: bool,
-    pool: ProcessPoolExecutor | None,
+    pool: Pool | None,
     wanted: int,
     batch_rows: int,
+    clock: _Clock,
 ) -> VerifyResult:
     params: list[Any] = [datetime.now(UTC)] if all_events else _policy_params(policy)
     pending_sql = _pending_sql(all_events)
-    ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
+    with clock("count what to verify"):
+        ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
     processes = wanted if pool is not None and todo >= POOL_THRESHOLD else 1
     out = VerifyResult(workers=processes)
     while True:  # one stream of what is still to verify, until it ends; a waiting reader closes it early
         stopped = _Stopped(wh.readers_waiting)
         _verify_stream(
-            wh, policy, pool if processes > 1 else None, processes, batch_rows, pending_sql, params, out, stopped
+            wh, policy, pool if processes > 1 else None, processes, batch_rows, pending_sql, params, out, stopped, clock
         )
         if not stopped.asked:
             break
-        if wh.yield_to_readers():  # between transactions, nothing streaming: a waiting reader gets in
-            log.info("stepped aside for a reader of the warehouse, then reopened it")
-    _standing(wh, policy, out)
+        with clock("let readers in"):
+            if wh.yield_to_readers():  # between transactions, nothing streaming: a waiting reader gets in
+                log.info("stepped aside for a reader of the warehouse, then reopened it")
+    with clock("standing"):
+        _standing(wh, policy, out)
     return out
 
 
 def _verify_stream(
     wh: Warehouse,
     policy: Policy,
-    pool: ProcessPoolExecutor | None,
+    pool: Pool | None,
     processes: int,
     batch_rows: int,
     pending_sql: str,
     params: list[Any],
     out: VerifyResult,
     stop: Callable[[], bool],
+    clock: _Clock,
 ) -> None:
     """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so. The
     stream (its cursor, its result, its Arrow reader) is gone when this returns, so the connection may be closed."""
@@ -210,10 +245,11 @@ def _verify_stream(
         result = reader.sql(f"SELECT e.event_id, e.type, e.payload, e.proofs, e.write_seq {pending_sql}", params=params)
         stream = _record_batches(result, batch_rows)
         try:
-            batches = (b for b in stream if b.num_rows)
-            for batch, results in _verified(batches, policy, pool, processes, stop):
-                _store(wh, batch, results, policy)
-                _tally(out, batch, results)
+            batches = _read(stream, clock)
+            for batch, results in _verified(batches, policy, pool, processes, stop, clock):
+                with clock("write verdicts"):
+                    _store(wh, batch, results, policy)
+                    _tally(out, batch, results)
         finally:
             stream.close()
     finally:
@@ -238,116 +274,121 @@ def _record_batches(result: Any, rows: int) -> pa.RecordBatchReader:
     return method(rows)
 
 
+def _read(stream: pa.RecordBatchReader, clock: _Clock) -> Iterator[pa.RecordBatch]:
+    """The stream's batches that hold rows, each read in the phase that counts reading."""
+    while True:
+        with clock("read events"):
+            try:
+                batch = stream.read_next_batch()
+            except StopIteration:
+                return
+        if batch.num_rows:
+            yield batch
+
+
 def _verified(
     batches: Iterator[pa.RecordBatch],
     policy: Policy,
-    pool: ProcessPoolExecutor | None,
+    pool: Pool | None,
     processes: int,
     stop: Callable[[], bool] = lambda: False,
+    clock: _Clock | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
-    """Each batch with its verdicts, in order; with a pool, each batch split across the processes and up to three
-    batches in flight (the parent reads and writes while the pool verifies). Once ``stop()`` says so (checked before
-    each batch is read), no further batch is read and those in flight are finished."""
+    """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
+    share of each batch itself while the workers verify the rest, then stores the batch before while they finish
+    (two batches in flight at most). Its share adapts to who finishes first (it also reads and writes). Once
+    ``stop()`` says so (checked before each batch is read), no further batch is read and those in flight are
+    finished."""
+    clock = clock or _Clock()
     if pool is None:
         while not stop():
             batch = next(batches, None)
             if batch is None:
                 return
-            yield batch, verify_rows(_rows(batch), policy)
+            with clock("verify in this process"):
+                results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
+            yield batch, results
         return
-    in_flight: list[tuple[pa.RecordBatch, list[Future[list[tuple[str, str | None, int, bool | None]]]]]] = []
+    own_share = 0.8 / processes  # of each batch, verified here (it also reads and writes); the rest: the workers
+    pending: tuple[pa.RecordBatch, list[Result]] | None = None
     while not stop():
         batch = next(batches, None)
         if batch is None:
             break
-        rows = _rows(batch)
-        step = -(-len(rows) // processes)  # one share of the batch per process
-        parts = [pool.submit(_verify_part, rows[i : i + step]) for i in range(0, len(rows), step)]
-        in_flight.append((batch, parts))
-        if len(in_flight) > 2:
-            done, parts = in_flight.pop(0)
-            yield done, _results(parts)
-    for done, parts in in_flight:
-        yield done, _results(parts)
+        n = batch.num_rows
+        own = min(n, max(1, round(n * own_share)))
+        with clock("hand to the pool"):
+            step = max(1, -(-(n - own) // pool.size))
+            starts = range(own, n, step)
+            for worker, start in enumerate(starts):
+                pool.send(worker, *_share(batch.slice(start, step)))
+        with clock("verify in this process"):
+            mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
+        if pending is not None:
+            yield pending  # stored while the workers finish this batch
+        with clock("wait for the pool"):
+            idle = pool.answered(len(starts))  # the workers were done first: they get more next time
+            waited = time.perf_counter()
+            theirs = _results(pool, len(starts))
+            waited = time.perf_counter() - waited
+        if idle:
+            own_share = max(0.05, own_share - 0.02)
+        elif waited > 0.002:  # this process was done first: it takes more of the next batch
+            own_share = min(1 / processes, own_share + 0.02)
+        pending = (batch, mine + theirs)
+    if pending is not None:
+        yield pending
 
 
-def _rows(batch: pa.RecordBatch) -> list[tuple[str, str | None, str | None]]:
-    """(type, payload text, proofs text) of each event of a batch."""
-    cols = batch.to_pydict()
-    return list(zip(cols["type"], cols["payload"], cols["proofs"], strict=True))
+def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
+    """A share of a batch as it travels to a worker (:data:`toolkit.verify.worker.Share`): the types as a list, the
+    payload and proofs texts as views of their Arrow buffers (no Python text is made here for each event)."""
+    payload_nulls, payload = _text_buffers(batch.column("payload"))
+    proofs_nulls, proofs = _text_buffers(batch.column("proofs"))
+    return (batch.column("type").to_pylist(), payload_nulls, proofs_nulls), [*payload, *proofs]
 
 
-_POLICY: Policy | None = None
-
-#: Linux's prctl option that has the kernel signal a process when its parent ends (<linux/prctl.h>).
-_PR_SET_PDEATHSIG = 1
-
-
-def _init_worker(policy: Policy, parent: int) -> None:
-    """A worker's start: keep ``policy``, and die with the process ``parent`` that started the pool.
-
-    A pool's workers otherwise outlive a parent killed with SIGKILL (reparented to init, each holding its memory for
-    good). On Linux the kernel kills the worker when the parent ends (``prctl(PR_SET_PDEATHSIG, SIGKILL)``); on
-    every system a thread of the worker waits on the pipe to its parent, which closes when the parent ends, and
-    ends the worker then (the kernel's signal needs no thread to run, the pipe needs no Linux)."""
-    global _POLICY
-    _POLICY = policy
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent ended before the line above took effect
-        os._exit(1)
-    started_by = multiprocessing.parent_process()
-    if started_by is not None and started_by.sentinel is not None:
-        threading.Thread(target=_exit_with_parent, args=(started_by.sentinel,), daemon=True).start()
+def _text_buffers(column: pa.Array) -> tuple[list[int], list[memoryview]]:
+    """A string column's NULL rows, and views of its offsets (int32, this machine's order) and of the bytes they
+    point into, from the first offset to the last."""
+    if column.type != pa.string():
+        column = column.cast(pa.string())
+    n, first = len(column), column.offset
+    _, offsets, data = column.buffers()
+    bounds = memoryview(offsets).cast("B")[4 * first : 4 * (first + n + 1)] if offsets is not None else memoryview(b"")
+    texts = memoryview(data).cast("B") if data is not None else memoryview(b"")
+    if bounds.nbytes:
+        ints = bounds.cast("i")
+        texts = texts[ints[0] : ints[n]]
+    nulls = [i for i, v in enumerate(column.is_null().to_pylist()) if v] if column.null_count else []
+    return nulls, [bounds, texts]
 
 
-def _exit_with_parent(sentinel: int) -> None:
-    """End this worker at once when the pipe ``sentinel`` to its parent closes (the parent ended)."""
-    multiprocessing.connection.wait([sentinel])
-    os._exit(1)
+def _columns(batch: pa.RecordBatch) -> tuple[list[str], list[str | None], list[str | None]]:
+    """The types, payload texts and proofs texts of a batch's events, as plain lists."""
+    return (
+        batch.column("type").to_pylist(),
+        batch.column("payload").to_pylist(),
+        batch.column("proofs").to_pylist(),
+    )
 
 
-def _verify_part(rows: Sequence[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, int, bool | None]]:
-    """A worker's share of a batch; plain tuples travel back cheaper than dataclasses."""
-    assert _POLICY is not None, "the pool's initializer sets the policy"
-    return [(str(r.verdict), r.reason, r.valid_signers, r.event_hash_matches) for r in verify_rows(rows, _POLICY)]
-
-
-def _results(parts: list[Future[list[tuple[str, str | None, int, bool | None]]]]) -> list[Result]:
-    return [Result(spec.Verdict(v), reason, n, m) for part in parts for v, reason, n, m in part.result()]
-
-
-def verify_rows(rows: Sequence[tuple[str, str | None, str | None]], policy: Policy) -> list[Result]:
-    """Verify events given as (type, payload JSON text, proofs JSON text); a text that is not JSON is invalid, a
-    field the rules do not read never decides the verdict (:mod:`toolkit.verify.texts`)."""
-    out = []
-    for event_type, payload_text, proofs_text in rows:
-        try:
-            payload = read_payload(payload_text)
-            proofs = read_proofs(proofs_text)
-        except Unreadable:
-            out.append(Result(spec.Verdict.INVALID, "payload or proofs are not JSON", 0))
-            continue
-        out.append(verify_event(event_type, payload, proofs, policy))
-    return out
+def _results(pool: Pool, shares: int) -> list[Result]:
+    """A batch's verdicts, from the first ``shares`` workers, in order."""
+    return [from_tuple(v) for worker in range(shares) for v in pool.receive(worker)]
 
 
 def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: Policy) -> None:
-    signers, minimum, owner = _policy_params(policy)
-    n = len(results)
+    """A batch's verdicts written in a transaction of their own: one Arrow table of what differs by event, what is
+    the same for the batch (the policy, the time) bound as parameters."""
+    pool = pa.system_memory_pool()  # freed at once: Arrow's default pool keeps what a batch used (~14 MB in all)
     table = pa.table(
         {
             "event_id": batch.column("event_id"),
-            "verdict": pa.array([str(r.verdict) for r in results], pa.string()),
-            "reason": pa.array([r.reason for r in results], pa.string()),
-            "valid_signers": pa.array([r.valid_signers for r in results], pa.int32()),
-            "event_hash_matches": pa.array([r.event_hash_matches for r in results], pa.bool_()),
-            "checked_at": pa.array([datetime.now(UTC)] * n, pa.timestamp("us", tz="UTC")),
-            "signers": pa.array([signers] * n, pa.string()),
-            "min_signatures": pa.array([minimum] * n, pa.int32()),
-            "workflow_owner": pa.array([owner] * n, pa.string()),
+            "verdict": pa.array([str(r.verdict) for r in results], pa.string(), memory_pool=pool),
+            "reason": pa.array([r.reason for r in results], pa.string(), memory_pool=pool),
+            "valid_signers": pa.array([r.valid_signers for r in results], pa.int32(), memory_pool=pool),
+            "event_hash_matches": pa.array([r.event_hash_matches for r in results], pa.bool_(), memory_pool=pool),
             "event_write_seq": batch.column("write_seq"),
         }
     )
@@ -357,7 +398,11 @@ def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: 
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(f"DELETE FROM {TABLE} WHERE event_id IN (SELECT event_id FROM _incoming_verifications)")
-            con.execute(f"INSERT INTO {TABLE} BY NAME SELECT * FROM _incoming_verifications")
+            con.execute(
+                f"INSERT INTO {TABLE} BY NAME SELECT *, CAST(? AS TIMESTAMPTZ) AS checked_at, ? AS signers, "
+                "CAST(? AS INTEGER) AS min_signatures, ? AS workflow_owner FROM _incoming_verifications",
+                [datetime.now(UTC), *_policy_params(policy)],
+            )
         except BaseException:
             con.execute("ROLLBACK")
             raise
@@ -368,11 +413,11 @@ def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: 
 
 def _tally(out: VerifyResult, batch: pa.RecordBatch, results: list[Result]) -> None:
     out.checked += len(results)
-    ids = batch.column("event_id").to_pylist()
-    for event_id, r in zip(ids, results, strict=True):
+    ids = batch.column("event_id")
+    for i, r in enumerate(results):
         out.checked_by_verdict[r.verdict] = out.checked_by_verdict.get(r.verdict, 0) + 1
         if r.verdict == spec.Verdict.INVALID and len(out.invalid_examples) < 20:
-            out.invalid_examples.append((event_id, r.reason or ""))
+            out.invalid_examples.append((ids[i].as_py(), r.reason or ""))
 
 
 def _standing(wh: Warehouse, policy: Policy, out: VerifyResult) -> None:

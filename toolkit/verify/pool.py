@@ -1,0 +1,171 @@
+"""verify's pool of verifier processes, as its parent sees it: started fresh, fed shares, read back in order.
+
+Each worker is a new interpreter running :func:`toolkit.verify.worker.main` (``python -c``), which imports only what
+checking needs: about 25 MB a worker at start (35 at work), where one forked from the verifier (DuckDB, Arrow and
+pandas loaded) held 80. It is not started through :mod:`multiprocessing`'s ``spawn`` or ``forkserver``: both run the
+parent's main script again in each worker, which a script calling :func:`~toolkit.verify.run.verify_warehouse`
+without an ``if __name__ == "__main__"`` guard cannot survive (a fork never did that, and verify must not start
+asking for it).
+
+Messages are pickled and length-prefixed on the worker's stdin and stdout, each followed by the raw buffers it
+points into: the policy first, then shares of events one way (the types as a list, the payload and proofs texts as
+their Arrow buffers, written straight from Arrow's memory: no Python text is made for them in the parent) and their
+verdicts (plain tuples) the other, in order. A thread per worker
+writes what is sent, so the parent never blocks on a full pipe while a worker waits for it to read. A worker dies
+with its parent: the kernel kills it on Linux (``PR_SET_PDEATHSIG``), and everywhere it ends when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import queue
+import select
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+try:
+    from collections.abc import Buffer  # Python 3.12
+except ImportError:  # Python 3.11
+    from typing import Any as Buffer
+
+from .rules import Policy
+from .worker import Verdict
+
+_LENGTH = struct.Struct("<Q")
+#: Where the ``toolkit`` package lives, put first on the worker's path (it imports the same code as its parent).
+_ROOT = str(Path(__file__).resolve().parents[2])
+_MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from toolkit.verify.worker import main; main()"
+
+
+class WorkerFailed(RuntimeError):
+    """A verifier process failed (its error is in the message) or ended before answering."""
+
+
+def write_message(stream: IO[bytes], message: Any, buffers: Sequence[Buffer] = ()) -> None:
+    """``message`` pickled, then ``buffers`` as they are (no copy is made of them here), each after its length;
+    flushed."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(data)))
+    stream.write(data)
+    stream.write(_LENGTH.pack(len(buffers)))
+    for buffer in buffers:
+        view = memoryview(buffer)
+        stream.write(_LENGTH.pack(view.nbytes))
+        stream.write(view)
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> tuple[Any, list[bytes]]:
+    """The next message on ``stream`` and the buffers sent with it; ``EOFError`` when the stream has ended."""
+    message = pickle.loads(_read_exactly(stream, _read_length(stream)))  # from this process's own pipe
+    count = _read_length(stream)
+    return message, [_read_exactly(stream, _read_length(stream)) for _ in range(count)]
+
+
+def _read_length(stream: IO[bytes]) -> int:
+    (size,) = _LENGTH.unpack(_read_exactly(stream, _LENGTH.size))
+    return int(size)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the stream ended")
+    return data
+
+
+class Pool:
+    """``processes`` verifiers holding ``policy``, started at once (they start while the warehouse opens)."""
+
+    def __init__(self, processes: int, policy: Policy) -> None:
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._outbox: list[queue.SimpleQueue[Any]] = []
+        self._senders: list[threading.Thread] = []
+        try:
+            for _ in range(processes):
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", _MAIN, _ROOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                )
+                self._procs.append(proc)
+                outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                sender = threading.Thread(target=_send_all, args=(proc, outbox), daemon=True)
+                sender.start()
+                self._outbox.append(outbox)
+                self._senders.append(sender)
+                outbox.put(((policy, os.getpid()), ()))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def size(self) -> int:
+        """How many workers."""
+        return len(self._procs)
+
+    def send(self, worker: int, share: Any, buffers: Sequence[Buffer] = ()) -> None:
+        """Give ``worker`` a share (:data:`toolkit.verify.worker.Share`) and the buffers it points into (written as
+        they are: they must not change until the worker answers); its verdicts come from :meth:`receive`."""
+        self._outbox[worker].put((share, buffers))
+
+    def answered(self, workers: int) -> bool:
+        """Whether the first ``workers`` workers have each an answer waiting (without waiting for one)."""
+        streams = [proc.stdout for proc in self._procs[:workers] if proc.stdout is not None]
+        try:
+            ready, _, _ = select.select(streams, [], [], 0)
+        except (OSError, ValueError):  # where pipes cannot be polled (Windows): taken as not yet
+            return False
+        return len(ready) == len(streams)
+
+    def receive(self, worker: int) -> list[Verdict]:
+        """The verdicts of the oldest share ``worker`` has not answered yet (waits for them)."""
+        proc = self._procs[worker]
+        assert proc.stdout is not None
+        try:
+            answer, _ = read_message(proc.stdout)
+        except EOFError:
+            raise WorkerFailed(f"a verify worker (process {proc.pid}) ended before answering ({proc.wait()})") from None
+        if isinstance(answer, tuple) and answer[:1] == ("error",):
+            raise WorkerFailed(f"a verify worker failed: {answer[1]}")
+        return answer
+
+    def close(self) -> None:
+        """End every worker: its stdin closes (it ends on reading that), then it is waited for, killed if it lingers."""
+        for outbox in self._outbox:
+            outbox.put(None)
+        for sender in self._senders:
+            sender.join(timeout=5)
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _send_all(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[Any]) -> None:
+    """Write what is put in ``outbox`` to the worker's stdin, until None (then close it) or the worker ends."""
+    assert proc.stdin is not None
+    try:
+        while (message := outbox.get()) is not None:
+            write_message(proc.stdin, *message)
+    except (BrokenPipeError, OSError, ValueError):  # the worker ended: its reader is told so
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            proc.stdin.close()
