@@ -19,26 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import queue
 import select
-import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-try:
-    from collections.abc import Buffer  # Python 3.12
-except ImportError:  # Python 3.11
-    from typing import Any as Buffer
-
+from .messages import Buffer, Verdict, read_message, write_message
 from .rules import Policy
-from .worker import Verdict
 
-_LENGTH = struct.Struct("<Q")
 #: Where the ``toolkit`` package lives, put first on the worker's path (it imports the same code as its parent).
 _ROOT = str(Path(__file__).resolve().parents[2])
 _MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from toolkit.verify.worker import main; main()"
@@ -46,39 +38,6 @@ _MAIN = "import sys; sys.path.insert(0, sys.argv[1]); from toolkit.verify.worker
 
 class WorkerFailed(RuntimeError):
     """A verifier process failed (its error is in the message) or ended before answering."""
-
-
-def write_message(stream: IO[bytes], message: Any, buffers: Sequence[Buffer] = ()) -> None:
-    """``message`` pickled, then ``buffers`` as they are (no copy is made of them here), each after its length;
-    flushed."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(data)))
-    stream.write(data)
-    stream.write(_LENGTH.pack(len(buffers)))
-    for buffer in buffers:
-        view = memoryview(buffer)
-        stream.write(_LENGTH.pack(view.nbytes))
-        stream.write(view)
-    stream.flush()
-
-
-def read_message(stream: IO[bytes]) -> tuple[Any, list[bytes]]:
-    """The next message on ``stream`` and the buffers sent with it; ``EOFError`` when the stream has ended."""
-    message = pickle.loads(_read_exactly(stream, _read_length(stream)))  # from this process's own pipe
-    count = _read_length(stream)
-    return message, [_read_exactly(stream, _read_length(stream)) for _ in range(count)]
-
-
-def _read_length(stream: IO[bytes]) -> int:
-    (size,) = _LENGTH.unpack(_read_exactly(stream, _LENGTH.size))
-    return int(size)
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError("the stream ended")
-    return data
 
 
 class Pool:

@@ -39,10 +39,11 @@ from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
+from .messages import Share
 from .pool import Pool
 from .rules import Policy, Result
 from .signers import fingerprint
-from .worker import Share, from_tuple, verify_rows
+from .worker import from_tuple, verify_rows
 
 __all__ = ["TABLE", "VerifyResult", "requires_proof_sql", "verify_rows", "verify_warehouse"]
 

@@ -22,18 +22,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import spec
+from .messages import Texts, Verdict, read_message, write_message
 from .rules import Policy, Result, verify_event
 from .texts import Unreadable, read_payload, read_proofs
-
-#: One event's verdict as it travels back from a worker: (verdict, reason, valid signers, event hash matches).
-Verdict = tuple[str, str | None, int, bool | None]
-#: A column of texts as a worker reads it: an Arrow string column's offsets (int32, this machine's order), the bytes
-#: they point into (from the first offset on), and the rows that are NULL.
-Texts = tuple[bytes, bytes, list[int]]
-#: A share of a batch as it travels: the events' types and the rows where the payload and the proofs are NULL; the
-#: two columns' offsets and bytes travel beside it, as buffers (payload offsets, payload bytes, proofs offsets,
-#: proofs bytes).
-Share = tuple[list[str], list[int], list[int]]
 
 #: Linux's prctl option that has the kernel signal a process when its parent ends (<linux/prctl.h>).
 _PR_SET_PDEATHSIG = 1
@@ -42,7 +33,6 @@ _PR_SET_PDEATHSIG = 1
 def main() -> None:
     """A worker's life: the policy and its parent's process id first, then each share's verdicts, in order, until
     its stdin closes. A share that fails is answered ``("error", traceback)``."""
-    from .pool import read_message, write_message  # the parent's side of the same protocol (it imports no more)
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but the protocol is written to stdout
