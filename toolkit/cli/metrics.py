@@ -1,0 +1,215 @@
+"""``chainops metrics NAME``: one metric table, printed to fit the terminal or written to a file."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ..config import Settings
+from ..errors import UsageError
+from ..registry import METRIC_NAMES  # the metric names; the registry imports no pandas or DuckDB
+from .options import at_least_one, duration_text, output_options, table_options, time_text, warehouse_option
+from .output import (
+    clean_for_terminal,
+    default_columns,
+    hidden_rows,
+    output_format,
+    period_line,
+    say_wrapped,
+    table_text,
+    write_frame,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def spark_options(p: argparse.ArgumentParser) -> None:
+    """The options that run a metric on Spark over a Parquet export instead of on the warehouse."""
+    p.add_argument(
+        "--engine",
+        choices=["duckdb", "spark"],
+        default="duckdb",
+        help="duckdb: the warehouse (default); spark: Apache Spark over a Parquet export (needs --parquet)",
+    )
+    p.add_argument("--parquet", metavar="DIR", help="the export Spark reads (chainops export --out DIR; any Spark URI)")
+    p.add_argument(
+        "--spark-master", metavar="URL", help="Spark master (default: the spark-submit session's, else local[*])"
+    )
+
+
+def _metrics_source(args: argparse.Namespace, settings: Settings) -> object:
+    """The warehouse path, or the Parquet export registered in a Spark session (``--engine spark``)."""
+    if args.engine != "spark":
+        if args.parquet or args.spark_master:
+            raise UsageError("--parquet and --spark-master go with --engine spark")
+        return str(settings.warehouse)
+    if not args.parquet:
+        raise UsageError("--engine spark reads a Parquet export: give --parquet DIR (write one with chainops export)")
+    from ..spark import spark_session, spark_warehouse
+
+    return spark_warehouse(args.parquet, spark_session(args.spark_master))
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Print or write one metric table."""
+    from .. import metrics
+
+    settings = Settings.load(warehouse=args.warehouse)
+    fmt = output_format(args.format, args.out)
+    func = metrics.METRICS[args.name]
+    kwargs = _metric_arguments(args, func)
+    source = _metrics_source(args, settings)
+    _check_filter_values(source, args)
+    try:
+        df = func(source, **kwargs)
+    except ValueError as exc:  # a grouping, bucket or period the metric refuses: the command line was wrong
+        raise UsageError(str(exc)) from None
+    if df.attrs.get("clipped"):  # the warehouse holds a shorter period (toolkit.metrics.coverage)
+        print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
+    if df.empty:
+        _say_why_empty(args, source)
+    if fmt == "table" and not args.out:
+        _print_metric_table(df, args)
+        return 0
+    columns = chosen_columns(df, args.columns)
+    write_frame(df, fmt, args.out, metric=args.name, columns=columns if fmt in ("table", "html") else None)
+    if columns is not None and fmt not in ("table", "html"):
+        print("chainops metrics: --columns picks what a table shows; files keep every column", file=sys.stderr)
+    return 0
+
+
+def chosen_columns(df: pd.DataFrame, text: str | None) -> list[str] | None:
+    """The columns of ``--columns a,b,c`` (a usage error naming the metric's columns for one it does not have)."""
+    if not text:
+        return None
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in df.columns]
+    if unknown:
+        raise UsageError(
+            f"--columns: no column {', '.join(map(repr, unknown))}; the columns are {', '.join(df.columns)}"
+        )
+    return chosen
+
+
+def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
+    """A metric on the terminal: its period and as-of line, then the table that fits (the default columns and
+    rows, ``--columns``, or everything with ``--wide``)."""
+    notes: list[str] = []
+    columns = chosen_columns(df, args.columns)
+    if not args.wide and columns is None:
+        by = [c.strip() for c in (args.by or "").split(",") if c.strip()]
+        columns = default_columns(df, args.name, by)
+        df, notes = hidden_rows(df, args.name)
+    from ..presentation.tables import wrap
+
+    print(wrap(period_line(df, args.name)))
+    sys.stdout.write(table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
+
+
+def _metric_arguments(args: argparse.Namespace, func: object) -> dict[str, object]:
+    """The metric's keyword arguments from the command line; a usage error for an option it does not take."""
+    accepts = {*inspect.signature(func).parameters, *getattr(func, "filter_names", ())}  # type: ignore[arg-type]
+    given = {
+        "since": args.since,
+        "until": args.until,
+        "channel": args.channel,
+        "network": args.network,
+        "status": args.status,
+        "bucket": args.bucket,
+        "top": args.top,
+        "now": args.now,
+    }
+    refused = [f"--{k}" for k, v in given.items() if v and k not in accepts]
+    if refused:
+        raise UsageError(f"{args.name} does not take {', '.join(refused)}")
+    kwargs: dict[str, object] = {k: v for k, v in given.items() if v}
+    if args.by:
+        kwargs["by"] = [c.strip() for c in args.by.split(",") if c.strip()]
+    return kwargs
+
+
+def _check_filter_values(source: object, args: argparse.Namespace) -> None:
+    """A usage error (exit 2) for a --network, --channel or --status value the warehouse (a path) or the Spark
+    export does not know."""
+    if not (args.network or args.channel or args.status):
+        return
+    from ..known_values import check_filters
+    from ..warehouse import Warehouse
+
+    def check(wh: object) -> None:
+        check_filters(wh, args.name, network=args.network, channel=args.channel, status=args.status)  # type: ignore[arg-type]
+
+    if isinstance(source, str):
+        with Warehouse(source, read_only=True) as wh:
+            check(wh)
+    else:
+        check(source)
+
+
+def _say_why_empty(args: argparse.Namespace, source: object) -> None:
+    """Say on stderr why a metric has no rows: the filters, what an empty answer of this metric means, or an
+    empty warehouse."""
+    from ..known_values import describe_empty
+
+    filters = {k: getattr(args, k) for k in ("network", "channel", "status", "since", "until")}
+    held = None
+    if isinstance(source, str):
+        from ..warehouse import Warehouse
+
+        with Warehouse(source, read_only=True) as wh:
+            held = int(
+                wh.con.execute(
+                    "SELECT (SELECT count(*) FROM operations) + (SELECT count(*) FROM queries) "
+                    "+ (SELECT count(*) FROM events)"
+                ).fetchone()[0]
+            )
+    note = describe_empty(filters, metric=args.name, held=held)
+    say_wrapped(f"chainops metrics: {clean_for_terminal(note)}")
+    if isinstance(source, str) and held:
+        from ..known_values import older_than_period
+
+        older = older_than_period(source, args.since, args.until)
+        if older:
+            say_wrapped(f"chainops metrics: {clean_for_terminal(older)}")
+
+
+def register(sub: Any) -> None:
+    """Add ``chainops metrics`` and its options to ``sub``."""
+    p = sub.add_parser("metrics", help="print or write one metric table")
+    p.add_argument("name", choices=METRIC_NAMES, metavar="NAME", help=f"which metric: {', '.join(METRIC_NAMES)}")
+    warehouse_option(p)
+    p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
+    p.add_argument(
+        "--since",
+        type=time_text,
+        metavar="T",
+        help="start of the period: ISO date/time or an age such as 7d, '7 days', 12h, 90min, yesterday",
+    )
+    p.add_argument("--until", type=time_text, metavar="T", help="end of the period (exclusive): ISO time or an age")
+    p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
+    p.add_argument(
+        "--network", action="append", metavar="NAME", help="only this network, by name or chain selector (repeatable)"
+    )
+    p.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help="only this status (repeatable; metrics that group by status)",
+    )
+    p.add_argument(
+        "--bucket", type=duration_text, metavar="SIZE", help="time buckets, e.g. 1h, 6h, 1d (metrics over time)"
+    )
+    p.add_argument("--top", type=at_least_one, metavar="N", help="how many failure reasons (failure-reasons)")
+    p.add_argument(
+        "--now",
+        type=time_text,
+        metavar="T",
+        help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
+    )
+    output_options(p)
+    table_options(p)
+    spark_options(p)
+    p.set_defaults(func=cmd_metrics)
