@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import ChainopsError, UsageError
-from .options import warehouse_option
+from .options import quiet_option, warehouse_option
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
@@ -43,7 +43,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
                 pause(3600)  # ends (raising) the moment a stop is asked
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (Terminated): stopping it is how it ends, nothing to keep
         pass
-    print("dashboard stopped", flush=True)
+    if not args.quiet:
+        print("dashboard stopped", flush=True)
     threads_left = getattr(
         sys.modules.get("toolkit.presentation.dashboard_page"), "threads_left", None
     )  # a stop cut its import
@@ -65,4 +66,5 @@ def register(sub: Any) -> None:
         help="also answer requests addressed to NAME (a name of your own for 127.0.0.1, or a proxy's); it still "
         "listens on 127.0.0.1 only, and answers 403 to any other name (repeat for several)",
     )
+    quiet_option(p, "print only the page's URL (not that it stopped)")
     p.set_defaults(func=cmd_dashboard)

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..config import DEMO_WAREHOUSE_NAME, Settings, data_dir
 from ..errors import UsageError
-from .options import share
-from .output import default_columns, hidden_rows, table_text
+from .options import quiet_option, share
+from .output import command_lines, cut_rows, default_columns, fitted, hidden_rows, row_limit, table_text
 from .verify import verify_and_print
 
 DEMO_KEY = "sandbox-demo-key"
@@ -33,15 +33,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     say = (lambda *_a, **_k: None) if args.quiet else print
     warehouse = Path(args.warehouse)
     _replace_demo_warehouse(warehouse)
-    say(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ...", flush=True)
+    say(fitted(f"Starting the sandbox (seed {args.seed}, {args.days} days of history) ..."), flush=True)
     sandbox = Sandbox(orgs=(DEMO_KEY,), seed=args.seed, days=args.days, start=args.start, forge_share=args.forge_share)
     with sandbox.serve(host="127.0.0.1", port=0) as server:
-        say(f"Syncing {server.base_url} into {warehouse} ...", flush=True)
+        say(fitted(f"Syncing {server.base_url} into {warehouse} ..."), flush=True)
         settings = Settings.load(base_url=server.base_url, api_key=DEMO_KEY, warehouse=warehouse, environ={})
         result = sync(settings, quiet=args.quiet)
     if args.quiet and result.outcome != "ok":  # as `sync --quiet`: silent on success only
-        print(result.summary(), file=sys.stderr)
-    say(result.summary())
+        print(fitted(result.summary()), file=sys.stderr)
+    say(fitted(result.summary()))
     don = sandbox.signer_info(DEMO_KEY)
     if args.quiet:  # the forged share is the demo's own doing, not a failure to report
         from ..verify import resolve_policy
@@ -49,18 +49,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         verify_warehouse(warehouse, resolve_policy(org_id=don["org_id"], signers=",".join(don["signers"]), env={}))
     else:
-        print(f"\nVerifying DON proofs against the sandbox's signers (it forged {args.forge_share:.1%} of them) ...")
+        print(
+            fitted(
+                f"\nVerifying DON proofs against the sandbox's signers (it forged {args.forge_share:.1%} of them) ..."
+            )
+        )
         verify_and_print(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]), env={})
         print("\nTime in each status, per network:")
         latency, hidden = hidden_rows(metrics.status_latency(str(warehouse)), "status-latency")
         hidden = [n.replace("(--wide", "(chainops metrics status-latency --wide") for n in hidden]
         columns = default_columns(latency, "status-latency")
-        sys.stdout.write(table_text(latency, metric="status-latency", columns=columns, notes=hidden))
+        latency, cut = cut_rows(latency, row_limit("table", None, None))
+        sys.stdout.write(table_text(latency, metric="status-latency", columns=columns, notes=[*hidden, *cut]))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
-    say(f"\nReport: {out}")
+    say("\n" + fitted(f"Report: {out}"))
     say("\nNext, on the demo's warehouse:")
     for command in demo_next_commands(warehouse, start=args.start, days=args.days):
-        say(f"  {command}")
+        say(command_lines(command))
     return 0
 
 
@@ -85,7 +90,7 @@ def demo_next_commands(warehouse: Path, *, start: int, days: float) -> list[str]
     program = _program(shown)
     return [
         f"{program} metrics failure-rates --by network {where}",
-        f'{program} sql "select status, count(*) as n from operations group by status order by n desc" {where}',
+        f'{program} sql "select status, count(*) as n from operations group by 1 order by n desc" {where}',
         f"{program} report {period} {where} --out {out}",
     ]
 
@@ -177,5 +182,5 @@ def register(sub: Any) -> None:
         metavar="P",
         help="share of DON proofs the sandbox forges, for verification to catch (default 0.01)",
     )
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    quiet_option(p, "print nothing on success")
     p.set_defaults(func=cmd_demo)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..atomic import output_error
 from ..config import Settings
-from .options import warehouse_option
+from .options import quiet_option, warehouse_option
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -19,6 +19,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         written = export_parquet(str(settings.warehouse), args.out)
     except OSError as exc:
         raise output_error(args.out, exc, "the export") from None
+    if args.quiet:
+        return 0
     for name, files in written.items():
         print(f"{name}: {files} file{'s' if files != 1 else ''}")
     print(f"Exported to {args.out}")
@@ -32,4 +34,5 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced table by table)")
     warehouse_option(p)
+    quiet_option(p)
     p.set_defaults(func=cmd_export)

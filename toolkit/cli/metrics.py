@@ -10,13 +10,25 @@ from typing import TYPE_CHECKING, Any
 from ..config import Settings
 from ..errors import UsageError
 from ..registry import METRIC_NAMES  # the metric names; the registry imports no pandas or DuckDB
-from .options import at_least_one, duration_text, output_options, table_options, time_text, warehouse_option
+from .options import (
+    at_least_one,
+    duration_text,
+    filter_options,
+    output_options,
+    period_options,
+    quiet_option,
+    time_text,
+    warehouse_option,
+)
 from .output import (
+    chosen_columns,
     clean_for_terminal,
+    cut_rows,
     default_columns,
     hidden_rows,
     output_format,
     period_line,
+    row_limit,
     say_wrapped,
     table_text,
     write_frame,
@@ -67,36 +79,23 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         df = func(source, **kwargs)
     except ValueError as exc:  # a grouping, bucket or period the metric refuses: the command line was wrong
         raise UsageError(str(exc)) from None
-    if df.attrs.get("clipped"):  # the warehouse holds a shorter period (toolkit.metrics.coverage)
+    if df.attrs.get("clipped") and not args.quiet:  # the warehouse holds a shorter period (toolkit.metrics.coverage)
         print(f"chainops metrics: {clean_for_terminal(str(df.attrs['clipped']))}", file=sys.stderr)
-    if df.empty:
+    if df.empty and not args.quiet:
         _say_why_empty(args, source)
     if fmt == "table" and not args.out:
         _print_metric_table(df, args)
         return 0
     columns = chosen_columns(df, args.columns)
     write_frame(df, fmt, args.out, metric=args.name, columns=columns if fmt in ("table", "html") else None)
-    if columns is not None and fmt not in ("table", "html"):
+    if columns is not None and fmt not in ("table", "html") and not args.quiet:
         print("chainops metrics: --columns picks what a table shows; files keep every column", file=sys.stderr)
     return 0
 
 
-def chosen_columns(df: pd.DataFrame, text: str | None) -> list[str] | None:
-    """The columns of ``--columns a,b,c`` (a usage error naming the metric's columns for one it does not have)."""
-    if not text:
-        return None
-    chosen = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in chosen if c not in df.columns]
-    if unknown:
-        raise UsageError(
-            f"--columns: no column {', '.join(map(repr, unknown))}; the columns are {', '.join(df.columns)}"
-        )
-    return chosen
-
-
 def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
-    """A metric on the terminal: its period and as-of line, then the table that fits (the default columns and
-    rows, ``--columns``, or everything with ``--wide``)."""
+    """A metric on the terminal: its period and as-of line (not with ``--quiet``), then the table that fits (the
+    default columns and rows, ``--columns``, or everything with ``--wide``), cut at the row limit ``sql`` keeps."""
     notes: list[str] = []
     columns = chosen_columns(df, args.columns)
     if not args.wide and columns is None:
@@ -105,7 +104,10 @@ def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
         df, notes = hidden_rows(df, args.name)
     from ..presentation.tables import wrap
 
-    print(wrap(period_line(df, args.name)))
+    if not args.quiet:
+        print(wrap(period_line(df, args.name)))
+    df, cut = cut_rows(df, row_limit("table", None, args.max_rows, wide=args.wide))
+    notes = [*notes, *cut]
     sys.stdout.write(table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
 
 
@@ -182,23 +184,8 @@ def register(sub: Any) -> None:
     p.add_argument("name", choices=METRIC_NAMES, metavar="NAME", help=f"which metric: {', '.join(METRIC_NAMES)}")
     warehouse_option(p)
     p.add_argument("--by", metavar="COLS", help="comma-separated grouping columns, e.g. network,status")
-    p.add_argument(
-        "--since",
-        type=time_text,
-        metavar="T",
-        help="start of the period: ISO date/time or an age such as 7d, '7 days', 12h, 90min, yesterday",
-    )
-    p.add_argument("--until", type=time_text, metavar="T", help="end of the period (exclusive): ISO time or an age")
-    p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
-    p.add_argument(
-        "--network", action="append", metavar="NAME", help="only this network, by name or chain selector (repeatable)"
-    )
-    p.add_argument(
-        "--status",
-        action="append",
-        metavar="STATUS",
-        help="only this status (repeatable; metrics that group by status)",
-    )
+    period_options(p)
+    filter_options(p)
     p.add_argument(
         "--bucket", type=duration_text, metavar="SIZE", help="time buckets, e.g. 1h, 6h, 1d (metrics over time)"
     )
@@ -209,7 +196,7 @@ def register(sub: Any) -> None:
         metavar="T",
         help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
     )
-    output_options(p)
-    table_options(p)
+    output_options(p, columns_default="the metric's main columns")
     spark_options(p)
+    quiet_option(p, "no remarks: only the table or file asked for (no period line, notes or footers)")
     p.set_defaults(func=cmd_metrics)

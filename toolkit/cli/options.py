@@ -1,5 +1,6 @@
-"""The option groups several commands share, declared once (the warehouse, the output), and the argparse types of
-their values. Nothing here imports pandas or DuckDB: ``chainops --help`` must answer at once."""
+"""The option groups several commands share, declared once (the warehouse, the period, the filters, the output,
+``--quiet``), and the argparse types of their values. Nothing here imports pandas or DuckDB: ``chainops --help``
+must answer at once."""
 
 from __future__ import annotations
 
@@ -16,8 +17,43 @@ def warehouse_option(p: argparse.ArgumentParser, default: str | None = None) -> 
     )
 
 
-def output_options(p: argparse.ArgumentParser) -> None:
-    """``--format`` and ``--out``."""
+def period_options(p: argparse.ArgumentParser, *, since_default: str | None = None) -> None:
+    """``--since`` and ``--until``: the period a metric or the report covers (``since_default``: the report's 7d)."""
+    default = f" (default {since_default})" if since_default else ""
+    p.add_argument(
+        "--since",
+        default=since_default,
+        type=time_text,
+        metavar="T",
+        help="start of the period: ISO date/time or an age before --until such as 7d, '7 days', 12h, 90min, "
+        f"yesterday{default}",
+    )
+    p.add_argument(
+        "--until",
+        type=time_text,
+        metavar="T",
+        help="end of the period (exclusive): ISO time or an age (default: now; the report: the data's as-of time, "
+        "the newest event)",
+    )
+
+
+def filter_options(p: argparse.ArgumentParser) -> None:
+    """``--channel``, ``--network``, ``--status``: values checked against the warehouse, with a "did you mean"."""
+    p.add_argument("--channel", action="append", metavar="ID", help="only this channel (repeatable)")
+    p.add_argument(
+        "--network", action="append", metavar="NAME", help="only this network, by name or chain selector (repeatable)"
+    )
+    p.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help="only this status (repeatable; metrics that group by status)",
+    )
+
+
+def output_options(p: argparse.ArgumentParser, *, columns_default: str = "every column") -> None:
+    """The output group: ``--format`` and ``--out`` (where it goes), ``--columns``, ``--wide`` and ``--max-rows``
+    (what a printed table shows; files keep every column and row)."""
     p.add_argument(
         "--format",
         choices=["table", "csv", "json", "parquet", "html"],
@@ -26,16 +62,23 @@ def output_options(p: argparse.ArgumentParser) -> None:
         "a text table without --out; parquet needs --out)",
     )
     p.add_argument("--out", metavar="PATH", help="write to a file instead of standard output")
-
-
-def table_options(p: argparse.ArgumentParser) -> None:
-    """``--columns`` and ``--wide``: what a printed table shows."""
     p.add_argument(
         "--columns",
         metavar="A,B,C",
-        help="the columns a table shows, comma-separated (default: the metric's main columns; files keep all)",
+        help=f"the columns a table shows, comma-separated (default: {columns_default} that fits; files keep all)",
     )
     p.add_argument("--wide", action="store_true", help="show every column and row, however wide the table")
+    p.add_argument(
+        "--max-rows",
+        type=at_least_one,
+        metavar="N",
+        help="rows a printed table shows (default: a screenful on a terminal, every row to a pipe; files get all)",
+    )
+
+
+def quiet_option(p: argparse.ArgumentParser, help: str = "print nothing on success") -> None:
+    """``--quiet``, on every command that prints on success (what it still prints is said in ``help``)."""
+    p.add_argument("--quiet", action="store_true", help=help)
 
 
 def time_text(text: str) -> str:

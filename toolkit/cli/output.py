@@ -69,12 +69,71 @@ def table_text(
     notes: Sequence[str] = (),
 ) -> str:
     """A text table for people that fits the terminal (:mod:`toolkit.presentation.tables`: one way to show each value,
-    text left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column)."""
-    from ..presentation.tables import present, to_terminal
+    text left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column). Ids
+    are shown whole when the whole table fits (always with ``wide``); else as their first characters, with a
+    footer that says how to see them whole."""
+    from ..presentation.tables import present, terminal_width, to_terminal
 
+    whole = present(df, metric=metric, columns=columns, short_ids=False)
+    whole.notes.extend(notes)
+    if wide or natural_width(whole, columns) <= terminal_width():
+        return to_terminal(whole, wide=wide)
     shown = present(df, metric=metric, columns=columns)
     shown.notes.extend(notes)
-    return to_terminal(shown, wide=wide)
+    if any(s.cells != w.cells for s, w in zip(shown.columns, whole.columns, strict=True) if s.kind == "id"):
+        shown.notes.append(IDS_SHORTENED)
+    return to_terminal(shown)
+
+
+#: The footer of a table whose ids were cut short to fit.
+IDS_SHORTENED = "ids cut short to fit: --wide, fewer --columns or --format csv show them whole"
+
+
+def natural_width(shown: object, names: Sequence[str] | None = None) -> int:
+    """The characters a table takes with every column (or those of ``names``, the ones asked for) at its full
+    width: each column's widest cell or header, and two spaces between columns."""
+    columns = [c for c in shown.columns if names is None or c.name in names]  # type: ignore[attr-defined]
+    return sum(max([len(c.header), *(len(cell) for cell in c.cells)]) for c in columns) + 2 * max(len(columns) - 1, 0)
+
+
+def chosen_columns(df: pd.DataFrame, text: str | None) -> list[str] | None:
+    """The columns of ``--columns a,b,c`` (a usage error naming the result's columns for one it does not have)."""
+    if not text:
+        return None
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in df.columns]
+    if unknown:
+        raise UsageError(
+            f"--columns: no column {', '.join(map(repr, unknown))}; the columns are {', '.join(df.columns)}"
+        )
+    return chosen
+
+
+#: Rows of a table shown on a terminal whose height is unknown (DuckDB's CLI shows 40).
+SCREEN_ROWS = 40
+
+
+def row_limit(fmt: str, out: str | None, max_rows: int | None, *, wide: bool = False) -> int | None:
+    """How many rows a printed table shows (``chainops sql`` and ``metrics`` alike): ``--max-rows`` when given;
+    a screenful when the table goes to a terminal (unless ``--wide``); every row to a file or a pipe."""
+    if fmt != "table" or out:
+        return None
+    if max_rows is not None:
+        return max_rows
+    if wide or not sys.stdout.isatty():
+        return None
+    import shutil
+
+    lines = shutil.get_terminal_size(fallback=(80, SCREEN_ROWS + 8)).lines
+    return max(lines - 8, 10)
+
+
+def cut_rows(df: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` cut to ``limit`` rows, and the footer that gives the total and how to see the rest."""
+    if limit is None or len(df) <= limit:
+        return df, []
+    note = f"{len(df):,} rows ({limit:,} shown); --max-rows N shows more, --out FILE or a pipe gets every row"
+    return df.head(limit), [note]
 
 
 def _print_table(df: pd.DataFrame, *, metric: str | bool = True) -> None:
@@ -195,3 +254,55 @@ def say_wrapped(message: str) -> None:
     print(
         textwrap.fill(message, width=terminal_width(), break_long_words=False, break_on_hyphens=False), file=sys.stderr
     )
+
+
+def fitted(text: str, *, indent: str = "", hang: str = "  ", width: int | None = None) -> str:
+    """``text`` wrapped to the terminal's width (``width``), line by line: each begins with ``indent`` and its
+    continuations with ``indent + hang``; words are never split (a path longer than a line keeps its line)."""
+    import textwrap
+
+    from ..presentation.tables import terminal_width
+
+    width = terminal_width() if width is None else width
+    lines = []
+    for line in text.splitlines() or [""]:
+        lines += textwrap.wrap(
+            line,
+            width=width,
+            initial_indent=indent,
+            subsequent_indent=indent + hang,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [indent.rstrip()]
+    return "\n".join(lines)
+
+
+def command_lines(command: str, *, indent: str = "  ", width: int | None = None) -> str:
+    """A shell command to type, broken to the terminal's width between its words with ``\\`` continuations (as a
+    shell joins them again); an option stays beside its value, and a quoted query is never broken."""
+    from ..presentation.tables import terminal_width
+
+    width = terminal_width() if width is None else width
+    units: list[str] = []
+    for word in _shell_words(command):
+        if units and units[-1].startswith("--") and " " not in units[-1] and not word.startswith("-"):
+            units[-1] += f" {word}"
+        else:
+            units.append(word)
+    lines: list[str] = []
+    line = ""
+    for unit in units:
+        if line and len(f"{line} {unit}") + 2 > width:
+            lines.append(f"{line} \\")
+            line = f"{indent}  {unit}"
+        else:
+            line = f"{line} {unit}" if line else f"{indent}{unit}"
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def _shell_words(command: str) -> list[str]:
+    """``command``'s words as typed (quotes kept): split at spaces outside quotes."""
+    import re
+
+    return re.findall(r"""(?:[^\s"']+|"[^"]*"|'[^']*')+""", command)

@@ -10,8 +10,8 @@ from typing import Any
 from ..atomic import output_error
 from ..config import Settings
 from ..errors import ChainopsError, UsageError
-from .options import time_text, warehouse_option
-from .output import EXIT_THRESHOLD, FORMATS_BY_EXTENSION, clean_for_terminal
+from .options import period_options, quiet_option, warehouse_option
+from .output import EXIT_THRESHOLD, FORMATS_BY_EXTENSION, clean_for_terminal, fitted
 
 
 def _threshold(text: str) -> object:
@@ -60,15 +60,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise output_error(args.out, exc, "the report") from None
     if not args.quiet:
-        print(f"Report: {clean_for_terminal(args.out)}")
+        print(fitted(f"Report: {clean_for_terminal(args.out)}"))
         for finding in result.findings:
-            print(f"  {clean_for_terminal(finding)}")
+            print(fitted(clean_for_terminal(finding), indent="  "))
     breaches = result.breaches
     for threshold in breaches:
         value = result.summary.get(threshold.name)
         never = threshold.name == "sync_age_h" and value == float("inf")
         shown = "no sync has ever succeeded" if never else f"value {value:g}"
-        print(f"chainops report: threshold breached: {threshold} ({shown})", file=sys.stderr)
+        print(fitted(f"chainops report: threshold breached: {threshold} ({shown})"), file=sys.stderr)
     return EXIT_THRESHOLD if breaches else 0
 
 
@@ -76,19 +76,7 @@ def register(sub: Any) -> None:
     """Add ``chainops report`` and its options to ``sub``."""
     p = sub.add_parser("report", help="write the report: one HTML file, or the metric tables as CSV/Parquet")
     warehouse_option(p)
-    p.add_argument(
-        "--since",
-        default="7d",
-        type=time_text,
-        metavar="T",
-        help="start of the period: ISO time or an age before --until such as 7d, 12h (default 7d)",
-    )
-    p.add_argument(
-        "--until",
-        type=time_text,
-        metavar="T",
-        help="end of the period (exclusive): ISO time or an age (default: the data's as-of time, the newest event)",
-    )
+    period_options(p, since_default="7d")
     p.add_argument(
         "--out",
         required=True,
@@ -97,9 +85,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--format", choices=["html", "csv", "parquet"], default="html", help="output format (default html)")
     p.add_argument("--title", default="Chain operations", help="the report's title")
-    p.add_argument(
-        "--quiet", action="store_true", help="print nothing on success (a breached --fail-on is still told on stderr)"
-    )
+    quiet_option(p, "print nothing on success (a breached --fail-on is still told on stderr)")
     p.add_argument(
         "--fail-on",
         action="append",

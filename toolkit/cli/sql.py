@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import ChainopsError, UsageError
-from .options import at_least_one, output_options, warehouse_option
-from .output import output_format, write_frame
+from .options import output_options, quiet_option, warehouse_option
+from .output import SCREEN_ROWS, chosen_columns, cut_rows, output_format, row_limit, write_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,34 +42,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
                 ) from None
             raise ChainopsError(f"The query failed: {message}") from None
         df = _with_comments(wh, args.query, df)
-    limit = _sql_row_limit(args, fmt)
-    notes = []
-    if limit is not None and len(df) > limit:
-        notes.append(
-            f"{len(df):,} rows ({limit:,} shown); --max-rows N shows more, --out FILE or a pipe gets every row"
-        )
-        df = df.head(limit)
-    write_frame(df, fmt, args.out, metric=False, notes=notes)
+    columns = chosen_columns(df, args.columns)
+    df, notes = cut_rows(df, row_limit(fmt, args.out, args.max_rows, wide=args.wide))
+    table = fmt in ("table", "html")
+    write_frame(
+        df,
+        fmt,
+        args.out,
+        metric=False,
+        columns=columns if table else None,
+        wide=args.wide,
+        notes=[] if args.quiet else notes,
+    )
+    if columns is not None and not table and not args.quiet:
+        print("chainops sql: --columns picks what a table shows; files keep every column", file=sys.stderr)
     return 0
 
 
 #: Rows of a SQL result shown on a terminal whose height is unknown (DuckDB's CLI shows 40).
-SQL_SCREEN_ROWS = 40
-
-
-def _sql_row_limit(args: argparse.Namespace, fmt: str) -> int | None:
-    """How many rows ``chainops sql`` prints: ``--max-rows`` when given; a screenful when the table goes to a
-    terminal; every row to a file or a pipe."""
-    if fmt != "table" or args.out:
-        return None
-    if args.max_rows is not None:
-        return args.max_rows
-    if not sys.stdout.isatty():
-        return None
-    import shutil
-
-    lines = shutil.get_terminal_size(fallback=(80, SQL_SCREEN_ROWS + 8)).lines
-    return max(lines - 8, 10)
+SQL_SCREEN_ROWS = SCREEN_ROWS
 
 
 _DESCRIBE = re.compile(r"\s*(?:describe|desc)\s+(?:main\.)?\"?(\w+)\"?\s*;?\s*", re.IGNORECASE)
@@ -94,10 +85,5 @@ def register(sub: Any) -> None:
     p.add_argument("query", help='SQL text, e.g. "select * from operation_lifecycle limit 5"')
     warehouse_option(p)
     output_options(p)
-    p.add_argument(
-        "--max-rows",
-        type=at_least_one,
-        metavar="N",
-        help="rows a printed table shows (default: a screenful on a terminal, every row to a pipe; files get all)",
-    )
+    quiet_option(p, "no remarks: only the rows asked for (no footer)")
     p.set_defaults(func=cmd_sql)

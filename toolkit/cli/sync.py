@@ -8,8 +8,8 @@ from typing import Any
 
 from .. import spec
 from ..config import Settings, redact
-from .options import at_least_one, warehouse_option
-from .output import clean_for_terminal
+from .options import at_least_one, quiet_option, warehouse_option
+from .output import clean_for_terminal, fitted
 from .verify import verify_and_print
 
 
@@ -34,7 +34,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         event_types=args.event_type,
     )
     # the summary quotes what the service sent (ids, a rejected item): shown safely, the key never in it
-    summary = clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True)
+    summary = fitted(clean_for_terminal(redact(result.summary(), settings.api_key), keep_newlines=True))
     if not args.quiet:
         print(summary)
     elif result.outcome != "ok":  # quiet prints nothing on success only: a partial run is told (cron mails it)
@@ -67,10 +67,8 @@ def register(sub: Any) -> None:
         metavar="TYPE",
         help=f"read only events of this type (repeatable): {', '.join(spec.EVENT_TYPES)}",
     )
-    p.add_argument(
-        "--quiet",
-        action="store_true",
-        help="print nothing when the run succeeds (no progress bars, no summary; a partial run's summary on stderr)",
+    quiet_option(
+        p, "print nothing when the run succeeds (no progress bars, no summary; a partial run's summary on stderr)"
     )
     p.add_argument(
         "--workers",

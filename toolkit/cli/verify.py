@@ -10,8 +10,11 @@ from typing import Any
 
 from .. import spec
 from ..config import Settings
-from .options import at_least_one, warehouse_option
-from .output import EXIT_THRESHOLD, clean_for_terminal
+from .options import at_least_one, quiet_option, warehouse_option
+from .output import EXIT_THRESHOLD, clean_for_terminal, command_lines, fitted
+
+#: The query that lists every invalid proof, as the verify command suggests it.
+INVALID_QUERY = "select * from event_verifications where verdict = 'invalid'"
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -24,6 +27,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         signers=args.signers,
         min_signatures=args.min_signatures,
         all_events=args.all,
+        quiet=args.quiet,
     )
 
 
@@ -37,14 +41,12 @@ def verify_and_print(warehouse: Path, *, all_events: bool = False, quiet: bool =
     if quiet and not result.invalid:
         return 0
     print_ = functools.partial(print, file=sys.stderr) if quiet else print
-    print_(clean_for_terminal(result.summary()))
+    print_(fitted(clean_for_terminal(result.summary())))
     for event_id, reason in result.invalid_examples:
-        print_(f"  invalid  {clean_for_terminal(event_id)}  {clean_for_terminal(reason)}")
+        print_(fitted(f"invalid  {clean_for_terminal(event_id)}  {clean_for_terminal(reason)}", indent="  "))
     if result.invalid > len(result.invalid_examples):
-        print_(
-            f"  ... {result.invalid - len(result.invalid_examples)} more: chainops sql "
-            "\"select event_id, reason from event_verifications where verdict = 'invalid'\""
-        )
+        print_(f"  ... {result.invalid - len(result.invalid_examples)} more:")
+        print_(command_lines(f'chainops sql "{INVALID_QUERY}"', indent="    "))
     return EXIT_THRESHOLD if result.invalid else 0
 
 
@@ -72,4 +74,5 @@ def register(sub: Any) -> None:
         help=f"distinct trusted signers a proof needs (default {spec.PROOF_MIN_SIGNATURES})",
     )
     p.add_argument("--all", action="store_true", help="verify every proof-bearing event again, not only new ones")
+    quiet_option(p, "print nothing when every proof is valid (invalid ones are still listed, on stderr)")
     p.set_defaults(func=cmd_verify)
