@@ -43,6 +43,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(fitted(result.summary()), file=sys.stderr)
     say(fitted(result.summary()))
     don = sandbox.signer_info(DEMO_KEY)
+    _record_verifier(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]))
     if args.quiet:  # the forged share is the demo's own doing, not a failure to report
         from ..verify import resolve_policy
         from ..verify.run import verify_warehouse
@@ -142,6 +143,17 @@ def _replace_demo_warehouse(warehouse: Path) -> None:
         warehouse.unlink(missing_ok=True)
         Path(f"{warehouse}.wal").unlink(missing_ok=True)
         _mark_demo(warehouse)  # marked from the start, so a demo stopped part-way is replaced the next time
+
+
+def _record_verifier(warehouse: Path, *, org_id: str, signers: str) -> None:
+    """Record in the demo's warehouse what its proofs are checked against (the sandbox's organisation id and DON
+    signers), so that ``chainops verify --warehouse`` on it needs no flag the user was never told."""
+    from ..warehouse import Warehouse
+    from ..warehouse.identity import DEMO_VERIFIER_KEYS, MARKER_TABLE
+
+    with Warehouse(warehouse) as wh:
+        for key, value in ((DEMO_VERIFIER_KEYS["org_id"], org_id), (DEMO_VERIFIER_KEYS["signers"], signers)):
+            wh.con.execute(f"INSERT OR REPLACE INTO {MARKER_TABLE} VALUES (?, ?)", [key, value])
 
 
 def _mark_demo(warehouse: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,16 +19,28 @@ INVALID_QUERY = "select * from event_verifications where verdict = 'invalid'"
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Verify the DON proofs of the warehouse's proof-bearing events; exit 3 when any is invalid."""
+    """Verify the DON proofs of the warehouse's proof-bearing events; exit 3 when any is invalid. Told no
+    organisation or signers (by options or the environment), a demo's warehouse is checked against what the demo
+    recorded in it: the sandbox's organisation and signers."""
     warehouse = Settings.load(warehouse=args.warehouse).warehouse
+    policy = {"org_id": args.org_id, "workflow_owner": args.workflow_owner, "signers": args.signers}
+    from ..verify.signers import ENV_ORG_ID, ENV_SIGNERS, ENV_WORKFLOW_OWNER
+
+    told = any(policy.values()) or any(os.environ.get(n) for n in (ENV_ORG_ID, ENV_WORKFLOW_OWNER, ENV_SIGNERS))
+    if not told:
+        from ..warehouse.identity import demo_verifier
+
+        recorded = demo_verifier(warehouse)
+        if recorded:
+            policy.update(recorded)
+            if not args.quiet:
+                print(fitted("Using the sandbox's organisation and signers, as recorded by chainops demo"))
     return verify_and_print(
         warehouse,
-        org_id=args.org_id,
-        workflow_owner=args.workflow_owner,
-        signers=args.signers,
         min_signatures=args.min_signatures,
         all_events=args.all,
         quiet=args.quiet,
+        **policy,
     )
 
 
