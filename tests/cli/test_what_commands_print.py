@@ -9,6 +9,7 @@ import argparse
 import os
 import pty
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -106,7 +107,7 @@ def test_the_demo_suggests_commands_that_fit_and_join_as_a_shell_joins_them(demo
     assert any(line.endswith(" \\") for line in tail.splitlines())  # at 80 columns one of them needed two lines
 
 
-def run_on_a_terminal(*argv: str, lines: int = 30) -> list[str]:
+def run_on_a_terminal(*argv: str, lines: int = 30, cwd: Path | None = None) -> list[str]:
     """``chainops ARGV`` with its standard output on a pseudo-terminal of ``lines`` lines and 80 columns."""
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
@@ -115,6 +116,7 @@ def run_on_a_terminal(*argv: str, lines: int = 30) -> list[str]:
         stdout=follower,
         stderr=subprocess.PIPE,
         env={**env, "LINES": str(lines), "COLUMNS": str(WIDTH)},
+        cwd=cwd,
     )
     os.close(follower)
     chunks = []
@@ -210,3 +212,16 @@ def test_the_dashboard_page_suggests_the_nearest_status(demo) -> None:
     warehouse = str(demo[0])
     page = render_page(warehouse, Options(warehouse), {"status": ["pendng"]})
     assert 'class="error"' in page and "did you mean &#x27;pending_signature&#x27;" in page
+
+
+def test_the_demo_on_a_terminal_stops_its_table_and_its_footers_name_commands_that_work(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # paths short enough for a line: a path longer than a line is never split
+    lines = run_on_a_terminal("demo", "--days", "1", "--warehouse", "demo.duckdb", "--out", "r", cwd=tmp_path)
+    assert too_wide("\n".join(lines)) == []
+    said = " ".join(" ".join(lines).split())
+    cut = re.search(r"\d+ rows \(22 shown\); (chainops metrics status-latency .*?) --max-rows N shows more", said)
+    hidden = re.search(r"not shown \((chainops metrics status-latency .*?) --wide shows them\)", said)
+    assert cut and hidden, said
+    for command in (f"{cut[1]} --max-rows 100", f"{hidden[1]} --wide"):
+        ran = run_in_process(*shlex.split(command)[1:])
+        assert ran.returncode == 0 and "pending_signature" in ran.stdout, (command, ran.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -58,9 +59,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         verify_and_print(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]), env={})
         print("\nTime in each status, per network:")
         latency, hidden = hidden_rows(metrics.status_latency(str(warehouse)), "status-latency")
-        hidden = [n.replace("(--wide", "(chainops metrics status-latency --wide") for n in hidden]
+        again = f"chainops metrics status-latency --warehouse {shlex.quote(str(warehouse))}"  # the demo takes neither
+        hidden = [n.replace("(--wide", f"({again} --wide") for n in hidden]
         columns = default_columns(latency, "status-latency")
-        latency, cut = cut_rows(latency, row_limit("table", None, None))
+        more = f"{again} --max-rows N shows more"
+        latency, cut = cut_rows(latency, row_limit("table", None, None), more)
         sys.stdout.write(table_text(latency, metric="status-latency", columns=columns, notes=[*hidden, *cut]))
     out = report.write_html_report(str(warehouse), Path(args.out) / "demo.html", title="Chain operations (demo)")
     say("\n" + fitted(f"Report: {out}"))
@@ -74,7 +77,6 @@ def demo_next_commands(warehouse: Path, *, start: int, days: float) -> list[str]
     """The commands the demo suggests next, each as a user would type it (a test runs them as printed): the report
     covers the demo's history, which ends at ``start`` (the sandbox's simulated 'now')."""
     import os
-    import shlex
     import time
 
     def when(unix: float) -> str:

@@ -128,12 +128,15 @@ def row_limit(fmt: str, out: str | None, max_rows: int | None, *, wide: bool = F
     return max(lines - 8, 10)
 
 
-def cut_rows(df: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, list[str]]:
-    """``df`` cut to ``limit`` rows, and the footer that gives the total and how to see the rest."""
+#: How to see the rows a table on a terminal left out, said below it.
+MORE_ROWS = "--max-rows N shows more, --out FILE or a pipe gets every row"
+
+
+def cut_rows(df: pd.DataFrame, limit: int | None, more: str = MORE_ROWS) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` cut to ``limit`` rows, and the footer that gives the total and how to see the rest (``more``)."""
     if limit is None or len(df) <= limit:
         return df, []
-    note = f"{len(df):,} rows ({limit:,} shown); --max-rows N shows more, --out FILE or a pipe gets every row"
-    return df.head(limit), [note]
+    return df.head(limit), [f"{len(df):,} rows ({limit:,} shown); {more}"]
 
 
 def _print_table(df: pd.DataFrame, *, metric: str | bool = True) -> None:
