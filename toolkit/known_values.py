@@ -42,7 +42,7 @@ def nearest(value: str, known: Iterable[str]) -> str | None:
         whole = difflib.SequenceMatcher(None, lowered, folded).ratio()
         start = difflib.SequenceMatcher(None, lowered, folded[: len(lowered) + 1]).ratio()
         scored.append((max(whole, start), whole, -abs(len(option) - len(value)), option))
-    best = max(scored, default=None)
+    best = min(scored, key=lambda s: (-s[0], -s[1], -s[2], s[3]), default=None)  # ties: the first by name
     return best[-1] if best is not None and best[0] >= CLOSE else None
 
 

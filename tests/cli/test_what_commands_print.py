@@ -107,14 +107,17 @@ def test_the_demo_suggests_commands_that_fit_and_join_as_a_shell_joins_them(demo
     assert any(line.endswith(" \\") for line in tail.splitlines())  # at 80 columns one of them needed two lines
 
 
-def run_on_a_terminal(*argv: str, lines: int = 30, cwd: Path | None = None) -> list[str]:
-    """``chainops ARGV`` with its standard output on a pseudo-terminal of ``lines`` lines and 80 columns."""
+def run_on_a_terminal(
+    *argv: str, lines: int = 30, cwd: Path | None = None, stderr_too: bool = False, code: int = 0
+) -> list[str]:
+    """``chainops ARGV`` with its standard output (and error, ``stderr_too``) on a pseudo-terminal of ``lines``
+    lines and 80 columns; it must exit with ``code``."""
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CREC_", "CHAINOPS_"))}
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolkit", *argv],
         stdout=follower,
-        stderr=subprocess.PIPE,
+        stderr=follower if stderr_too else subprocess.PIPE,
         env={**env, "LINES": str(lines), "COLUMNS": str(WIDTH)},
         cwd=cwd,
     )
@@ -128,7 +131,7 @@ def run_on_a_terminal(*argv: str, lines: int = 30, cwd: Path | None = None) -> l
         if not data:
             break
         chunks.append(data)
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=120) == code
     os.close(leader)
     return b"".join(chunks).decode().splitlines()
 
@@ -204,6 +207,14 @@ def test_did_you_mean_on_fail_on_names_and_status_values(demo) -> None:
     assert typo.returncode == 2 and "did you mean 'stuck'?" in typo.stderr
     status = run_in_process("metrics", "status-latency", "--warehouse", warehouse, "--status", "pendng")
     assert status.returncode == 2 and "did you mean 'pending_signature'?" in status.stderr
+    network = run_in_process("metrics", "status-latency", "--warehouse", warehouse, "--network", "Etherum")
+    assert network.returncode == 2 and "did you mean 'Ethereum Mainnet'?" in network.stderr
+    metric = run_in_process("metrics", "failure-rat", "--warehouse", warehouse)
+    assert metric.returncode == 2 and "did you mean 'failure-rates'?" in metric.stderr
+    # on a terminal the messages fit it too (to a pipe or a log each stays one line, for grep)
+    for argv in (["metrics", "failure-rat"], ["metrics", "status-latency", "--network", "Etherum"]):
+        said = run_on_a_terminal(*argv, "--warehouse", warehouse, stderr_too=True, code=2)
+        assert "did you mean" in " ".join(said) and too_wide("\n".join(said)) == [], said
 
 
 def test_the_dashboard_page_suggests_the_nearest_status(demo) -> None:

@@ -8,7 +8,7 @@ import contextlib
 import difflib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import ChainopsError, UsageError
@@ -23,7 +23,7 @@ from ..signals import (
 )
 from ..streams import encodable_streams
 from . import dashboard, demo, export, metrics, report, sandbox, sql, sync, verify
-from .output import EXIT_BROKEN_PIPE, clean_for_terminal
+from .output import EXIT_BROKEN_PIPE, clean_for_terminal, fitted
 
 #: The commands in the order ``chainops --help`` lists them.
 COMMANDS = (demo, sync, verify, metrics, report, sql, export, dashboard, sandbox)
@@ -39,6 +39,17 @@ class _Parser(argparse.ArgumentParser):
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {', '.join(choices)}){hint}")
         super()._check_value(action, value)
+
+    def error(self, message: str) -> NoReturn:
+        """The usage and the error, wrapped to a terminal's width (argparse wraps only the usage); exit 2."""
+        self.print_usage(sys.stderr)
+        self.exit(2, on_stderr(f"{self.prog}: error: {message}") + "\n")
+
+
+def on_stderr(message: str) -> str:
+    """``message`` wrapped to the terminal's width when standard error is a terminal; one line each to a file, a
+    pipe or a scheduler's mail (where a line is found by grep, not read on a screen)."""
+    return fitted(message) if sys.stderr.isatty() else message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,8 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     show_on_stderr(args.verbose + getattr(args, "sync_verbose", 0))
 
     def fail(message: str, code: int) -> int:
-        # newlines stay: DuckDB's syntax errors point at the query with a caret on the next line
-        print(f"chainops {args.command}: {clean_for_terminal(message, keep_newlines=True)}", file=sys.stderr)
+        # newlines stay: DuckDB's syntax errors point at the query with a caret on the next line (so such a
+        # message is not wrapped: the caret would no longer be under what it points at)
+        text = f"chainops {args.command}: {clean_for_terminal(message, keep_newlines=True)}"
+        print(text if "\n" in text else on_stderr(text), file=sys.stderr)
         return code
 
     try:
