@@ -107,7 +107,7 @@ def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
     if not args.quiet:
         print(wrap(period_line(df, args.name)))
     df, cut = cut_rows(df, row_limit("table", None, args.max_rows, wide=args.wide))
-    notes = [*notes, *cut]
+    notes = [] if args.quiet else [*notes, *cut]
     sys.stdout.write(table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
 
 
@@ -196,7 +196,7 @@ def register(sub: Any) -> None:
         metavar="T",
         help="the time ages are measured to (stuck-operations; default: the newest event in the warehouse)",
     )
-    output_options(p, columns_default="the metric's main columns")
+    output_options(p, columns_default="the metric's main columns, as many as fit")
     spark_options(p)
-    quiet_option(p, "no remarks: only the table or file asked for (no period line, notes or footers)")
+    quiet_option(p, "print only the result: no period line, no row counts under the table, no remarks on stderr")
     p.set_defaults(func=cmd_metrics)

@@ -17,8 +17,9 @@ def warehouse_option(p: argparse.ArgumentParser, default: str | None = None) -> 
     )
 
 
-def period_options(p: argparse.ArgumentParser, *, since_default: str | None = None) -> None:
-    """``--since`` and ``--until``: the period a metric or the report covers (``since_default``: the report's 7d)."""
+def period_options(p: argparse.ArgumentParser, *, since_default: str | None = None, until_default: str = "now") -> None:
+    """``--since`` and ``--until``: the period a metric or the report covers (``since_default``: the report's 7d;
+    ``until_default``: what the end is when not given, in words)."""
     default = f" (default {since_default})" if since_default else ""
     p.add_argument(
         "--since",
@@ -32,8 +33,7 @@ def period_options(p: argparse.ArgumentParser, *, since_default: str | None = No
         "--until",
         type=time_text,
         metavar="T",
-        help="end of the period (exclusive): ISO time or an age (default: now; the report: the data's as-of time, "
-        "the newest event)",
+        help=f"end of the period (exclusive): ISO time or an age (default: {until_default})",
     )
 
 
@@ -51,7 +51,7 @@ def filter_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def output_options(p: argparse.ArgumentParser, *, columns_default: str = "every column") -> None:
+def output_options(p: argparse.ArgumentParser, *, columns_default: str = "as many columns as fit") -> None:
     """The output group: ``--format`` and ``--out`` (where it goes), ``--columns``, ``--wide`` and ``--max-rows``
     (what a printed table shows; files keep every column and row)."""
     p.add_argument(
@@ -65,7 +65,7 @@ def output_options(p: argparse.ArgumentParser, *, columns_default: str = "every 
     p.add_argument(
         "--columns",
         metavar="A,B,C",
-        help=f"the columns a table shows, comma-separated (default: {columns_default} that fits; files keep all)",
+        help=f"the columns a table shows, comma-separated (default: {columns_default}; files keep all)",
     )
     p.add_argument("--wide", action="store_true", help="show every column and row, however wide the table")
     p.add_argument(

@@ -76,7 +76,7 @@ def register(sub: Any) -> None:
     """Add ``chainops report`` and its options to ``sub``."""
     p = sub.add_parser("report", help="write the report: one HTML file, or the metric tables as CSV/Parquet")
     warehouse_option(p)
-    period_options(p, since_default="7d")
+    period_options(p, since_default="7d", until_default="the data's as-of time, the newest event")
     p.add_argument(
         "--out",
         required=True,

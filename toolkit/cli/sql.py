@@ -85,5 +85,5 @@ def register(sub: Any) -> None:
     p.add_argument("query", help='SQL text, e.g. "select * from operation_lifecycle limit 5"')
     warehouse_option(p)
     output_options(p)
-    quiet_option(p, "no remarks: only the rows asked for (no footer)")
+    quiet_option(p, "print only the result: no row count under the table")
     p.set_defaults(func=cmd_sql)
