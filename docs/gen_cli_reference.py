@@ -1,5 +1,6 @@
 """Write docs/reference/cli.md, the command-line reference, from the argument parser itself
-(:func:`toolkit.cli.build_parser`), so that the reference cannot drift from the commands.
+(:func:`toolkit.cli.build_parser`, which each command module of ``toolkit/cli/`` adds its subparser to), so that
+the reference cannot drift from the commands.
 
 Usage: python docs/gen_cli_reference.py [--check]   (--check: exit 1 when the committed file is not current)
 
@@ -21,7 +22,10 @@ HEADER = """# Command-line reference
 
 Generated from the argument parser (`python docs/gen_cli_reference.py`); do not edit by hand. Exit codes, output
 formats and what a usage error says are in [Command-line conventions](command-line.md). `python -m toolkit` is the
-same as `chainops`; `chainops COMMAND --help` prints the same text in a terminal.
+same as `chainops`; `chainops COMMAND --help` prints the same text in a terminal. The options several commands
+share (`--warehouse`; the period `--since`/`--until`; the filters `--channel`/`--network`/`--status`; the output
+`--format`/`--out`/`--columns`/`--wide`/`--max-rows`; `--quiet`) are declared once (`toolkit/cli/options.py`) and
+mean the same wherever they appear.
 """
 
 

@@ -81,9 +81,11 @@ def quiet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Co
 
 
 def next_commands(out: str) -> list[str]:
+    """The commands the demo printed last, each joined from its lines as a shell joins a trailing backslash."""
     lines = out.splitlines()
     start = lines.index("Next, on the demo's warehouse:")
-    return [line.strip() for line in lines[start + 1 :] if line.strip()]
+    joined = "\n".join(lines[start + 1 :]).replace("\\\n", " ")
+    return [" ".join(line.split()) for line in joined.splitlines() if line.strip()]
 
 
 def test_the_demo_ends_with_next_commands_that_work_as_printed(first) -> None:

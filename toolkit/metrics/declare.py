@@ -59,9 +59,14 @@ class UnknownValueError(UsageError, ValueError):
     2 on the command line; a ``ValueError`` in Python)."""
 
 
+#: How alike (difflib's ratio, 0 to 1) a value must be to a known one to be suggested.
+CLOSE = 0.6
+
+
 def nearest(value: str, known: Iterable[str]) -> str | None:
     """The known value nearest to ``value``: one that differs only in case, else one that contains it (or that it
-    contains), else difflib's closest match; None when nothing is close."""
+    contains), else the closest by difflib's ratio (at least :data:`CLOSE`), each value compared whole and by its
+    beginning (``pendng`` is ``pending_signature`` mistyped, not ``sending``); None when nothing is close."""
     options = sorted(set(known))
     lowered = value.lower()
     for option in options:
@@ -70,12 +75,14 @@ def nearest(value: str, known: Iterable[str]) -> str | None:
     containing = [o for o in options if lowered in o.lower() or o.lower() in lowered]
     if containing:
         return min(containing, key=lambda o: (abs(len(o) - len(value)), o))
-    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
-    if close:
-        return close[0]
-    folded = {o.lower(): o for o in options}
-    close = difflib.get_close_matches(lowered, list(folded), n=1, cutoff=0.6)
-    return folded[close[0]] if close else None
+    scored = []
+    for option in options:
+        folded = option.lower()
+        whole = difflib.SequenceMatcher(None, lowered, folded).ratio()
+        start = difflib.SequenceMatcher(None, lowered, folded[: len(lowered) + 1]).ratio()
+        scored.append((max(whole, start), whole, -abs(len(option) - len(value)), option))
+    best = min(scored, key=lambda s: (-s[0], -s[1], -s[2], s[3]), default=None)  # ties: the first by name
+    return best[-1] if best is not None and best[0] >= CLOSE else None
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,11 @@ def parse_threshold(text: str) -> Threshold:
         raise ValueError(f"not a threshold: {text!r}; write NAME OP NUMBER, e.g. 'failure_rate>0.05' or 'stuck>0'")
     name, op, number, percent = m.group(1).lower(), m.group(2), float(m.group(3)), m.group(4)
     if name not in SUMMARY_VALUES:
-        raise ValueError(f"unknown value {name!r} in {text!r}; choose from {', '.join(SUMMARY_VALUES)}")
+        from ..metrics.declare import nearest
+
+        close = nearest(name, SUMMARY_VALUES)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise ValueError(f"unknown value {name!r} in {text!r}{hint}; choose from {', '.join(SUMMARY_VALUES)}")
     return Threshold(name, op, number / 100 if percent else number)
 
 

@@ -43,6 +43,10 @@ INSERT OR IGNORE INTO {MARKER_TABLE} VALUES ('format', '{FORMAT}'), ('schema_ver
 #: The marker row of a warehouse made by ``chainops demo``, which the demo may replace on its next run.
 DEMO_MARK = ("made_by", "chainops demo")
 
+#: The marker keys under which ``chainops demo`` records what its proofs are checked against: the sandbox's
+#: organisation id and its DON signers (comma-separated), which ``chainops verify`` takes when told no other.
+DEMO_VERIFIER_KEYS = {"org_id": "demo_org_id", "signers": "demo_signers"}
+
 #: Columns by which a warehouse made before the marker is recognised.
 _LEGACY_COLUMNS = {
     "sync_state": {"stream", "cursor", "updated_at"},
@@ -239,9 +243,35 @@ def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
         con.close()
 
 
+def demo_verifier(path: str | os.PathLike[str]) -> dict[str, str]:
+    """What ``chainops demo`` recorded in ``path`` to check its proofs against (``org_id``, ``signers``; see
+    :data:`DEMO_VERIFIER_KEYS`); empty for any other file or warehouse. Opens the file read-only."""
+    target = Path(path)
+    if not target.is_file():
+        return {}
+    try:
+        con = duckdb.connect(str(target), read_only=True, config=CONNECTION_CONFIG)
+    except duckdb.Error:
+        return {}
+    try:
+        if classify(con, target) != "marked":
+            return {}
+        rows = con.execute(
+            f"SELECT key, value FROM {MARKER_TABLE} WHERE key IN (?, ?)", list(DEMO_VERIFIER_KEYS.values())
+        ).fetchall()
+    except (duckdb.Error, WarehouseError):
+        return {}
+    finally:
+        con.close()
+    found = dict(rows)
+    recorded = {name: found.get(key) for name, key in DEMO_VERIFIER_KEYS.items()}
+    return {name: value for name, value in recorded.items() if value} if recorded["org_id"] else {}
+
+
 __all__ = [
     "CONNECTION_CONFIG",
     "DEMO_MARK",
+    "DEMO_VERIFIER_KEYS",
     "FORMAT",
     "MARKER_SQL",
     "MARKER_TABLE",
@@ -250,6 +280,7 @@ __all__ = [
     "check_complete",
     "classify",
     "damaged_message",
+    "demo_verifier",
     "inspect_file",
     "is_damage",
     "is_demo_warehouse",

@@ -634,13 +634,13 @@ MARKER = _bookkeeping(
         Column(
             "key",
             "text",
-            doc="Marker key: format, schema_version or made_by; migration:<name> for each schema migration the "
-            "file has.",
+            doc="Marker key: format, schema_version or made_by; demo_org_id and demo_signers (what a demo's proofs "
+            "are verified against); migration:<name> for each schema migration the file has.",
         ),
         Column("value", "text", doc="Marker value (text); for a migration, when it was applied (ISO 8601, UTC)."),
     ],
-    doc="The marker that makes the file a chainops warehouse: key/value rows (format, schema_version; made_by for a "
-    "demo's warehouse; the schema migrations applied). Written by the toolkit.",
+    doc="The marker that makes the file a chainops warehouse: key/value rows (format, schema_version; made_by, "
+    "demo_org_id and demo_signers for a demo's warehouse; the schema migrations applied). Written by the toolkit.",
 )
 
 #: Every table :func:`schema_sql` creates, in the order it creates them.
