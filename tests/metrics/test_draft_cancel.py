@@ -53,10 +53,10 @@ def _warehouse(path):
     events += ladder("waiting", ("pending_signature",), (WAITING_AT,))
     records.append(_draft("waiting", WAITING_AT, status="pending_signature"))
     # drafts without a deadline (Sepolia): timed in seconds since creation
-    for i, (fate, after) in enumerate([("cancelled", 100)] * 3 + [("cancelled", 1_000)]):
+    for i, (fate, after) in enumerate([("cancelled", 100)] * 12 + [("cancelled", 1_000)] * 4):
         events += ladder(f"free-{i}", ("pending_signature", fate), (10 * i, 10 * i + after), chain=SEPOLIA)
         records.append(_draft(f"free-{i}", 10 * i, status=fate, chain=SEPOLIA, deadline=False))
-    for i in range(2):  # signed after 2,000 s and confirmed
+    for i in range(4):  # signed after 2,000 s and confirmed
         c = 100 + 10 * i
         statuses = ("pending_signature", *relay, "confirmed_latest")
         events += ladder(f"free-signed-{i}", statuses, (c, c + 2_000, c + 2_001, c + 2_002, c + 2_003, c + 2_004),
@@ -86,12 +86,12 @@ def test_a_waiting_draft_is_projected_on_every_drafts_exit(tmp_path) -> None:
     assert eth.draft_cancel_rate == pytest.approx(4 / 19)
     assert eth.draft_expiry_rate == pytest.approx(5 / 19)
     assert eth.draft_cancel_rate_low <= 4 / 19 <= eth.draft_cancel_rate_high
-    # Sepolia, no deadline, in seconds: 8 drafts (free-old censored at 5,000 s, free-waiting at 500 s).
-    #   100 s:   at risk 8, 3 cancelled                            S = 5/8
-    #   1000 s:  at risk 4 (8 - 3 - free-waiting), 1 cancelled     S = 5/8 * 3/4
-    #   2000 s:  at risk 3, 2 signed                               S = 5/8 * 3/4 * 1/3
-    # From 500 s: cancelled S(1000-)/S(500) * 1/4 = 1/4, signed 3/4 * 2/3 = 1/2, still a draft 1/4; never expires.
-    assert sep.draft_cancel_rate == pytest.approx(1 / 4)
+    # Sepolia, no deadline, in seconds: 22 drafts (free-old censored at 5,000 s, free-waiting at 500 s).
+    #   100 s:   at risk 22, 12 cancelled                           S = 10/22
+    #   1000 s:  at risk 9 (22 - 12 - free-waiting), 4 cancelled    S = 10/22 * 5/9
+    #   2000 s:  at risk 5, 4 signed                                S = 10/22 * 5/9 * 1/5
+    # From 500 s: cancelled S(1000-)/S(500) * 4/9 = 4/9, signed 5/9 * 4/5 = 4/9, still a draft 1/9; never expires.
+    assert sep.draft_cancel_rate == pytest.approx(4 / 9)
     assert sep.draft_expiry_rate == 0.0
     # the relayed rates are not touched by a waiting draft
     assert (eth.relayed, sep.relayed) == (0, 0)

@@ -55,9 +55,10 @@ _WALL = "wall:"
 
 
 def _reference(warehouse: WarehouseLike, ctes: str, params: dict, as_of: float) -> pd.DataFrame:
-    """Every draft: ``chain_selector``, ``clock`` (``deadline`` or ``wall``), ``u`` (when it left, reached its
-    deadline, or was read: share of the deadline window, or seconds for a draft without one), ``left`` (relayed or
-    cancelled at ``u``; else expired at 1 or still waiting: censored at ``u``) and ``cancelled`` (left cancelled)."""
+    """Every draft: ``chain_selector``, ``left`` (relayed or cancelled), ``cancelled`` (left cancelled), and its
+    times on both clocks: ``u`` the share of its deadline window when it left, reached its deadline (expired) or was
+    read (still waiting), NaN without a deadline; ``a`` the seconds from its creation to when it left, or to when it
+    was last seen waiting before its deadline (censored there: at its deadline when it expired)."""
     sql = f"""
         WITH {ctes}, drafts AS (
             SELECT * FROM ops_all o WHERE o.pending_signature_at IS NOT NULL OR o.last_status = 'pending_signature'
@@ -88,23 +89,24 @@ def _reference_from(df: pd.DataFrame, as_of: float) -> pd.DataFrame:
     waiting = outcome.isna().to_numpy() & np.isnan(relayed)
     expired = (outcome == "draft_expired").to_numpy()
     left = ~np.isnan(ended) & ~expired & ~waiting
-    scale = np.where(timed, window, 1.0)
-    u = np.where(left, (ended - created) / scale, np.nan)
-    u = np.where(waiting, (as_of - created) / scale, u)
-    u = np.where(expired & timed, 1.0, u)
-    keep = (left | waiting | (expired & timed)) & ~np.isnan(u)
+    span = np.where(timed, window, np.inf)
+    a = np.where(left, ended - created, np.nan)
+    a = np.where(waiting, np.minimum(as_of - created, span), a)
+    a = np.where(expired & timed, span, a)
+    with np.errstate(invalid="ignore"):
+        u = np.where(timed, a / np.where(timed, window, 1.0), np.nan)
+    keep = (left | waiting | (expired & timed)) & ~np.isnan(a)
     out = pd.DataFrame(
         {
             "chain_selector": df["chain_selector"].to_numpy()[keep],
-            "clock": np.where(timed, "deadline", "wall")[keep],
             "u": u[keep],
+            "a": np.maximum(a[keep], 0.0),
             "left": left[keep],
             "cancelled": (left & cancelled)[keep],
         }
     )
     # leaving exactly at (or, by rounding, after) the deadline is leaving just before it
-    top = np.where(out["clock"] == "deadline", np.where(out["left"], 1.0 - 1e-9, 1.0), np.inf)
-    out["u"] = np.clip(out["u"].to_numpy(dtype=float), 0.0, top)
+    out["u"] = np.clip(out["u"].to_numpy(dtype=float), 0.0, np.where(out["left"], 1.0 - 1e-9, 1.0))
     return out
 
 
@@ -124,45 +126,93 @@ def _deadlines(warehouse: WarehouseLike, ids: pd.Series) -> pd.Series:
 Curve = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _curve(ref: pd.DataFrame) -> Curve:
-    """The leaving times ``t``, ``S`` just after each (the product-limit estimate), the drafts at risk at each, and
-    the cumulative incidence of cancellation up to and including each, ``Σ_{t_j ≤ t} S(t_j−) c_j / n_j``."""
-    u, left = ref["u"].to_numpy(dtype=float), ref["left"].to_numpy(dtype=bool)
-    times, idx, deaths = np.unique(u[left], return_inverse=True, return_counts=True)
-    cancels = np.bincount(idx, weights=ref["cancelled"].to_numpy(dtype=float)[left], minlength=len(times))
-    ordered = np.sort(u)
-    at_risk = len(u) - np.searchsorted(ordered, times, side="left")  # exits at or after t (censored at t included)
+def _curve(t: np.ndarray, left: np.ndarray, cancelled: np.ndarray) -> Curve:
+    """The leaving times, ``S`` just after each (the product-limit estimate of staying a draft), the drafts at risk
+    at each, and the cumulative incidence of cancellation up to and including each, ``Σ_{t_j ≤ t} S(t_j−) c_j /
+    n_j``. Arguments: each draft's time ``t`` (leaving or censoring), ``left``, ``cancelled`` (left cancelled)."""
+    times, idx, deaths = np.unique(t[left], return_inverse=True, return_counts=True)
+    cancels = np.bincount(idx, weights=cancelled[left].astype(float), minlength=len(times))
+    ordered = np.sort(t)
+    at_risk = len(t) - np.searchsorted(ordered, times, side="left")  # exits at or after t (censored at t included)
     surv = np.cumprod(1.0 - deaths / at_risk)
-    before = np.r_[1.0, surv[:-1]]
-    incidence = np.cumsum(before * cancels / at_risk)
+    incidence = np.cumsum(np.r_[1.0, surv[:-1]] * cancels / at_risk)
     return times, surv, at_risk, incidence
 
 
-def _fate_probability(curve: Curve, u0: np.ndarray, *, expires: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For drafts still waiting at ``u0``: P(expire) = S(1−) / S(u0) (0 when the clock has no deadline,
-    ``expires`` False), P(cancelled) = the cancellation incidence after ``u0`` over S(u0), and the drafts of the
-    reference at risk after ``u0``. NaN where nobody of the reference is at risk at ``u0``."""
+def _at(curve: Curve, t0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``S``, the cancellation incidence, and the drafts at risk just after ``t0`` (each of ``t0``)."""
     times, surv, at_risk, incidence = curve
-    if len(times) == 0:
-        return np.full(len(u0), 1.0 if expires else 0.0), np.zeros(len(u0)), np.zeros(len(u0))
-    idx = np.searchsorted(times, u0, side="right") - 1  # the last leaving time at or before u0
+    idx = np.searchsorted(times, t0, side="right") - 1  # the last leaving time at or before t0
     s0 = np.where(idx >= 0, surv[np.maximum(idx, 0)], 1.0)
     f0 = np.where(idx >= 0, incidence[np.maximum(idx, 0)], 0.0)
-    nxt = np.minimum(idx + 1, len(times) - 1)
-    n_after = np.where(idx + 1 < len(times), at_risk[nxt], 0)
+    n_after = np.where(idx + 1 < len(times), at_risk[np.minimum(idx + 1, len(times) - 1)], 0)
+    return s0, f0, n_after.astype(float)
+
+
+def _expiry_probability(curve: Curve, u0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(expire | still waiting at ``u0`` of the deadline window) = S(1−) / S(u0), and the drafts of the reference
+    at risk after ``u0``. NaN where nobody of the reference is at risk at ``u0``."""
+    if len(curve[0]) == 0:
+        return np.ones(len(u0)), np.zeros(len(u0))
+    s0, _, n_after = _at(curve, u0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        expire = np.where(s0 > 0, surv[-1] / s0, np.nan) if expires else np.zeros(len(u0))
-        cancel = np.where(s0 > 0, (incidence[-1] - f0) / s0, np.nan)
-    if expires:
-        expire, cancel = np.where(u0 >= 1.0, 1.0, expire), np.where(u0 >= 1.0, 0.0, cancel)
-    return expire, np.clip(cancel, 0.0, 1.0), n_after.astype(float)
+        p = np.where(s0 > 0, curve[1][-1] / s0, np.nan)
+    return np.where(u0 >= 1.0, 1.0, p), n_after
+
+
+def _cancel_probability(curve: Curve, a0: np.ndarray, span: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(cancelled | still waiting ``a0`` seconds after creation, deadline ``span`` seconds after it (inf: none))
+    = the cancellation incidence between ``a0`` and the deadline over S(a0), and the drafts of the reference at
+    risk after ``a0``. NaN where nobody of the reference is at risk at ``a0``."""
+    times, _, _, incidence = curve
+    if len(times) == 0:
+        return np.zeros(len(a0)), np.zeros(len(a0))
+    s0, f0, n_after = _at(curve, a0)
+    end = np.searchsorted(times, span, side="left") - 1  # the last leaving time before the deadline
+    f_end = np.where(end >= 0, incidence[np.maximum(end, 0)], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(s0 > 0, np.maximum(f_end - f0, 0.0) / s0, np.nan)
+    return np.where(a0 >= span, 0.0, np.minimum(p, 1.0)), n_after
+
+
+def _curves(ref: pd.DataFrame, column: str) -> dict[str, Curve]:
+    """The curves on one clock (``column`` ``u`` or ``a``): every network's (``*``) and each network's with at
+    least :data:`~.inflight.MIN_REFERENCE` drafts on it."""
+    ref = ref[ref[column].notna()]
+
+    def curve(part: pd.DataFrame) -> Curve:
+        return _curve(part[column].to_numpy(dtype=float), part["left"].to_numpy(bool), part["cancelled"].to_numpy(bool))
+
+    counts = ref.groupby("chain_selector").size()
+    out = {"*": curve(ref)}
+    out |= {c: curve(ref[ref["chain_selector"] == c]) for c, n in counts.items() if n >= MIN_REFERENCE}
+    return out
+
+
+def _project(
+    curves: dict[str, Curve], chains: np.ndarray, rows_of: np.ndarray, fate, *args: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``fate(curve, *args)`` for the units ``rows_of`` (a mask), each on its network's curve, or every network's
+    where its network has too few drafts or none at risk there. Returns (probability, at risk after, curve id)
+    over all units (0, 1 and ``""`` outside the mask)."""
+    p, n_ref = np.zeros(len(chains)), np.ones(len(chains))
+    curve_id = np.full(len(chains), "", dtype=object)
+    for chain in pd.unique(chains[rows_of]):
+        rows = np.flatnonzero(rows_of & (chains == chain))
+        cid = chain if chain in curves else "*"
+        prob, after = fate(curves[cid], *(x[rows] for x in args))
+        if cid != "*" and np.isnan(prob).any():  # nobody of the network at risk there: every network's curve
+            bad = np.isnan(prob)
+            prob[bad], after[bad] = (x[bad] for x in fate(curves["*"], *(x[rows] for x in args)))
+        p[rows], n_ref[rows], curve_id[rows] = prob, np.maximum(after, 1.0), cid
+    return p, n_ref, curve_id
 
 
 def draft_expiry_rates(
     warehouse: WarehouseLike, ctes: str, units: str, keys: Sequence[tuple[str, str]], params: dict
 ) -> pd.DataFrame:
     """``draft_expiry_rate`` and ``draft_cancel_rate`` with ``_low``/``_high`` per group, drafts in flight projected
-    on their own clock (the module docstring).
+    on their own clocks (the module docstring).
 
     Arguments: ``ctes`` and ``units`` of an operation cohort (:func:`~.outcomes.operation_cohort`: its ``ops_all``
     relation and its units' SELECT), ``keys`` its grouping (SQL, name), ``params`` the bound parameters. Returns
@@ -197,48 +247,24 @@ def draft_expiry_rates(
     df = run(warehouse, open_sql, params).rename(columns=renames)
     df["d"] = df["unit_id"].map(_deadlines(warehouse, df["unit_id"])).astype(float)
     ref = _reference(warehouse, ctes, params, as_of)
-    curves: dict[str, Curve] = {}
-    for clock, prefix in (("deadline", ""), ("wall", _WALL)):
-        on_clock = ref[ref["clock"] == clock]
-        curves[f"{prefix}*"] = _curve(on_clock)
-        counts = on_clock.groupby("chain_selector").size()
-        curves |= {
-            f"{prefix}{c}": _curve(on_clock[on_clock["chain_selector"] == c])
-            for c, n in counts.items()
-            if n >= MIN_REFERENCE
-        }
 
     waiting = df["waiting"].fillna(False).to_numpy(dtype=bool)
     created = df["c"].to_numpy(dtype=float)
     window = df["d"].to_numpy(dtype=float, na_value=np.nan) - created
     timed = waiting & (window > 0)
-    untimed = waiting & ~(window > 0)
-    u0 = np.where(timed, np.clip((as_of - created) / np.where(timed, window, 1.0), 0.0, 1.0), 0.0)
-    u0 = np.where(untimed, np.maximum(as_of - created, 0.0), u0)
-    expire, cancel = np.zeros(len(df)), np.zeros(len(df))
-    n_ref = np.ones(len(df))
-    curve_id = np.full(len(df), "", dtype=object)
+    span = np.where(window > 0, window, np.inf)
+    age = np.maximum(as_of - created, 0.0)
+    u0 = np.clip(age / np.where(timed, window, 1.0), 0.0, 1.0)
     # its own name: a grouping by chain_selector is a column of that name already
     chains = df["unit_chain"].astype(object).to_numpy()
-    for on_clock, prefix in ((timed, ""), (untimed, _WALL)):
-        expires = not prefix
-        for chain in pd.unique(chains[on_clock]):
-            rows = np.flatnonzero(on_clock & (chains == chain))
-            cid = f"{prefix}{chain}" if f"{prefix}{chain}" in curves else f"{prefix}*"
-            p_exp, p_can, after = _fate_probability(curves[cid], u0[rows], expires=expires)
-            if not cid.endswith("*") and (np.isnan(p_exp) | np.isnan(p_can)).any():
-                # nobody of the network at risk there: every network's curve
-                bad = np.isnan(p_exp) | np.isnan(p_can)
-                p_exp[bad], p_can[bad], after[bad] = (
-                    x[bad] for x in _fate_probability(curves[f"{prefix}*"], u0[rows], expires=expires)
-                )
-            expire[rows] = np.nan_to_num(p_exp, nan=1.0 if expires else 0.0)
-            cancel[rows] = np.nan_to_num(p_can, nan=0.0)
-            n_ref[rows], curve_id[rows] = np.maximum(after, 1.0), cid
-    df["p_draft_expired"], df["p_draft_cancelled"] = expire, cancel
-    df["n_ref"], df["curve"] = n_ref, curve_id
-    cell = np.where(untimed, np.floor(np.log2(1.0 + u0)), np.floor(u0 * _CELLS))
-    df["cell"] = cell.astype("float")
+    p_exp, n_exp, c_exp = _project(_curves(ref, "u"), chains, timed, _expiry_probability, u0)
+    p_can, n_can, c_can = _project(_curves(ref, "a"), chains, waiting, _cancel_probability, age, span)
+    df["p_draft_expired"] = np.where(timed, np.nan_to_num(p_exp, nan=1.0), 0.0)
+    df["p_draft_cancelled"] = np.where(waiting, np.nan_to_num(p_can, nan=0.0), 0.0)
+    df["n_draft_expired"], df["curve_draft_expired"] = n_exp, c_exp
+    df["n_draft_cancelled"], df["curve_draft_cancelled"] = n_can, c_can
+    df["cell_draft_expired"] = np.floor(u0 * _CELLS)
+    df["cell_draft_cancelled"] = np.floor(np.log2(1.0 + age))
     return _moments_table(summary, df, names)
 
 
@@ -266,18 +292,20 @@ def _moments_table(summary: pd.DataFrame, df: pd.DataFrame, names: list[str]) ->
     moments[f"e_{EVERY}__{EVERY}"] = moments[f"e_{EVERY}"]
     for x in inds:
         moments[f"e_{x}__{EVERY}"] = moments[f"e_{x}"]
-    # estimation error: units of one curve and cell share it (m² p_x p_y / n over the cells)
-    cells = df.groupby([*gkeys, "curve", "cell"], dropna=False, sort=False).agg(
-        m=("open", "size"), n=("n_ref", "min"), **{f"p_{x}": (f"p_{x}", "mean") for x in inds}
-    )
-    cells["w1"] = cells["m"] ** 2 / cells["n"]
-    cells[f"w_{EVERY}"] = cells[f"w_{EVERY}__{EVERY}"] = cells["w1"]
-    wcols = [f"w_{EVERY}", f"w_{EVERY}__{EVERY}"]
+    # estimation error: units of one curve and cell share it (m² p_x p_y / n over the cells); each rate has its own
+    # curves and cells, and the ratio's variance reads only w_x − w_xx of them (w_x·y = w_x for y every unit)
+    parts = []
     for x in inds:
-        cells[f"w_{x}"] = cells[f"w_{x}__{EVERY}"] = cells["w1"] * cells[f"p_{x}"]
-        cells[f"w_{x}__{x}"] = cells["w1"] * cells[f"p_{x}"] ** 2
-        wcols += [f"w_{x}", f"w_{x}__{x}", f"w_{x}__{EVERY}"]
-    moments = moments.join(cells.groupby(gkeys, dropna=False)[wcols].sum()).fillna(0.0).reset_index()
+        cells = df.groupby([*gkeys, f"curve_{x}", f"cell_{x}"], dropna=False, sort=False).agg(
+            m=("open", "size"), n=(f"n_{x}", "min"), p=(f"p_{x}", "mean")
+        )
+        w1 = cells["m"] ** 2 / cells["n"]
+        w = pd.DataFrame({f"w_{x}": w1 * cells["p"], f"w_{x}__{x}": w1 * cells["p"] ** 2})
+        w[f"w_{x}__{EVERY}"] = w[f"w_{x}"]
+        parts.append(w.groupby(gkeys, dropna=False).sum())
+    wsum = pd.concat(parts, axis=1)
+    wsum[f"w_{EVERY}"] = wsum[f"w_{EVERY}__{EVERY}"] = 0.0
+    moments = moments.join(wsum).fillna(0.0).reset_index()
     moments["unprojected"] = 0.0
     out = moments[gkeys].copy()
     for r in DRAFT_RATES:
