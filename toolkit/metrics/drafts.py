@@ -1,32 +1,35 @@
-"""The fate of drafts still waiting for their signature, read on the drafts' own clock (``draft_expiry_rate`` and
-``draft_cancel_rate``).
+"""The fate of drafts still waiting for their signature, read from every draft's exit from ``pending_signature``
+(``draft_expiry_rate`` and ``draft_cancel_rate``).
 
 A draft (an operation that entered ``pending_signature``) ends in one of three ways: it is signed and relayed, it
 is cancelled, or it expires at its deadline. The generic projection (:mod:`.inflight`) learns from operations that
-have *finished*, in age bins a factor of two wide, and for drafts both are biased the same way: a cancelled draft
-is finished the moment it is cancelled, a signed one only once its transaction is confirmed (so the signings of the
-last hours are missing from the reference), and a bin reaching back to half the draft's age counts cancellations
-the draft has already outlived. Cancellations come early (minutes), signings late (hours), so a young draft was
-given the cancellation share of the quick and read high (issue 39: above the final value in 20 of 27 rows with
-drafts in flight, never below). Here the fate is read from every draft, finished or not, at the moment it *left*
-``pending_signature``, which is known as soon as it happens:
+have *finished*, in age bins a factor of two wide, and for drafts that is biased. Expiry: with long deadlines the
+finished drafts are those with short deadlines and quick signatures; the drafts that will expire are exactly the
+ones that have not finished yet. Cancellation: a cancelled draft is finished the moment it is cancelled, a signed
+one only once its transaction is confirmed (so the signings of the last hours are missing from the reference), and
+a bin reaching back to half the draft's age counts cancellations the draft has already outlived. Cancellations come
+early (minutes), signings late (hours), so a young draft was given the cancellation share of the quick ones and
+``draft_cancel_rate`` read high (issue 39: above the final value in 20 of 27 rows with drafts in flight, never
+below). Here every draft, finished or not, is an observation from the moment it *left* ``pending_signature``, which
+is known as soon as it happens; it leaves (is relayed or cancelled), or expires at its deadline, or is still
+waiting and is **censored**. The product-limit estimate of staying a draft, ``S = Π (1 − d_i / n_i)`` over the
+leaving times, with the share ``c_i / d_i`` of each time's exits that were cancellations, is the Aalen–Johansen
+estimate of these competing risks. Each rate is read on its own clock:
 
-- a draft with a deadline is timed on the share of its deadline window passed, ``u = (t − created) / (deadline −
-  created)`` in ``[0, 1]``: it *leaves* (is relayed or cancelled) at its ``u``, or reaches ``u = 1`` and expires,
-  or is still waiting and is **censored** at its current ``u``;
-- a draft without a deadline (``deadline: 0``) is timed in seconds since its creation: it leaves or is censored;
-- the product-limit estimate of staying a draft, ``S = Π (1 − d_i / n_i)`` over the leaving times, with the share
-  of each leaving time's exits that were cancellations, is the Aalen–Johansen estimate of this competing-risks
-  picture: a draft still waiting at ``u0`` is cancelled with probability ``Σ_{t_i > u0} S(t_i−) c_i / n_i /
-  S(u0)`` and expires with probability ``S(1−) / S(u0)`` (expiry can only happen at ``u = 1``); a draft past its
-  deadline without an expiry yet expires with probability 1; a draft without a deadline never expires by it
-  (probability 0) and, where the curve stays above 0, may stay a draft (neither cancelled nor expired); an
-  operation already relayed, 0 for both.
+- expiry, on the deadline's clock: the share of its deadline window passed, ``u = (t − created) / (deadline −
+  created)`` in ``[0, 1]``, over the drafts with a deadline. Expiry can only happen at ``u = 1``, so a draft still
+  waiting at ``u0`` expires with probability ``S(1−) / S(u0)``; past its deadline without an expiry yet, 1;
+  without a deadline (``deadline: 0``), 0.
+- cancellation, on the seconds since creation, over every draft, each at risk until its deadline (an expired draft
+  is censored there): whether someone cancels a draft is a decision in time, which the deadline only cuts short. A
+  draft still waiting ``a0`` seconds after its creation is cancelled with probability ``Σ_{a0 < t_i < deadline}
+  S(t_i−) c_i / n_i / S(a0)``; where the curve stays above 0 a draft without a deadline may stay a draft for good.
+- an operation already relayed: 0 for both.
 
 Curves are per network when the network has at least :data:`~.inflight.MIN_REFERENCE` drafts on that clock, else
 from every network. The interval is :func:`~.inflight.ratio_interval`'s, with the units grouped into cells of the
-same curve and twentieth of the window (drafts without a deadline: doubling of age), each cell's estimation error
-from the drafts still at risk after it.
+same curve and twentieth of the window (cancellation: doubling of age), each cell's estimation error from the drafts
+still at risk after it.
 """
 
 from __future__ import annotations
