@@ -270,19 +270,20 @@ def rows_of(observation: Observation) -> list[Row]:
                 _num(r, "failure_rate_high"),
                 done_failed,
             )
-            # drafts: expired unsigned, over every operation of the network created in the period
+            # drafts: expired or cancelled unsigned, over every operation of the network created in the period
             every = [o for o in created if o.network == network]
             seen = [early[o.operation_id] for o in every if o.operation_id in early]
             seen_done = [o for o in seen if raw.outcome(o, early_lo) is not None]
-            row.values["draft_expiry_rate"] = (
-                sum(raw.outcome(o, late_lo) == "draft_expired" for o in every) / len(every),
-                _num(r, "draft_expiry_rate"),
-                _num(r, "draft_expiry_rate_low"),
-                _num(r, "draft_expiry_rate_high"),
-                sum(raw.outcome(o, early_lo) == "draft_expired" for o in seen_done) / len(seen_done)
-                if seen_done
-                else math.nan,
-            )
+            for rate, outcome in (("draft_expiry_rate", "draft_expired"), ("draft_cancel_rate", "draft_cancelled")):
+                row.values[rate] = (
+                    sum(raw.outcome(o, late_lo) == outcome for o in every) / len(every),
+                    _num(r, rate),
+                    _num(r, f"{rate}_low"),
+                    _num(r, f"{rate}_high"),
+                    sum(raw.outcome(o, early_lo) == outcome for o in seen_done) / len(seen_done)
+                    if seen_done
+                    else math.nan,
+                )
             f = finality.loc[network] if network in finality.index else pd.Series(dtype=float)
             for share in SHARES:
                 if share == "failed":

@@ -74,10 +74,10 @@ def test_status_latency_quantiles_and_time_since_creation(tmp_path, mode) -> Non
     row = metrics.status_latency(wh, by=["network", "status"], status="accepted").iloc[0]
     assert (row.network, row.status, row.entered, row.n, row.censored) == ("Ethereum Mainnet", "accepted", 10, 10, 0)
     assert row.mean_s == pytest.approx(np.mean(gaps))
-    # nothing censored: Hyndman-Fan type 2; p99 needs 100 observations
-    want = [float(np.quantile(gaps, q, method="averaged_inverted_cdf")) for q in (0.5, 0.9)]
-    assert [row.p50_s, row.p90_s, row.max_s] == [*want, 20.0] == [11.0, 19.0, 20.0]
-    assert math.isnan(row.p99_s) and row.notes == "p99: n=10 < 100"
+    # nothing censored: Hyndman-Fan type 2; p99 would need 100 observations, but nothing open can change it: final
+    want = [float(np.quantile(gaps, q, method="averaged_inverted_cdf")) for q in (0.5, 0.9, 0.99)]
+    assert [row.p50_s, row.p90_s, row.p99_s, row.max_s] == [*want, 20.0] == [11.0, 19.0, 20.0, 20.0]
+    assert row.notes == "p99: n=10 < 100, final (nothing open can change it)"
     sending = metrics.status_latency(wh, by=["status"], status="sending").iloc[0]
     assert (sending.n, sending.censored) == (0, 10) and math.isnan(sending.p50_s)
     # op0 counts from its record's created_at: 2 + 3 = 5; the others from their first event: 4, 6, ..., 20
@@ -279,7 +279,7 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
     assert pd.isna(eth.latest_only_basis) and sep.latest_only_basis == "testnet"
     # As of the newest event (T0 + 820), e4 waits in confirmed_latest on a mainnet: censored for the later stages
     # (at 820 s since accepted, 790 s since latest). e2's missing latest event leaves it out of to_latest; e3 failed
-    # and is no observation of any stage time. Two or three observations each: no p90 (it needs 10).
+    # and is no observation of any stage time. Two or three observations each.
     assert (eth.to_latest_p50_s, eth.to_latest_censored) == (22.5, 0)  # 15 and 30: the midpoint
     # to_safe: 400, 410 and 820 censored: S(400) = 2/3, S(410) = 1/3 -> 410 (405 from the finished alone)
     assert (eth.to_safe_p50_s, eth.to_safe_censored) == (410.0, 1)
@@ -292,12 +292,15 @@ def test_finality_breakdown_stages_times_and_latest_only_networks(tmp_path, mode
     assert (eth.safe_to_finalized_p50_s, eth.safe_to_finalized_censored) == (405.0, 0)
     assert math.isnan(eth.latest_to_finalized_p50_s) and eth.latest_to_finalized_censored == 1
     assert "latest_to_finalized p50: survival is exactly 50% from 785 s on" in eth.notes
-    for label in metrics.FINALITY_TIMES:
+    # p90 needs 10 observations unless nothing open can change it: to_latest (15, 30) and safe_to_finalized (400,
+    # 410) have nothing censored, so their p90 is final; the others have a stay open before it
+    assert (eth.to_latest_p90_s, eth.safe_to_finalized_p90_s) == (30.0, 410.0)
+    for label in ("to_safe", "to_finalized", "latest_to_safe", "latest_to_finalized"):
         assert math.isnan(eth[f"{label}_p90_s"]), label
-    assert "to_safe p90: n=3 < 10" in eth.notes
+    assert "to_safe p90: n=3 < 10;" in eth.notes and "to_latest p90: n=2 < 10, final" in eth.notes
     assert (sep.operations, sep.reached_latest, sep.reached_safe, sep.reached_finalized) == (2, 2, 0, 0)
     assert (sep.to_latest_p50_s, sep.to_safe_censored) == (16.0, 0)  # latest-only: safe is never coming
-    assert math.isnan(sep.to_latest_p90_s) and math.isnan(sep.to_safe_p50_s)
+    assert sep.to_latest_p90_s == 20.0 and math.isnan(sep.to_safe_p50_s)  # 12 and 20, nothing open: final
     assert "to_safe: no observations" in sep.notes
     times = metrics.finality_times(tmp_path / "w.duckdb")
     assert sorted(times.loc[times.network == "Ethereum Mainnet", "to_latest_s"].dropna()) == [15.0, 30.0]
@@ -340,7 +343,9 @@ def test_query_latency_per_network_and_outcome(tmp_path, mode) -> None:
     assert (df["finished"] == 4).all()
     assert (df["failure_rate"] == 0.25).all() and (df["expiry_rate"] == 0.25).all()
     expired = df.iloc[2]
-    assert math.isnan(expired.sent_to_terminal_p50_s) and "sent_to_terminal p50: n=1 < 2" in expired.notes
+    # one observation and nothing open: its p50 is final, shown below the sample-size rule with a note
+    assert expired.sent_to_terminal_p50_s == 298.0
+    assert "sent_to_terminal p50: n=1 < 2, final (nothing open can change it)" in expired.notes
     # q5 is in flight in `sending` as of the newest event (T0 + 300): censored at 299 s since sending and 300 s
     # since accepted; its accepted_to_sending (1 s) is known
     flight = df.iloc[3]

@@ -152,7 +152,7 @@ def test_query_latency_matches_the_raw_records(messy) -> None:
         assert got[key].queries == len(qs), key
         if key[1] == "in_flight":
             continue
-        ends = [q[f"{q['status']}_at"] - q["accepted_at"] for q in qs]  # nothing censored: a plain median
-        want = float(np.quantile(ends, 0.5, method="averaged_inverted_cdf")) if len(ends) >= 2 else None
-        value = got[key].accepted_to_terminal_p50_s
-        assert (value if value == value else None) == pytest.approx(want), key
+        # nothing censored: a plain median, final and so shown however few (issue 39, item 4)
+        ends = [q[f"{q['status']}_at"] - q["accepted_at"] for q in qs]
+        want = float(np.quantile(ends, 0.5, method="averaged_inverted_cdf"))
+        assert got[key].accepted_to_terminal_p50_s == pytest.approx(want), key

@@ -1,5 +1,6 @@
 """Kaplan–Meier percentiles (toolkit.metrics.survival): a textbook example worked by hand, the uncensored case
-against numpy, the tie rule, the sample-size rule and its notes, and the vectorised groups against a naive loop."""
+against numpy, the tie rule, the sample-size rule and its notes (it hides only what is not final), and the vectorised
+groups against a naive loop."""
 
 from __future__ import annotations
 
@@ -97,16 +98,20 @@ def test_sample_size_rule() -> None:
         min_observations(1.0)
     counts = pd.DataFrame(
         {
-            "g": ["seven"] * 7 + ["twenty"] * 20 + ["one"],
-            "duration": [*range(1, 8), *range(1, 21), 5],
-            "events": [1] * 7 + [1] * 8 + [0] * 12 + [1],
-            "censored": [0] * 7 + [0] * 8 + [1] * 12 + [0],
+            "g": ["seven"] * 7 + ["twenty"] * 20 + ["one"] + ["four"] * 4,
+            "duration": [*range(1, 8), *range(1, 21), 5, 1, 2, 3, 4],
+            "events": [1] * 7 + [1] * 8 + [0] * 12 + [1] + [1, 1, 0, 1],
+            "censored": [0] * 7 + [0] * 8 + [1] * 12 + [0] + [0, 0, 1, 0],
         }
     )
     df = km_percentiles(counts, ["g"], (0.5, 0.9)).set_index("g")
-    seven, twenty, one = df.loc["seven"], df.loc["twenty"], df.loc["one"]
-    assert seven.p50_s == 4.0 and math.isnan(seven.p90_s)  # 7 uncensored: x_(4) (n q = 3.5)
-    assert seven.notes == "p90: n=7 < 10"
+    seven, twenty, one, four = df.loc["seven"], df.loc["twenty"], df.loc["one"], df.loc["four"]
+    # 7 uncensored: x_(4) (n q = 3.5); nothing open, so p90 (the largest, 7) is final and shown below the rule
+    assert seven.p50_s == 4.0 and seven.p90_s == 7.0
+    assert seven.notes == "p90: n=7 < 10, final (nothing open can change it)"
+    # 1, 2, 4 ended and one open at 3: S(2) = 1/2 exactly, so p50 = (2 + 4) / 2 = 3 and p90 is read at 4; the stay
+    # open at 3 may end before 4, so neither is final, and the sample-size rule hides p90
+    assert four.p50_s == 3.0 and math.isnan(four.p90_s) and four.notes == "p90: n=4 < 10"
     # 20 observations, 8 ended (1..8), 12 censored at 9..20: S(8) = 12/20 = 0.6 at the last event
     assert math.isnan(twenty.p50_s) and math.isnan(twenty.p90_s)
     assert twenty.notes == (
@@ -114,7 +119,10 @@ def test_sample_size_rule() -> None:
         "p90: 12 of 20 still in status; survival stays above 10% (lowest 60%)"
     )
     assert (twenty.observations, twenty.events, twenty.censored) == (20, 8, 12)
-    assert math.isnan(one.p50_s) and one.notes == "p50: n=1 < 2; p90: n=1 < 10"
+    assert one.p50_s == one.p90_s == 5.0
+    assert one.notes == (
+        "p50: n=1 < 2, final (nothing open can change it); p90: n=1 < 10, final (nothing open can change it)"
+    )
 
 
 def test_groups_at_once_match_a_naive_loop_per_group() -> None:

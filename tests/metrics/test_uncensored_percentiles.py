@@ -1,6 +1,7 @@
 """The percentiles of uncensored durations computed by the database (``uncensored_percentiles_sql`` with
 ``uncensored_notes``) are those of the Kaplan–Meier reading in numpy (``km_percentiles``), value for value and note
-for note: ties, groups of every size around the sample-size rule, whole and fractional q·n, negative durations."""
+for note: ties, groups of every size around the sample-size rule (nothing censored is final, so none is hidden),
+whole and fractional q·n, negative durations."""
 
 from __future__ import annotations
 
@@ -43,4 +44,8 @@ def test_the_database_reads_the_same_percentiles_as_the_curve(seed: int) -> None
         a, b = got[q].to_numpy(dtype=float), expected[q].to_numpy(dtype=float)
         assert np.array_equal(a, b, equal_nan=True), q
     assert got["notes"].tolist() == expected["notes"].tolist()
-    assert got["p99_s"].notna().sum() >= 4 and got["p50_s"].isna().sum() >= 2  # both sides of the rule are met
+    # nothing censored: every percentile is final and shown, and the groups below the sample-size rule say so
+    assert got[["p50_s", "p90_s", "p99_s"]].notna().all().all()
+    small = got["observations"] < 100
+    assert small.sum() >= 4 and got["notes"][small].str.contains(r"p99: n=\d+ < 100, final").all()
+    assert not got["notes"][~small].str.contains("p99").any()

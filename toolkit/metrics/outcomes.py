@@ -207,7 +207,6 @@ ops_ind AS (SELECT {inds} * FROM ops_all WHERE {scope})"""
 
 #: Indicators of the final outcome that failure rates project.
 _RATE_INDICATORS = {"draft_cancelled": f"outcome = {_lit('draft_cancelled')}"}
-_RATES = (Ratio("draft_cancel_rate", "draft_cancelled"),)
 #: The rates over the operations relayed so far (shares of that cohort), shared with ``finality_breakdown``.
 RELAYED_RATES = (
     Ratio("failure_rate", "failed"),
@@ -262,8 +261,9 @@ def failure_rates(
     Rates: ``failure_rate``, ``expiry_rate``, ``cancel_rate`` are shares of the operations *relayed so far* (a
     draft still waiting for its signature enters the cohort when it is relayed; the same figure as
     ``finality_breakdown``'s ``failed_share``); ``draft_expiry_rate`` and ``draft_cancel_rate`` of all operations.
-    ``draft_expiry_rate`` projects the drafts still waiting on their deadline's clock (:mod:`.drafts`: the product-limit
-    estimate of staying a draft over the share of the deadline window passed, unfinished drafts censored). Each
+    ``draft_expiry_rate`` and ``draft_cancel_rate`` project the drafts still waiting on their own clock (:mod:`.drafts`:
+    the product-limit estimate of staying a draft over the share of the deadline window passed, or the seconds
+    waited without a deadline, with the share of the exits that were cancellations; drafts still waiting censored). Each
     estimates the value the group will have once every operation in it has finished: in-flight operations count with the
     outcome probabilities of finished operations that were in the same status at the same age
     (:mod:`toolkit.metrics.inflight`), and ``<rate>_low``/``<rate>_high`` is a 95% interval that includes that
@@ -276,7 +276,8 @@ def failure_rates(
     bucket_expr = bucket_sql(q, "created_at", bucket)
     keys = [(c, c) for c in cols] + ([(bucket_expr, "bucket")] if bucket_expr else [])
     cohort = operation_cohort(q, keys, _RATE_INDICATORS, _rate_counts())
-    df = project(warehouse, cohort, _RATES)
+    # the counts and in_flight; both draft rates come from the drafts' own clock (:mod:`.drafts`)
+    df = project(warehouse, cohort, ())
     names = [name for _, name in keys]
     relayed = relayed_rates(warehouse, q, keys)
     drafts = draft_expiry_rates(warehouse, cohort.ctes, cohort.units, keys, cohort.params)

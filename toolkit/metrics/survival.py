@@ -16,13 +16,22 @@ Definitions (``docs/metrics.md``, "Durations: censoring-aware percentiles"):
   stays at exactly ``1 − q`` to the end (every later observation censored) there is no next event time: the
   percentile lies somewhere from ``t`` on, so under the rules below it is NULL with the reason (without them, as
   in :func:`km_quantile`, it is ``t``, the lower end of the flat stretch).
-- the sample-size rule (:func:`min_observations`): percentile ``q`` is shown only for groups with at least
-  ``ceil(1 / (1 − q))`` observations (p50 from 2, p90 from 10, p99 from 100) whose curve reaches ``1 − q``;
-  otherwise it is NULL and the row's notes say why.
+- a percentile is **final** where no observation still open can change it: every censored observation of the
+  group has lasted at least as long as the event time it is read at (for a midpoint, the next event time too).
+  The curve up to a time ``t`` is final when every open stay has lasted ``t`` or longer (censored at ``t`` itself:
+  still at risk at ``t``, so it ends after it), and so is a percentile read off that part of it. A final percentile
+  is shown, exact, whatever the two rules below say, and where one of them would have hidden it the notes say so
+  (``"p90: n=7 < 10, final (nothing open can change it)"``). With nothing censored every percentile the curve
+  reaches is final; with stays open, a final percentile always meets both rules (see :func:`final_note`), so the
+  rules hide exactly the percentiles an open stay could still move.
+- the sample-size rule (:func:`min_observations`): a percentile ``q`` that is not final is shown only for groups
+  with at least ``ceil(1 / (1 − q))`` observations (p50 from 2, p90 from 10, p99 from 100) whose curve reaches
+  ``1 − q``; otherwise it is NULL and the row's notes say why.
 - the at-risk rule (:func:`min_at_risk`): and only where, at the event time it is read at, at least
   ``max(2, ceil(n × (1 − q) / 2))`` of the group's ``n`` observations are still at risk (half of what a group with
   nothing censored has there), and at least 10 once any was censored before that time; otherwise NULL, and the
-  notes give the number at risk and the number needed.
+  notes give the number at risk and the number needed. (Only open stays censored before that time can make a
+  group fail it: with none, more than ``n × (1 − q)`` are still at risk there.)
 """
 
 from __future__ import annotations
@@ -96,10 +105,11 @@ def km_percentiles(
     duration is NULL are not observations but keep their group in the answer. ``probs`` the percentiles. ``label``
     prefixes the notes (``"to_safe"`` gives ``"to_safe p90: n=7 < 10"``); ``pending`` words the censored ones in
     them (``"p50: 12 of 20 still in status; survival stays above 50%"``). ``rule=False`` skips the sample-size
-    rule (tests and references only).
+    and at-risk rules (tests and references only); by default they hide only percentiles that are not final.
 
     Returns one row per group: the keys, ``observations``, ``events``, ``censored``, one ``p<q>_s`` column per
-    percentile (NaN when not shown) and ``notes`` (the reasons, ``"; "``-joined; ``""`` when none).
+    percentile (NaN when not shown) and ``notes`` (the reasons, and the final percentiles shown below the sample-size
+    rule, ``"; "``-joined; ``""`` when none).
     """
     keys = list(keys)
     names = [percentile_name(q) for q in probs]
@@ -144,8 +154,10 @@ def km_percentiles(
     event_t = pd.Series(np.where(dd > 0, tt, np.nan))
     next_event = event_t.groupby(g).shift(-1).groupby(g).bfill().to_numpy()
     lowest = np.full(groups, 1.0)
+    shortest_open = np.full(groups, np.inf)  # the shortest censored duration of each group (inf: none censored)
     if len(g):
         np.minimum.at(lowest, g, surv)
+        np.minimum.at(shortest_open, g[cc > 0], tt[cc > 0])
 
     notes: list[list[str]] = [[] for _ in range(groups)]
     prefix = f"{label} " if label else ""
@@ -156,6 +168,7 @@ def km_percentiles(
         early = np.zeros(groups)  # censored before that time
         read_at = np.full(groups, np.nan)
         open_end = np.zeros(groups, bool)  # S is exactly 1 - q from the read time on and no event follows
+        depends = np.full(groups, np.nan)  # the latest event time the value rests on (the next one for a midpoint)
         hit = np.flatnonzero((dd > 0) & (surv <= target + TOLERANCE))
         if len(hit):
             first = pd.Series(hit).groupby(g[hit]).first()
@@ -163,22 +176,29 @@ def km_percentiles(
             exact = np.abs(surv[idx] - target) <= TOLERANCE
             nxt = next_event[idx]
             value[grp] = np.where(exact & ~np.isnan(nxt), (tt[idx] + nxt) / 2, tt[idx])
+            depends[grp] = np.where(exact & ~np.isnan(nxt), nxt, tt[idx])
             open_end[grp] = exact & np.isnan(nxt)
             risk[grp], read_at[grp], early[grp] = at_risk[idx], tt[idx], censored_before[idx]
+        # final: no stay still open can move it (each has lasted at least as long as every event time it rests on)
+        with np.errstate(invalid="ignore"):
+            final = ~np.isnan(value) & ~open_end & (shortest_open >= depends)
         need = min_observations(q) if rule else 1
-        small = n_obs < need
+        small = (n_obs < need) & ~final
         need_risk = np.array([min_at_risk(q, int(n), int(e)) for n, e in zip(n_obs, early, strict=True)])
         need_risk = need_risk if rule else np.zeros(groups)
-        thin = ~small & ~np.isnan(value) & (risk < need_risk)
+        thin = ~small & ~final & ~np.isnan(value) & (risk < need_risk)
+        exempt = final & ((n_obs < need) | (risk < need_risk))  # shown only because it is final
         flat = ~small & ~np.isnan(value) & ~thin & open_end if rule else np.zeros(groups, bool)
         unreached = ~small & np.isnan(value)
         read = value.copy()
         value[small | thin | flat] = np.nan
         out[f"{name}_s"] = value
-        for i in np.flatnonzero(small | unreached | thin | flat):
+        for i in np.flatnonzero(small | unreached | thin | flat | exempt):
             if n_obs[i] == 0:
                 if not notes[i]:
                     notes[i].append(f"{label or 'all'}: no observations")
+            elif exempt[i]:
+                notes[i].append(final_note(f"{prefix}{name}", int(n_obs[i]), need))
             elif small[i]:
                 notes[i].append(f"{prefix}{name}: n={int(n_obs[i])} < {need}")
             elif thin[i]:
@@ -199,6 +219,15 @@ def km_percentiles(
                 )
     out["notes"] = ["; ".join(n) for n in notes]
     return out[cols]
+
+
+def final_note(name: str, observations: int, need: int) -> str:
+    """The note of a percentile shown below the sample-size rule because it is final: ``name`` (prefixed, such as
+    ``"to_safe p90"``), the group's ``observations`` and the count the rule needs. Returns ``"p90: n=7 < 10, final
+    (nothing open can change it)"``. Only a group with nothing open gets it: where stays are open and all have
+    lasted past the time a percentile is read at, the curve there is still at least ``open / n > 1 − q`` unless
+    ``n`` meets the rule, and more than ``n × (1 − q)`` are at risk there, so neither rule would hide it."""
+    return f"{name}: n={observations} < {need}, final (nothing open can change it)"
 
 
 def km_quantile(durations: Sequence[float], censored: Sequence[bool] | None = None, q: float = 0.5) -> float:
@@ -324,10 +353,11 @@ def uncensored_percentiles_sql(counts: str, keys: Sequence[str], probs: Sequence
 def uncensored_notes(
     df: pd.DataFrame, probs: Sequence[float], *, label: str = "", observations: str = "observations"
 ) -> pd.DataFrame:
-    """``df`` (from :func:`uncensored_percentiles_sql`) with the sample-size rule applied as :func:`km_percentiles`
-    applies it: a percentile of a group smaller than :func:`min_observations` is NaN, and ``notes`` says so in the
-    same words (``"since_created p90: n=7 < 10"``; ``"<label>: no observations"`` for an empty group). With nothing
-    censored the at-risk rule always holds and the curve always reaches every level. Returns the new frame."""
+    """``df`` (from :func:`uncensored_percentiles_sql`) with the notes :func:`km_percentiles` gives the same
+    groups: with nothing censored every percentile is final, so it is shown whatever the group's size, and a group
+    smaller than :func:`min_observations` says so in the same words (``"since_created p90: n=7 < 10, final (nothing
+    open can change it)"``; ``"<label>: no observations"`` for an empty group). With nothing censored the at-risk
+    rule always holds and the curve always reaches every level. Returns the new frame."""
     df = df.copy()
     n = df[observations].to_numpy(dtype=float, na_value=0.0)
     prefix = f"{label} " if label else ""
@@ -338,12 +368,13 @@ def uncensored_notes(
         col = f"{name}_s"
         values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         small = n < need
-        df[col] = np.where(small, np.nan, values)
+        # nothing is censored: every percentile read is final, so the sample-size rule does not hide it
+        df[col] = values
         for i in np.flatnonzero(small):
             if n[i] == 0:
                 if not notes[i]:
                     notes[i].append(f"{label or 'all'}: no observations")
             else:
-                notes[i].append(f"{prefix}{name}: n={int(n[i])} < {need}")
+                notes[i].append(final_note(f"{prefix}{name}", int(n[i]), need))
     df["notes"] = ["; ".join(x) for x in notes]
     return df
