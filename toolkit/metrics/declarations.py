@@ -71,7 +71,8 @@ METRICS: tuple[Metric, ...] = (
         definition=(
             "Seconds operations spent in each status (entered to the next status), per network and status: "
             "Kaplan–Meier percentiles (an operation still in a status is censored at the newest event); p50 from "
-            "n ≥ 2, p90 from n ≥ 10, p99 from n ≥ 100. A final status has no time in it."
+            "n ≥ 2, p90 from n ≥ 10, p99 from n ≥ 100, unless final (no stay still open can change it). A final "
+            "status has no time in it."
         ),
         period="by the time the status was entered",
         filters=_ALL,
@@ -83,9 +84,9 @@ METRICS: tuple[Metric, ...] = (
             entered count | entered | operations that entered the status in the period
             n count | n | those that have left it (their time in it is known)
             mean_s duration* | mean | mean seconds in the status, of the ended stays (not censoring-aware)
-            p50_s duration* | p50 | median seconds in the status (Kaplan–Meier; from n ≥ 2)
-            p90_s duration* | p90 | 90th percentile of seconds in the status (Kaplan–Meier; from n ≥ 10)
-            p99_s duration* | p99 | 99th percentile of seconds in the status (Kaplan–Meier; from n ≥ 100)
+            p50_s duration* | p50 | median seconds in the status (Kaplan–Meier; from n ≥ 2 or final)
+            p90_s duration* | p90 | 90th percentile of seconds in the status (Kaplan–Meier; n ≥ 10 or final)
+            p99_s duration* | p99 | 99th percentile of seconds in the status (Kaplan–Meier; n ≥ 100 or final)
             max_s duration* | max | longest ended stay in the status
             since_created_p50_s duration* | since created p50 | median seconds from the operation's creation to
             + entering the status
@@ -108,7 +109,8 @@ METRICS: tuple[Metric, ...] = (
                 "Period: by the time the status was entered. Percentiles are Kaplan–Meier estimates (an operation "
                 "still in a status is censored at the newest event; see docs/metrics.md): p50 from n ≥ 2, p90 from "
                 "n ≥ 10, p99 from n ≥ 100, and only where at least max(2, n × (1 − q) / 2) are still at risk where "
-                "it is read, else empty with the reason in notes; n is beside each.",
+                "it is read, else empty with the reason in notes; n is beside each. A percentile no open stay can "
+                "change is final and shown whatever the group's size (its note says so).",
             ),
         ),
         view=View("latency", "Latency per status", "No operation entered a status in this period with these filters."),
