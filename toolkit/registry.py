@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import spec
+from .column_kinds import kind_by_name
 
 
 @dataclass(frozen=True)
@@ -104,21 +105,15 @@ class Metric:
 
 
 def _cols(spec_text: str) -> tuple[Column, ...]:
-    """Columns from ``name=kind`` words; a bare name ending ``_s`` is a duration, ``_rate``/``_share``/``coverage``
-    (and their ``_low``/``_high``) a proportion, ``_censored`` a count."""
+    """Columns from ``name=kind`` words; a bare name takes the kind its name says
+    (:func:`toolkit.column_kinds.kind_by_name`: ``_s`` a duration, ``_rate``/``_share``/``coverage`` and their
+    ``_low``/``_high`` a proportion, ``_censored``/``_operations`` a count)."""
     out = []
     for word in spec_text.split():
         name, _, kind = word.partition("=")
+        kind = kind or kind_by_name(name) or ""
         if not kind:
-            stem = name.removesuffix("_low").removesuffix("_high")
-            if name.endswith("_s"):
-                kind = "duration"
-            elif stem.endswith(("_rate", "_share")) or stem in ("share", "coverage"):
-                kind = "proportion"
-            elif name.endswith(("_censored", "_operations")):
-                kind = "count"
-            else:
-                raise ValueError(f"column {name!r} needs a kind")
+            raise ValueError(f"column {name!r} needs a kind")
         out.append(Column(name, kind))
     return tuple(out)
 

@@ -19,7 +19,8 @@ from toolkit.cli import EXIT_BROKEN_PIPE, main, output_format
 from toolkit.config import Settings
 from toolkit.errors import UsageError, WarehouseError
 from toolkit.loader import sync
-from toolkit.presentation.safe import duration_unit, format_number, format_percent, frame_for_display
+from toolkit.presentation.safe import duration_unit, frame_for_display
+from toolkit.presentation.values import format_number, format_percent
 from toolkit.warehouse import Warehouse
 
 
