@@ -49,8 +49,8 @@ def test_every_metric_fits_the_terminal(synced, capsys, monkeypatch, name, width
     # the first column an analyst reads is there, unless the metric found nothing
     df = metrics.METRICS[name](synced)
     if len(df):
-        first = next(c for c in BY_NAME[name].default if c in df.columns)
-        assert any(line.startswith(first) for line in lines), out
+        first = next(c for c in BY_NAME[name].columns if c.name in df.columns and c.name in BY_NAME[name].default)
+        assert any(line.startswith(first.label().split()[0]) for line in lines), out
 
 
 def test_unknown_width_is_80(synced, capsys, monkeypatch) -> None:
@@ -100,7 +100,7 @@ def test_columns_and_wide(synced, capsys, monkeypatch) -> None:
     assert code == 2 and "nope" in err and "failure_rate_high" in err
     code, out, _ = run(capsys, monkeypatch, 80, "metrics", "finality-breakdown", "--wide", "--warehouse", synced)
     assert code == 0
-    assert "to_finalized_p90" in out and "not shown" not in out
+    assert "to finalized" in out and "p90 (min)" in out and "not shown" not in out
 
 
 def test_status_latency_hides_final_statuses_unless_wide(synced, capsys, monkeypatch) -> None:
@@ -233,9 +233,14 @@ def test_present_is_one_rule_for_every_surface() -> None:
     )
     shown = present(df, metric="failure-rates")
     text, page = to_terminal(shown, 80), to_html(shown)
-    for cell in ("1.55% (0.4–5.5%)", "90"):
+    for cell in ("1.55% (0.400–5.50%)", "90.0"):
         assert cell in text and cell in page
     assert "p90 (min)" in text and "p90 (min)" in page
+
+
+def _pct(share: float) -> str:
+    """A share as a percentage of three significant figures, trailing zeros kept (Python's own ``#`` form)."""
+    return "0" if share == 0 else f"{share * 100:#.3g}".rstrip(".")
 
 
 def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypatch) -> None:
@@ -244,7 +249,7 @@ def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypa
     df = metrics.failure_rates(synced)
     row = df.dropna(subset=["failure_rate_low"]).iloc[0]
     expected = (
-        f"{row['failure_rate'] * 100:.3g}% ({row['failure_rate_low'] * 100:.3g}–{row['failure_rate_high'] * 100:.3g}%)"
+        f"{_pct(row['failure_rate'])}% ({_pct(row['failure_rate_low'])}–{_pct(row['failure_rate_high'])}%)"
     )
     page = tk.show(df)._repr_html_()
     assert f">{expected}</td>" in page and "failure_rate_low" not in page
@@ -265,7 +270,7 @@ def test_a_column_without_values_gives_way_when_the_table_does_not_fit() -> None
     narrow = to_terminal(present(df, metric=False), 50)
     header = narrow.splitlines()[0].split()
     assert header == ["id", "status", "chain_selector"], narrow
-    assert "1 more column not shown: extra" in narrow
+    assert "not shown (the terminal is too narrow): extra" in " ".join(narrow.split())
     assert all(len(line) <= 50 for line in narrow.splitlines())
     wide = to_terminal(present(df, metric=False), 80)  # everything fits: the empty column is shown, as asked for
     assert wide.splitlines()[0].split() == ["id", "extra", "status", "chain_selector"]

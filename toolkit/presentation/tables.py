@@ -451,7 +451,8 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     if columns:
         console.print(table, crop=True)
     text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
-    notes = list(shown.notes)
+    notes = ["no rows"] if not shown.rows else []
+    notes += shown.notes
     if left_out:
         notes.append(
             f"{plural(len(left_out), 'more column')} not shown (the terminal is too narrow): {', '.join(left_out)} "
@@ -459,8 +460,6 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
         )
     if shown.omitted and not wide:
         notes.append(f"Also in the result: {', '.join(shown.omitted)} (--wide shows every column, --columns picks)")
-    if not shown.rows:
-        notes.append("no rows")
     for note in notes:
         text += wrap(note, width) + "\n"
     return text
