@@ -248,9 +248,7 @@ def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypa
 
     df = metrics.failure_rates(synced)
     row = df.dropna(subset=["failure_rate_low"]).iloc[0]
-    expected = (
-        f"{_pct(row['failure_rate'])}% ({_pct(row['failure_rate_low'])}–{_pct(row['failure_rate_high'])}%)"
-    )
+    expected = f"{_pct(row['failure_rate'])}% ({_pct(row['failure_rate_low'])}–{_pct(row['failure_rate_high'])}%)"
     page = tk.show(df)._repr_html_()
     assert f">{expected}</td>" in page and "failure_rate_low" not in page
     _, out, _ = run(capsys, monkeypatch, 200, "metrics", "failure-rates", "--warehouse", synced)

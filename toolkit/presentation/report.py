@@ -37,7 +37,8 @@ from ..metrics.stats import difference_interval, two_proportion_p
 from ..registry import ReportTable, report_tables
 from ..times import now_utc, parse_period
 from ..warehouse import Warehouse
-from .safe import frame_for_csv, frame_for_terminal
+from .files import write_table
+from .safe import frame_for_terminal
 from .tables import (
     TABLE_CSS,
     Display,
@@ -224,11 +225,7 @@ class Report:
         with atomic_dir(out) as staging:
             for name, df in frames.items():
                 path = staging / f"{name}.{fmt}"
-                if fmt == "csv":
-                    # a spreadsheet opens these: a value such as =HYPERLINK(...) must not run as a formula
-                    frame_for_csv(df).to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S%z")
-                else:
-                    _portable(df).to_parquet(path, index=False)
+                write_table(df, path, fmt)  # the one writer of data files (toolkit.presentation.files)
         return [out / f"{name}.{fmt}" for name in frames]
 
     def summary_frame(self) -> pd.DataFrame:
@@ -245,15 +242,6 @@ class Report:
 
 def _plain(value: float) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
-
-
-def _portable(df: pd.DataFrame) -> pd.DataFrame:
-    """Categoricals as plain strings (other engines read them as text)."""
-    df = df.copy()
-    for col in df.columns:
-        if isinstance(df[col].dtype, pd.CategoricalDtype):
-            df[col] = df[col].astype(object).where(df[col].notna(), None)
-    return df
 
 
 def _period(

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from .tables import present
-from .values import DISPLAY_LIMIT, DURATION_UNITS, clean_for_terminal, shorten, unit_for
+from .values import DISPLAY_LIMIT, clean_for_terminal, shorten, unit_for
 
 #: A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -24,13 +24,13 @@ This module imports pandas and rich only inside functions: the command line read
 from __future__ import annotations
 
 import html
-import math
+import numbers
 import os
 import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -40,8 +40,6 @@ from .values import (
     DISPLAY_LIMIT,
     DURATION_UNITS,
     KINDS,
-    SIGNIFICANT,
-    SIGNIFICANT_UNITS,
     clean_for_terminal,
     column_kind,
     duration_stem,
@@ -307,7 +305,7 @@ def _whole_minute(value: Any) -> bool:
         return True
     if isinstance(value, datetime):
         return value.second == 0 and value.microsecond == 0
-    if isinstance(value, int | float) or _is_integral(value):
+    if isinstance(value, int | float | numbers.Integral):
         return int(value) % 60 == 0
     return False
 
@@ -565,7 +563,8 @@ class Display:
     the terminal table. The numbers stay in ``frame`` at full precision.
 
     Arguments: ``frame``; ``metric`` (a registry name, or True/False as in :func:`present`); ``columns`` to show;
-    ``max_rows`` shown before the rest is folded away.
+    ``max_rows`` shown before the rest is folded away. A column ``frame`` lacks raises ValueError ("did you
+    mean").
     """
 
     def __init__(
@@ -575,6 +574,8 @@ class Display:
         columns: Sequence[str] | None = None,
         max_rows: int | None = None,
     ) -> None:
+        if columns is not None:  # a misspelt name is refused now, with the names that come close
+            _check_columns(columns, [str(c) for c in frame.columns])
         self.frame = frame
         self.metric = metric
         self.columns = tuple(columns) if columns is not None else None

@@ -269,8 +269,6 @@ def _kind_by_values(values: Sequence[Any], dtype: Any, name_kind: str | None) ->
     return "id" if name_kind == "id" else "text"
 
 
-
-
 def column_kind(name: str, series: pd.Series, metric: str | bool = True) -> str:
     """The kind a column is shown as, decided here only: the kind ``metric`` (a registry name) declares for it,
     else the one naming rule (:func:`toolkit.column_kinds.kind_by_name`; with ``metric`` False only ids and
