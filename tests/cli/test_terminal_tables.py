@@ -273,3 +273,98 @@ def test_a_column_without_values_gives_way_when_the_table_does_not_fit() -> None
     wide = to_terminal(present(df, metric=False), 80)  # everything fits: the empty column is shown, as asked for
     assert wide.splitlines()[0].split() == ["id", "extra", "status", "chain_selector"]
     assert "not shown" not in wide
+
+
+def _headers(out: str) -> list[str]:
+    """Each column's whole header in a table printed by ``chainops``, its lines joined: the header lines are those
+    above the rule that start with a space or hold a gap of three (prose never does); the columns are the runs
+    of the header and rows between gaps of two or more spaces in every line."""
+    lines = out.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line and set(line) == {"─"})
+    start = rule
+    while start > 0 and (lines[start - 1].startswith(" ") or "   " in lines[start - 1]):
+        start -= 1
+    block = lines[start:rule]
+    rows = []
+    for line in lines[rule + 1 :]:
+        if not line or ("   " not in line and not line.startswith(" ")):
+            break
+        rows.append(line)
+    width = max(len(line) for line in [*block, *rows])
+    used = [any(i < len(line) and line[i] != " " for line in [*block, *rows]) for i in range(width)] + [False] * 2
+    spans, start_at, i = [], None, 0
+    while i < width:
+        if used[i] and start_at is None:
+            start_at = i
+        if start_at is not None and not used[i] and not used[i + 1]:
+            spans.append((start_at, i))
+            start_at = None
+        i += 1
+    if start_at is not None:
+        spans.append((start_at, width))
+    return [" ".join(line[a:b].strip() for line in block if line[a:b].strip()) for a, b in spans]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_headers_are_distinct_whole_words_with_statistic_and_unit(synced, capsys, monkeypatch, name, width) -> None:
+    """5a: no two headers alike, none cut inside a word, a duration's statistic and unit always in its header."""
+    code, out, _ = run(capsys, monkeypatch, width, "metrics", name, "--warehouse", synced)
+    assert code == 0
+    if "no rows" in out.splitlines():
+        return
+    headers = _headers(out)
+    assert len(headers) == len(set(headers)), headers
+    df = metrics.METRICS[name](synced)
+    words = {w for c in df.columns for w in str(c).split("_")} | {"%", "(s)", "(min)", "(h)", "(d)"}
+    for header in headers:
+        assert all(w in words for w in header.split()), (header, out)  # whole words of the names only
+    for column in BY_NAME[name].columns:
+        if column.kind == "duration" and any(column.label() in h for h in headers):
+            assert any(re.search(re.escape(column.label()) + r" \((s|min|h|d)\)", h) for h in headers), headers
+
+
+def test_query_latency_tells_p50_from_p90_at_120(synced, capsys, monkeypatch) -> None:
+    code, out, _ = run(capsys, monkeypatch, 120, "metrics", "query-latency", "--warehouse", synced)
+    headers = _headers(out)
+    assert "accepted to terminal p50 (s)" in headers and "accepted to terminal p90 (s)" in headers, out
+
+
+def test_requested_columns_stay_whole(synced, capsys, monkeypatch) -> None:
+    columns = "network,to_latest_p50_s,to_finalized_p50_s,to_finalized_p90_s"
+    code, out, _ = run(
+        capsys, monkeypatch, 80, "metrics", "finality-breakdown", "--columns", columns, "--warehouse", synced
+    )
+    assert code == 0 and "not shown" not in out, out
+    headers = _headers(out)
+    assert len(headers) == 4 and headers[0] == "network", headers
+    assert re.fullmatch(r"to finalized p50 \((s|min|h)\)", headers[2]) and "p90" in headers[3], headers
+    # p50 and p90 of one stage in one unit
+    assert headers[2].rsplit(" ", 1)[1] == headers[3].rsplit(" ", 1)[1], headers
+
+
+def test_a_narrow_terminal_keeps_the_metric_value(synced, capsys, monkeypatch) -> None:
+    """5b: the value columns stay; descriptors go first, and the footer names them and how to see them."""
+    code, out, _ = run(capsys, monkeypatch, 80, "metrics", "failure-rates", "--by", "channel_id", "--warehouse", synced)
+    assert code == 0
+    headers = _headers(out)
+    assert "failure rate %" in headers, out
+    flat = " ".join(out.split())
+    assert "not shown (the terminal is too narrow)" in flat and "--wide shows all" in flat, out
+    left_out = flat.split("too narrow): ", 1)[1].split(" (--wide")[0].split(", ")
+    assert "failure_rate" not in left_out and all(c in metrics.failure_rates(synced).columns for c in left_out)
+
+
+def test_every_dash_has_its_reason_on_screen(synced, capsys, monkeypatch) -> None:
+    """5c: a p50 shown as ``-`` comes with the row's notes below the table when the notes column is not shown."""
+    df = metrics.status_latency(synced)
+    blank = df[df["p50_s"].isna() & ~df["status"].astype(str).isin(["confirmed", "failed", "cancelled", "expired"])]
+    assert len(blank), "the sandbox's history has a status without a p50"
+    code, out, _ = run(capsys, monkeypatch, 80, "metrics", "status-latency", "--warehouse", synced)
+    flat = " ".join(out.split())
+    assert "Why a value is -:" in flat, out
+    for _, row in blank.head(3).iterrows():
+        assert f"{row['network']} {row['status']}" in flat, out
+        assert " ".join(str(row["notes"]).split())[:40] in flat, (row["notes"], out)
+    # and the footer names the columns the default view leaves out
+    assert "notes" in flat.split("Also in the result:", 1)[1], out
