@@ -15,7 +15,7 @@ import re
 #: The kinds of column, each with one way to read.
 KINDS = ("proportion", "duration", "count", "number", "time", "id", "text", "flag")
 
-_PROPORTION_RE = re.compile(r"^(?:.*_(?:rate|share)|share|rate|coverage)$")
+_PROPORTION_RE = re.compile(r"^(?:.*_(?:rate|share|coverage)|share|rate|coverage)$")
 _DURATION_RE = re.compile(r"^(?:(?P<stem>.+)_s|seconds_(?P<what>.+))$")
 _HOURS_RE = re.compile(r"^(?P<stem>.+)_h$")
 _COUNT_RE = re.compile(r"^(?:n|.*_(?:censored|operations|count))$")
@@ -36,7 +36,7 @@ def is_bound(name: str) -> bool:
 
 
 def is_proportion_name(name: str) -> bool:
-    """Whether the name says a proportion: ``*_rate``, ``*_share``, ``share``, ``rate``, ``coverage`` (and their
+    """Whether the name says a proportion: ``*_rate``, ``*_share``, ``*_coverage``, ``share``, ``rate``, ``coverage`` (and their
     ``_low``/``_high`` bounds)."""
     return bool(_PROPORTION_RE.match(bound_stem(name)))
 

@@ -325,7 +325,7 @@ def test_headers_are_distinct_whole_words_with_statistic_and_unit(synced, capsys
 
 
 def test_query_latency_tells_p50_from_p90_at_120(synced, capsys, monkeypatch) -> None:
-    code, out, _ = run(capsys, monkeypatch, 120, "metrics", "query-latency", "--warehouse", synced)
+    _, out, _ = run(capsys, monkeypatch, 120, "metrics", "query-latency", "--warehouse", synced)
     headers = _headers(out)
     assert "accepted to terminal p50 (s)" in headers and "accepted to terminal p90 (s)" in headers, out
 
@@ -360,7 +360,7 @@ def test_every_dash_has_its_reason_on_screen(synced, capsys, monkeypatch) -> Non
     df = metrics.status_latency(synced)
     blank = df[df["p50_s"].isna() & ~df["status"].astype(str).isin(["confirmed", "failed", "cancelled", "expired"])]
     assert len(blank), "the sandbox's history has a status without a p50"
-    code, out, _ = run(capsys, monkeypatch, 80, "metrics", "status-latency", "--warehouse", synced)
+    _, out, _ = run(capsys, monkeypatch, 80, "metrics", "status-latency", "--warehouse", synced)
     flat = " ".join(out.split())
     assert "Why a value is -:" in flat, out
     for _, row in blank.head(3).iterrows():
