@@ -36,8 +36,8 @@ def is_bound(name: str) -> bool:
 
 
 def is_proportion_name(name: str) -> bool:
-    """Whether the name says a proportion: ``*_rate``, ``*_share``, ``*_coverage``, ``share``, ``rate``, ``coverage`` (and their
-    ``_low``/``_high`` bounds)."""
+    """Whether the name says a proportion: ``*_rate``, ``*_share``, ``*_coverage``, ``share``, ``rate``,
+    ``coverage`` (and their ``_low``/``_high`` bounds)."""
     return bool(_PROPORTION_RE.match(bound_stem(name)))
 
 
