@@ -156,15 +156,13 @@ def present(
 
     Arguments: ``df``; ``metric`` a registry name (``status-latency``) whose declared column kinds and headers
     apply, ``True`` for the metrics' naming conventions, ``False`` for a SQL result (kinds from values only);
-    ``columns`` to show (in that order; default all; an interval's ``_low``/``_high`` are folded into their
-    proportion; a name ``df`` lacks raises ValueError with the names that come close); ``short_ids`` shortens
+    ``columns`` to show (those present, in that order; default all; an interval's ``_low``/``_high`` are folded
+    into their proportion; :func:`show` refuses a name ``df`` lacks); ``short_ids`` shortens
     UUIDs and long hex values; ``limit`` the characters a text cell keeps; ``keep``: columns asked for by name,
     which a narrow terminal keeps (as it keeps the metric's values; columns not among the metric's defaults count
     as asked for). Returns the :class:`Shown` table.
     """
     names = [str(c) for c in df.columns]
-    if columns is not None:
-        _check_columns(columns, names)
     wanted = [c for c in (columns or names) if c in names]
     frame = df.set_axis(names, axis=1) if list(df.columns) != names else df
     declared = _declared(metric)
