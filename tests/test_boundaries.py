@@ -48,6 +48,7 @@ FOUNDATION_EXTRA = (
     "toolkit.atomic",
     "toolkit.streams",
     "toolkit.registry",
+    "toolkit.column_kinds",
     "toolkit.event_wire",
 )
 #: The toolkit's layers above the foundation, by package or module.
