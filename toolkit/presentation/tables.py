@@ -561,8 +561,7 @@ class Display:
     the terminal table. The numbers stay in ``frame`` at full precision.
 
     Arguments: ``frame``; ``metric`` (a registry name, or True/False as in :func:`present`); ``columns`` to show;
-    ``max_rows`` shown before the rest is folded away. A column ``frame`` lacks raises ValueError ("did you
-    mean").
+    ``max_rows`` shown before the rest is folded away.
     """
 
     def __init__(
@@ -572,8 +571,6 @@ class Display:
         columns: Sequence[str] | None = None,
         max_rows: int | None = None,
     ) -> None:
-        if columns is not None:  # a misspelt name is refused now, with the names that come close
-            _check_columns(columns, [str(c) for c in frame.columns])
         self.frame = frame
         self.metric = metric
         self.columns = tuple(columns) if columns is not None else None
@@ -596,8 +593,11 @@ def show(df: pd.DataFrame, metric: str | bool | None = None, columns: Sequence[s
     """``df`` as every surface shows it, for a notebook cell: ``tk.show(tk.metrics.failure_rates(wh))``.
 
     Arguments: ``df``; ``metric`` (default: the registry name the metric put in ``df.attrs["metric"]``, else the
-    naming conventions); ``columns`` to show. Returns the :class:`Display`.
+    naming conventions); ``columns`` to show (a name ``df`` lacks raises ValueError saying which names come
+    close). Returns the :class:`Display`.
     """
+    if columns is not None:  # a misspelt name is refused, with the names that come close
+        _check_columns(columns, [str(c) for c in df.columns])
     chosen = metric if metric is not None else df.attrs.get("metric", True)
     return Display(df, chosen, columns)
 
