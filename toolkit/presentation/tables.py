@@ -92,12 +92,14 @@ class Column:
 @dataclass
 class Shown:
     """A table as people read it: its columns, notes to print around it (columns or rows left out, why a value is
-    missing), and ``omitted``: the source's columns it does not show (named below a terminal table)."""
+    missing), ``omitted``: the source's columns it does not show (named below a terminal table), and ``reasons``:
+    each row's ``notes`` when the source has them and does not show them (why a value is ``-``)."""
 
     columns: list[Column]
     rows: int
     notes: list[str] = field(default_factory=list)
     omitted: list[str] = field(default_factory=list)
+    reasons: list[str | None] = field(default_factory=list)
 
 
 def _declared(metric: str | bool) -> dict[str, Any]:
@@ -219,7 +221,8 @@ def present(
     kept = {c.name for c in shown} | {f"{c.name}_{end}" for c in shown for end in ("low", "high")}
     bounds = {b for n in names if kinds[n] == "proportion" for b in (f"{n}_low", f"{n}_high")}
     result = Shown(shown, len(df), omitted=[n for n in names if n not in kept and n not in bounds])
-    result.notes.extend(_why_missing(frame, shown))
+    if "notes" in frame.columns and "notes" not in wanted:
+        result.reasons = [None if missing(n) or not str(n).strip() else str(n) for n in frame["notes"].tolist()]
     result.notes.extend(_shortened(shown))
     return result
 
@@ -273,29 +276,43 @@ def _shortened(shown: list[Column]) -> list[str]:
     return [f"Columns: {'; '.join(pairs)}"] if pairs else []
 
 
-def _why_missing(frame: pd.DataFrame, shown: list[Column]) -> list[str]:
-    """Notes that give each ``-`` shown in a number column its reason: the row's ``notes`` when that column is not
-    shown (the row named by its text columns), else one line on what ``-`` means."""
-    numeric = [c for c in shown if c.right]
-    rows = [i for i in range(len(frame)) if any(c.cells[i] == "-" for c in numeric)]
-    if not rows or any(c.name == "notes" for c in shown):
+def why_missing(shown: Shown, columns: Sequence[Column] | None = None) -> list[str]:
+    """Notes that give each ``-`` in a number column of ``columns`` (default: all of ``shown``) its reason: the
+    row's notes (:attr:`Shown.reasons`), the row named by its text columns, else one line on what ``-`` means."""
+    columns = list(shown.columns if columns is None else columns)
+    numeric = [c for c in columns if c.right]
+    rows = [i for i in range(shown.rows) if any(c.cells[i] == "-" for c in numeric)]
+    if not rows:
         return []
-    labels = [c for c in shown if not c.right]
-    if "notes" in frame.columns:
-        lines = []
-        for i in rows:
-            note = frame["notes"].iloc[i]
-            if missing(note) or not str(note).strip():
-                continue
-            who = " ".join(c.cells[i] for c in labels) or f"row {i + 1}"
-            blanks = ", ".join(c.header for c in numeric if c.cells[i] == "-")
-            lines.append(f"- {who} ({blanks}): {clean_for_terminal(shorten(str(note), 160))}")
-        if len(lines) > _FOOTNOTES:
-            rest = len(lines) - _FOOTNOTES
-            lines = [*lines[:_FOOTNOTES], f"- and {plural(rest, 'more row')} (the notes column says why for each)"]
-        if lines:
-            return ["Why a value is -:", *lines]
-    return ["-: no value (nothing in the period to compute it from, or too few to estimate)"]
+    labels = [c for c in columns if not c.right]
+    lines = []
+    for i in rows:
+        note = shown.reasons[i] if shown.reasons else None
+        if note is None:
+            continue
+        who = " ".join(c.cells[i] for c in labels) or f"row {i + 1}"
+        blank = [c for c in numeric if c.cells[i] == "-"]
+        blanks = ", ".join(c.header for c in blank)
+        lines.append(f"- {who} ({blanks}): {clean_for_terminal(shorten(_about(note, blank), 160))}")
+    if len(lines) > _FOOTNOTES:
+        rest = len(lines) - _FOOTNOTES
+        lines = [*lines[:_FOOTNOTES], f"- and {plural(rest, 'more row')} (the notes column says why for each)"]
+    out = ["Why a value is -:", *lines] if lines else []
+    if len(lines) < len(rows):  # rows without a note of their own
+        out.append("-: no value (not reached or not ended yet, nothing in the period, or too few to estimate)")
+    return out
+
+
+def _about(note: str, blank: list[Column]) -> str:
+    """The parts of a row's notes (``stage p50: reason; ...``) about the blank columns (``stage_p50_s``), or the
+    whole note when no part names one."""
+    keys = set()
+    for col in blank:
+        stem = duration_stem(col.name)
+        head, _, stat = stem.rpartition("_")
+        keys.add(f"{head} {stat}" if head else stem)
+    parts = [p for p in note.split("; ") if any(p.startswith((f"{k}:", f"{k} ")) for k in keys)]
+    return "; ".join(parts) if parts else note
 
 
 def _whole_minute(value: Any) -> bool:
@@ -355,12 +372,26 @@ def _need(col: Column) -> int:
     """The characters a column takes at least: its cells (a text column up to :data:`_TEXT_WIDTH`, elided past
     it), and its header's longest word (a header wraps between words, never inside one)."""
     cells = max([1, *(_cells(c) for c in col.cells)])
-    words = max([1, *(_cells(w) for w in col.header.split())])
-    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, words, min(_cells(col.header), _HEADER_WIDTH))
+    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, _header_need(col.header))
 
 
-#: Characters a header takes on one line before it wraps between words.
-_HEADER_WIDTH = 16
+def _header_need(header: str) -> int:
+    """The characters ``header`` takes: all of them up to :data:`_HEADER_LINE` (one line), else the fewest in which
+    it fits on :data:`_HEADER_LINES` lines broken between words (its longest word, and :data:`_HEADER_LINE`, at
+    least)."""
+    import textwrap
+
+    if _cells(header) <= _HEADER_LINE:
+        return _cells(header)
+    width = max([_HEADER_LINE, *(_cells(w) for w in header.split())])
+    while len(textwrap.wrap(header, width=width, break_long_words=False)) > _HEADER_LINES:
+        width += 1
+    return width
+
+
+#: Lines a header may take (it wraps between words), and the characters a header keeps on one line.
+_HEADER_LINES = 2
+_HEADER_LINE = 12
 #: A column that says again what another shows: (this, that) -> this goes first when the terminal is narrow.
 _REDUNDANT = (("channel_id", "channel"), ("chain_selector", "network"))
 
@@ -448,6 +479,7 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
         console.print(table, crop=True)
     text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
     notes = ["no rows"] if not shown.rows else []
+    notes += why_missing(shown, columns)
     notes += shown.notes
     if left_out:
         notes.append(
@@ -517,15 +549,18 @@ def _html_rows(shown: Shown, start: int, stop: int) -> str:
 
 def to_html(shown: Shown, *, max_rows: int | None = None, empty: str = "No rows in this period.") -> str:
     """The table as HTML, every header and cell escaped (style it with :data:`TABLE_CSS`). Rows past ``max_rows``
-    follow in a folded ``<details>`` element, so none is left out; a table without rows is ``empty`` as text."""
+    follow in a folded ``<details>`` element, so none is left out; a table without rows is ``empty`` as text. The
+    reason of each ``-`` follows the table (:func:`why_missing`)."""
     if not shown.rows:
         return f'<p class="meta">{html.escape(empty)}</p>'
+    reasons = why_missing(shown)
+    below = f'<p class="meta why">{"<br>".join(html.escape(r) for r in reasons)}</p>' if reasons else ""
     if max_rows is None or shown.rows <= max_rows:
-        return _html_rows(shown, 0, shown.rows)
+        return _html_rows(shown, 0, shown.rows) + below
     rest = shown.rows - max_rows
     return (
         f"{_html_rows(shown, 0, max_rows)}<details><summary>Show the other {rest:,} of {shown.rows:,} rows</summary>"
-        f"{_html_rows(shown, max_rows, shown.rows)}</details>"
+        f"{_html_rows(shown, max_rows, shown.rows)}</details>{below}"
     )
 
 
