@@ -383,7 +383,8 @@ def _header_need(header: str) -> int:
 
     if _cells(header) <= _HEADER_LINE:
         return _cells(header)
-    width = max([_HEADER_LINE, *(_cells(w) for w in header.split())])
+    header = _glued(header)
+    width = max([_HEADER_LINE, *(_cells(w) for w in header.split(" "))])
     while len(textwrap.wrap(header, width=width, break_long_words=False)) > _HEADER_LINES:
         width += 1
     return width
@@ -497,7 +498,13 @@ def _wrap_header(header: str, width: int) -> str:
     """A header on as many lines as it needs to fit ``width``, broken between words only."""
     import textwrap
 
-    return "\n".join(textwrap.wrap(header, width=max(width, 1), break_long_words=False)) or header
+    lines = textwrap.wrap(_glued(header), width=max(width, 1), break_long_words=False)
+    return "\n".join(lines).replace("\u00a0", " ") or header
+
+
+def _glued(header: str) -> str:
+    """``header`` with its unit held to the word before it (``rate %``, ``p50 (s)``): a no-break space between."""
+    return re.sub(r" (%|\([a-z]+\))$", "\u00a0\\1", header)
 
 
 def wrap(text: str, width: int | None = None) -> str:
