@@ -38,7 +38,7 @@ def test_headlines_skip_small_groups_and_rank_by_the_lower_bound() -> None:
     )
     out = report._findings(_report(latency, rates), stuck_at=NOW)
     assert (
-        out[0] == "Slowest status: sent on B, p90 120 s (2.00 min) (p50 30.0 s, n=10)."
+        out[0] == "Slowest status: sent on B, p90 120 s = 2.00 min (p50 30.0 s, n=10)."
     )  # A's p90 is from one operation
     assert out[1].startswith("Worst network by failure rate: noisy, 20.0% (95% interval 8.90% to 39.0%, n=25 ")
     rates.loc[1, "failure_rate_low"] = 0.05  # now steady's interval lies higher

@@ -158,7 +158,7 @@ def test_period_freshness_and_findings(page) -> None:
     def prose(seconds: float) -> str:
         value, unit = readable(seconds)
         whole = f"{seconds:,.0f} s" if seconds >= 100 else f"{seconds:#.3g} s"
-        return whole if unit == "s" else f"{whole} ({value} {unit})"
+        return whole if unit == "s" else f"{whole} = {value} {unit}"
 
     (age, _), (threshold, _) = readable(stuck["age_s"]), readable(stuck["threshold_s"])
     assert f"for {prose(stuck['age_s'])}; its threshold is {prose(stuck['threshold_s'])}." in findings[3]

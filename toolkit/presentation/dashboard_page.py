@@ -173,7 +173,8 @@ def _summary(tables: dict[str, Any], filters: dict[str, Any]) -> str:
         if since is not None and since > as_of:
             ends += ", before this period starts: choose an earlier one"
     if terminal:
-        rate = f"failure rate {format_percent(failed / terminal)}: {failed:,} failed of {terminal:,} finished relayed"
+        rate = f"failure rate {format_percent(failed / terminal)}: {failed:,} failed of {terminal:,} finished relayed "
+        rate += "operation" if terminal == 1 else "operations"
     elif ops:
         rate = "none has finished yet, so there is no failure rate"
     else:

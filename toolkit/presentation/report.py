@@ -469,12 +469,12 @@ def _pct(value: float) -> str:
 
 def _duration(seconds: float) -> str:
     """A duration in prose as the tables read it: in seconds as the tables' ``(s)`` columns show it, with the unit
-    that reads best beside it when that is not seconds: ``90.0 s``, ``18,288 s (5.08 h)``."""
+    that reads best beside it when that is not seconds: ``90.0 s``, ``18,288 s = 5.08 h``."""
     if seconds is None or math.isnan(seconds):
         return "unknown"
     readable = format_duration(seconds)
     in_seconds = format_duration(seconds, unit_named("s"))
-    return in_seconds if readable == in_seconds else f"{in_seconds} ({readable})"
+    return in_seconds if readable == in_seconds else f"{in_seconds} = {readable}"
 
 
 def _points(value: float) -> str:
