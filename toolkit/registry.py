@@ -1,16 +1,15 @@
 """Every metric's facts, declared once: its names, the filters it takes, the event type it needs, its columns with
 their kinds (units), the columns an analyst reads first, the rows it hides by default, and what it means.
 
-The command line (names, help, default columns), the presentation (:mod:`toolkit.presentation.tables`: a column's
-kind), the
-report and the dashboard (the columns they show), the coverage check (the event type a metric needs) and the docs
-(``docs/analyst-surface.md``) read it. It imports only :mod:`toolkit.spec`, so the command line can read it
-without loading pandas or DuckDB.
+The command line (names, help, default columns), the presentation (:mod:`toolkit.presentation.values`: a column's
+kind), the report and the dashboard (the columns they show), the coverage check (the event type a metric needs) and
+the docs (``docs/analyst-surface.md``) read it. It imports only :mod:`toolkit.spec` and
+:mod:`toolkit.column_kinds`, so the command line can read it without loading pandas or DuckDB.
 
-Column kinds are those of :data:`toolkit.presentation.tables.KINDS`: ``proportion`` (a value in [0, 1] shown as a
-percentage,
-with its ``_low``/``_high`` 95% interval when present), ``duration`` (seconds, shown in one unit per column),
-``count``, ``number``, ``time`` (UTC), ``id``, ``text``, ``flag``.
+Column kinds are those of :data:`toolkit.column_kinds.KINDS` (a bare name in the shorthand takes the kind
+:func:`toolkit.column_kinds.kind_by_name` gives it, the rule the presentation uses): ``proportion`` (a value in
+[0, 1] shown as a percentage, with its ``_low``/``_high`` 95% interval when present), ``duration`` (seconds, shown
+in one unit per column), ``count``, ``number``, ``time`` (UTC), ``id``, ``text``, ``flag``.
 """
 
 from __future__ import annotations

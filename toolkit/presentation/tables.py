@@ -1,22 +1,16 @@
-"""How a value is shown, once: on a terminal, in HTML (the report, the dashboard) and in a notebook.
+"""Tables for people, once for every surface: on a terminal, in HTML (the report, the dashboard) and in a notebook.
 
-One model for every surface. A column has a *kind* (:data:`KINDS`), taken from the metric registry
-(:mod:`toolkit.registry`) when the column belongs to a metric, else from the metrics' naming conventions
-(``*_rate``/``*_share``/``share``/``coverage`` are proportions with ``_low``/``_high`` intervals beside them; ``*_s``
-and ``seconds_*`` durations in seconds), else from its values. Each kind has one way to read:
-
-- a proportion: a percentage with three significant digits and its 95% interval, ``1.55% (0.4–5.5%)``;
-- a duration: one unit per column (the largest in which the column's median is at least 2), named in the header,
-  ``p90 (min)``: ``90``;
-- a count: ``1,234``; another number: four significant digits, never ``0.0`` for a small value;
-- a time: UTC, ``2026-11-20 14:03:22`` (a Unix time in seconds too, in a column named like a time);
-- an id: a UUID or long hex value shortened to ``1a2b3c4d…`` on a terminal (files keep it whole; HTML keeps it in a
-  tooltip);
-- text: control characters written out visibly, long text shortened; left-aligned (numbers right-aligned).
+How each value reads is :mod:`toolkit.presentation.values` (a column's kind decided once, three significant figures
+with trailing zeros, one unit per duration column); this module lays the values out. A header is the column's
+label with its statistic and the unit it is shown in (``since created p50 (s)``, ``failure rate %``): no two alike,
+wrapped between words on a terminal, never inside one. A terminal too narrow for every column leaves out, in
+order, columns without a value, columns another says again (``channel_id`` beside ``channel``), then descriptors,
+and only last the metric's values and the columns asked for by name; below the table it names what it left out
+and how to see it, and gives each ``-`` its reason (the row's notes, :func:`why_missing`).
 
 :func:`present` turns a DataFrame into a :class:`Shown` (headers, cell texts, alignment); :func:`to_terminal`,
-:func:`to_html` render it; :class:`Display` is a DataFrame with a notebook face (``_repr_html_``). Data outputs
-(CSV, JSON, Parquet) never come here: they keep every column and full precision.
+:func:`to_html` render it; :class:`Display` is a DataFrame with a notebook face (``_repr_html_``); :func:`show` is
+``tk.show``. Data outputs (CSV, JSON, Parquet) never come here (:mod:`toolkit.presentation.files`).
 
 This module imports pandas and rich only inside functions: the command line reads it before it needs them.
 """
