@@ -4,6 +4,7 @@ metrics`` and the report (ISO 8601 UTC times ending in ``Z``, categoricals as te
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -79,6 +80,11 @@ def test_metrics_and_report_write_the_same_files(warehouse: Path, tmp_path: Path
     assert ran.returncode == 0, ran.stderr
     cli_times = pd.read_csv(pd.io.common.StringIO(ran.stdout), dtype=str)["entered_at"].dropna()
     assert len(cli_times) and all(ISO_Z.match(t) for t in cli_times), list(cli_times)
+    ran = run_in_process(
+        "metrics", "stuck-operations", "--warehouse", str(warehouse), "--now", UNTIL, "--format", "json"
+    )
+    times = [row["entered_at"] for row in json.loads(ran.stdout)]
+    assert times == list(cli_times), (times, list(cli_times))  # JSON writes the times as CSV does
     rep = report.build_report(str(warehouse), since=SINCE, until=UNTIL)
     rep.write(tmp_path / "csv", "csv")
     rep.write(tmp_path / "pq", "parquet")
