@@ -304,8 +304,8 @@ def _about(note: str, blank: list[Column]) -> str:
     for col in blank:
         stem = duration_stem(col.name)
         head, _, stat = stem.rpartition("_")
-        keys.add(f"{head} {stat}" if head else stem)
-    parts = [p for p in note.split("; ") if any(p.startswith((f"{k}:", f"{k} ")) for k in keys)]
+        keys |= {f"{head} {stat}", f"{head}"} if head else {stem}  # "to_finalized p50: ..." or "to_finalized: ..."
+    parts = [p for p in note.split("; ") if any(p.startswith(f"{k}:") for k in keys)]
     return "; ".join(parts) if parts else note
 
 
