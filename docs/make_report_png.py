@@ -1,4 +1,5 @@
 """Regenerate docs/report.png: the report's failure-rate figure (one panel per network) of the demo's history.
+`make docs` runs it after `chainops demo` whenever the toolkit changed, so the picture cannot go stale:
 
     .venv/bin/chainops demo && .venv/bin/python docs/make_report_png.py data/demo.duckdb
 

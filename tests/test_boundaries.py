@@ -47,6 +47,7 @@ FOUNDATION = ("toolkit.spec", "toolkit.errors", "toolkit.config", "toolkit.times
 FOUNDATION_EXTRA = (
     "toolkit.atomic",
     "toolkit.streams",
+    "toolkit.column_kinds",
     "toolkit.event_wire",
 )
 #: The toolkit's layers above the foundation, by package or module.

@@ -13,9 +13,9 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 MAIN_TABLE = {
     "01_quickstart.ipynb": "p50_s",
     "02_latency_per_status.ipynb": "since_created_p50_s",
-    "03_failure_rates.ipynb": "failure_rate %",  # with its 95% interval beside it, as everywhere
-    "04_finality_stages.ipynb": "finalized_share",
-    "05_queries_and_watchers.ipynb": "accepted_to_terminal_p90 (",  # one unit for the column, named in its header
+    "03_failure_rates.ipynb": "failure rate %",  # with its 95% interval beside it, as everywhere
+    "04_finality_stages.ipynb": "finalized share %",
+    "05_queries_and_watchers.ipynb": "accepted to terminal p90 (",  # one unit for the column, named in its header
     "06_ad_hoc_sql.ipynb": "avg_seconds_in_status",
     "07_dashboard.ipynb": "Worst network by failure rate",
 }

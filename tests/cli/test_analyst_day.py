@@ -19,7 +19,8 @@ from toolkit.cli import EXIT_BROKEN_PIPE, main, output_format
 from toolkit.config import Settings
 from toolkit.errors import UsageError, WarehouseError
 from toolkit.loader import sync
-from toolkit.presentation.safe import duration_unit, format_number, format_percent, frame_for_display
+from toolkit.presentation.safe import duration_unit, frame_for_display
+from toolkit.presentation.values import format_number, format_percent
 from toolkit.warehouse import Warehouse
 
 
@@ -81,18 +82,18 @@ def test_metric_columns_are_shown_by_their_names() -> None:
     assert list(shown.columns) == [
         "network",
         "operations",
-        "failure_rate %",
+        "failure rate %",
         "share %",
         "p90 (min)",
-        "in_status (s)",
-        "signatures_min",
+        "in status (s)",
+        "signatures min",
     ]
     row = shown.iloc[0].to_dict()
-    assert row["failure_rate %"] == "1.55% (0.4–5.5%)"
-    assert row["share %"] == "50%"
-    assert row["p90 (min)"] == "90"
-    assert row["in_status (s)"] == "30"
-    assert row["signatures_min"] == "4"  # not a duration: its name does not end in _s
+    assert row["failure rate %"] == "1.55% (0.400–5.50%)"  # three significant figures, trailing zeros kept
+    assert row["share %"] == "50.0%"
+    assert row["p90 (min)"] == "90.0"
+    assert row["in status (s)"] == "30.0"
+    assert row["signatures min"] == "4"  # not a duration: its name does not end in _s
     # a SQL result is not a metric: significant digits only, names unchanged
     assert list(frame_for_display(df, metric=False).columns) == list(df.columns)
 
@@ -126,7 +127,7 @@ def test_tables_show_percentages_and_files_keep_full_precision(synced, tmp_path)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("network"))
-    assert "failure_rate %" in lines[header] and "failure_rate_low" not in table.stdout
+    assert "failure rate %" in lines[header] and "failure_rate_low" not in table.stdout
     assert set(lines[header + 1]) == {"─"}  # the rule under the header
     assert "%" in lines[header + 2]
     with Warehouse(synced, read_only=True) as wh:
@@ -149,7 +150,7 @@ def test_tables_show_percentages_and_files_keep_full_precision(synced, tmp_path)
     as_html = tmp_path / "rates.html"
     assert chainops("metrics", "failure-rates", "--warehouse", synced, "--out", str(as_html)).returncode == 0
     page = as_html.read_text().replace("<wbr>", "")  # a long header may break after an underscore on a narrow page
-    assert "<table" in page and "<th>failure_rate %</th>" in page
+    assert "<table" in page and "<th>failure rate %</th>" in page
 
 
 def test_sql_prints_small_numbers_with_significant_digits(synced) -> None:
@@ -202,8 +203,9 @@ def test_a_known_filter_with_no_rows_says_so(synced) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "no rows match --network Ethereum Mainnet" in out.stderr
-    assert out.stdout.splitlines()[-3].split()[0] == "network"  # the header, a rule, "no rows"; no "Empty DataFrame"
-    assert out.stdout.splitlines()[-1] == "no rows"
+    lines = out.stdout.splitlines()
+    end = lines.index("no rows")
+    assert lines[end - 2].split()[0] == "network"  # the header, a rule, "no rows"; no "Empty DataFrame"
     assert "Empty DataFrame" not in out.stdout
 
 

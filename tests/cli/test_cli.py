@@ -149,8 +149,9 @@ def test_demo_runs_end_to_end(tmp_path) -> None:
     assert "p50 (" in out.stdout and "confirmed_latest" in out.stdout  # the unit of the column in its header
     # the demo verifies the DON proofs against the sandbox's signers and catches the 1% it forged
     said = " ".join(out.stdout.split())  # lines wrap to the terminal's width
-    verified = re.search(r"proof-bearing events: (\d+) verified, (\d+) invalid, 0 missing proof", said)
-    assert verified and int(verified[1]) > 0 and int(verified[2]) > 0, out.stdout
+    verified = re.search(r"proof-bearing events: ([\d,]+) verified, ([\d,]+) invalid, 0 missing proof", said)
+    assert verified and "," in verified[1], out.stdout  # thousands separated, as tables show counts
+    assert int(verified[1].replace(",", "")) > 0 and int(verified[2].replace(",", "")) > 0, out.stdout
     report = tmp_path / "reports" / "demo.html"
     assert f"Report: {report}" in said
     assert "data:image/png;base64," in report.read_text()

@@ -49,8 +49,8 @@ def test_every_metric_fits_the_terminal(synced, capsys, monkeypatch, name, width
     # the first column an analyst reads is there, unless the metric found nothing
     df = metrics.METRICS[name](synced)
     if len(df):
-        first = next(c for c in BY_NAME[name].default if c in df.columns)
-        assert any(line.startswith(first) for line in lines), out
+        first = next(c for c in BY_NAME[name].columns if c.name in df.columns and c.name in BY_NAME[name].default)
+        assert any(line.startswith(first.label().split()[0]) for line in lines), out
 
 
 def test_unknown_width_is_80(synced, capsys, monkeypatch) -> None:
@@ -100,7 +100,7 @@ def test_columns_and_wide(synced, capsys, monkeypatch) -> None:
     assert code == 2 and "nope" in err and "failure_rate_high" in err
     code, out, _ = run(capsys, monkeypatch, 80, "metrics", "finality-breakdown", "--wide", "--warehouse", synced)
     assert code == 0
-    assert "to_finalized_p90" in out and "not shown" not in out
+    assert "to finalized" in out and "p90 (min)" in out and "not shown" not in out
 
 
 def test_status_latency_hides_final_statuses_unless_wide(synced, capsys, monkeypatch) -> None:
@@ -233,9 +233,14 @@ def test_present_is_one_rule_for_every_surface() -> None:
     )
     shown = present(df, metric="failure-rates")
     text, page = to_terminal(shown, 80), to_html(shown)
-    for cell in ("1.55% (0.4–5.5%)", "90"):
+    for cell in ("1.55% (0.400–5.50%)", "90.0"):
         assert cell in text and cell in page
     assert "p90 (min)" in text and "p90 (min)" in page
+
+
+def _pct(share: float) -> str:
+    """A share as a percentage of three significant figures, trailing zeros kept (Python's own ``#`` form)."""
+    return "0" if share == 0 else f"{share * 100:#.3g}".rstrip(".")
 
 
 def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypatch) -> None:
@@ -243,9 +248,7 @@ def test_a_notebook_shows_a_metric_as_the_terminal_does(synced, capsys, monkeypa
 
     df = metrics.failure_rates(synced)
     row = df.dropna(subset=["failure_rate_low"]).iloc[0]
-    expected = (
-        f"{row['failure_rate'] * 100:.3g}% ({row['failure_rate_low'] * 100:.3g}–{row['failure_rate_high'] * 100:.3g}%)"
-    )
+    expected = f"{_pct(row['failure_rate'])}% ({_pct(row['failure_rate_low'])}–{_pct(row['failure_rate_high'])}%)"
     page = tk.show(df)._repr_html_()
     assert f">{expected}</td>" in page and "failure_rate_low" not in page
     _, out, _ = run(capsys, monkeypatch, 200, "metrics", "failure-rates", "--warehouse", synced)
@@ -265,8 +268,106 @@ def test_a_column_without_values_gives_way_when_the_table_does_not_fit() -> None
     narrow = to_terminal(present(df, metric=False), 50)
     header = narrow.splitlines()[0].split()
     assert header == ["id", "status", "chain_selector"], narrow
-    assert "1 more column not shown: extra" in narrow
+    assert "not shown (the terminal is too narrow): extra" in " ".join(narrow.split())
     assert all(len(line) <= 50 for line in narrow.splitlines())
     wide = to_terminal(present(df, metric=False), 80)  # everything fits: the empty column is shown, as asked for
     assert wide.splitlines()[0].split() == ["id", "extra", "status", "chain_selector"]
     assert "not shown" not in wide
+
+
+def _headers(out: str) -> list[str]:
+    """Each column's whole header in a table printed by ``chainops``, its lines joined: the header lines are those
+    above the rule that start with a space or hold a gap of three (prose never does); the columns are the runs
+    of the header and rows between gaps of two or more spaces in every line."""
+    lines = out.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line and set(line) == {"─"})
+    start = rule
+    while start > 0 and (lines[start - 1].startswith(" ") or "   " in lines[start - 1]):
+        start -= 1
+    block = lines[start:rule]
+    rows = []
+    for line in lines[rule + 1 :]:
+        if not line or ("   " not in line and not line.startswith(" ")):
+            break
+        rows.append(line)
+    width = max(len(line) for line in [*block, *rows])
+    used = [any(i < len(line) and line[i] != " " for line in [*block, *rows]) for i in range(width)] + [False] * 2
+    spans, start_at, i = [], None, 0
+    while i < width:
+        if used[i] and start_at is None:
+            start_at = i
+        if start_at is not None and not used[i] and not used[i + 1]:
+            spans.append((start_at, i))
+            start_at = None
+        i += 1
+    if start_at is not None:
+        spans.append((start_at, width))
+    return [" ".join(line[a:b].strip() for line in block if line[a:b].strip()) for a, b in spans]
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_headers_are_distinct_whole_words_with_statistic_and_unit(synced, capsys, monkeypatch, name, width) -> None:
+    """5a: no two headers alike, none cut inside a word, a duration's statistic and unit always in its header."""
+    code, out, _ = run(capsys, monkeypatch, width, "metrics", name, "--warehouse", synced)
+    assert code == 0
+    if "no rows" in out.splitlines():
+        return
+    headers = _headers(out)
+    assert len(headers) == len(set(headers)), headers
+    df = metrics.METRICS[name](synced)
+    words = {w for c in df.columns for w in str(c).split("_")} | {"%", "(s)", "(min)", "(h)", "(d)"}
+    for header in headers:
+        assert all(w in words for w in header.split()), (header, out)  # whole words of the names only
+    for column in BY_NAME[name].columns:
+        if column.kind == "duration" and any(column.label() in h for h in headers):
+            assert any(re.search(re.escape(column.label()) + r" \((s|min|h|d)\)", h) for h in headers), headers
+
+
+def test_query_latency_tells_p50_from_p90_at_120(synced, capsys, monkeypatch) -> None:
+    _, out, _ = run(capsys, monkeypatch, 120, "metrics", "query-latency", "--warehouse", synced)
+    headers = _headers(out)
+    assert "accepted to terminal p50 (s)" in headers and "accepted to terminal p90 (s)" in headers, out
+
+
+def test_requested_columns_stay_whole(synced, capsys, monkeypatch) -> None:
+    columns = "network,to_latest_p50_s,to_finalized_p50_s,to_finalized_p90_s"
+    code, out, _ = run(
+        capsys, monkeypatch, 80, "metrics", "finality-breakdown", "--columns", columns, "--warehouse", synced
+    )
+    assert code == 0 and "not shown" not in out, out
+    headers = _headers(out)
+    assert len(headers) == 4 and headers[0] == "network", headers
+    assert re.fullmatch(r"to finalized p50 \((s|min|h)\)", headers[2]) and "p90" in headers[3], headers
+    # p50 and p90 of one stage in one unit
+    assert headers[2].rsplit(" ", 1)[1] == headers[3].rsplit(" ", 1)[1], headers
+
+
+def test_a_narrow_terminal_keeps_the_metric_value(synced, capsys, monkeypatch) -> None:
+    """5b: the value columns stay; descriptors go first, and the footer names them and how to see them."""
+    code, out, _ = run(capsys, monkeypatch, 80, "metrics", "failure-rates", "--by", "channel_id", "--warehouse", synced)
+    assert code == 0
+    headers = _headers(out)
+    assert "failure rate %" in headers, out
+    flat = " ".join(out.split())
+    assert "not shown (the terminal is too narrow)" in flat and "--wide shows all" in flat, out
+    left_out = flat.split("too narrow): ", 1)[1].split(" (--wide")[0].split(", ")
+    assert "failure_rate" not in left_out and all(c in metrics.failure_rates(synced).columns for c in left_out)
+
+
+def test_every_dash_has_its_reason_on_screen(synced, capsys, monkeypatch) -> None:
+    """5c: a p50 shown as ``-`` comes with the row's notes below the table when the notes column is not shown."""
+    df = metrics.status_latency(synced)
+    blank = df[df["p50_s"].isna() & ~df["status"].astype(str).isin(["confirmed", "failed", "cancelled", "expired"])]
+    assert len(blank), "the sandbox's history has a status without a p50"
+    _, out, _ = run(capsys, monkeypatch, 80, "metrics", "status-latency", "--warehouse", synced)
+    flat = " ".join(out.split())
+    assert "Why a value is -:" in flat, out
+    for _, row in blank.head(3).iterrows():
+        assert f"{row['network']} {row['status']}" in flat, out
+        # the part of the notes about the blank p50 (and p90), as the notes word it: "p50: 9 at risk ..."
+        # (the whole note when no part names one)
+        about = [p for p in str(row["notes"]).split("; ") if p.startswith(("p50:", "p90:"))] or [str(row["notes"])]
+        assert all(" ".join(p.split()) in flat for p in about), (row["notes"], out)
+    # and the footer names the columns the default view leaves out
+    assert "notes" in flat.split("Also in the result:", 1)[1], out

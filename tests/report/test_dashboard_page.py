@@ -155,3 +155,10 @@ def test_a_missing_warehouse_is_a_clear_error(tmp_path: Path) -> None:
         timeout=60,
     )
     assert out.returncode == 1 and "chainops sync" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_empty_period_says_where_the_data_ends(url: str) -> None:
+    page = httpx.get(url, params={"since": "2100-01-01"}, timeout=120).text
+    sentence = re.search(r'<p id="summary">(.*?)</p>', page).group(1)
+    assert sentence.startswith("No operation was created from 2100-01-01 00:00 UTC"), sentence
+    assert "before this period starts: choose an earlier one" in sentence, sentence

@@ -47,8 +47,10 @@ def test_headlines_skip_small_groups_and_rank_by_the_lower_bound() -> None:
         }
     )
     out = report.findings_of(_report(latency, rates), stuck_at=NOW)
-    assert out[0] == "Slowest status: sent on B, p90 2 min (p50 30 s, n=10)."  # A's p90 is from one operation
-    assert out[1].startswith("Worst network by failure rate: noisy, 20% (95% interval 8.9% to 39%, n=25 ")
+    assert (
+        out[0] == "Slowest status: sent on B, p90 120 s = 2.00 min (p50 30.0 s, n=10)."
+    )  # A's p90 is from one operation
+    assert out[1].startswith("Worst network by failure rate: noisy, 20.0% (95% interval 8.90% to 39.0%, n=25 ")
     rates.loc[1, "failure_rate_low"] = 0.05  # now steady's interval lies higher
     assert report.findings_of(_report(latency, rates), stuck_at=NOW)[1].startswith(
         "Worst network by failure rate: steady"
@@ -81,12 +83,17 @@ def test_the_report_summary_has_the_change_interval_and_p() -> None:
 
 
 def test_the_summary_shows_every_share_as_a_percentage() -> None:
-    """proof_verified is a share like proof_coverage: 0.5 reads "50%", not "0" or "1" (it read "1" for 100%)."""
+    """proof_verified is a share like proof_coverage: 0.5 reads "50.0%", not "0" or "1" (it read "1" for 100%);
+    a value named in seconds or hours reads in that unit, as the name promises."""
     rep = _report(pd.DataFrame(), pd.DataFrame())
-    rep.summary.update({"proof_verified": 0.5, "proof_coverage": 1.0, "proof_invalid": 129.0, "stuck": 2.0})
+    rep.summary.update(
+        {"proof_verified": 0.5, "proof_coverage": 1.0, "proof_invalid": 13237.0, "stuck": 2.0, "slowest_p90_s": 18288.0}
+    )
+    rep.summary["sync_age_h"] = 0.25
     shown = dict(zip(*report.summary_table(rep)[["name", "value"]].T.values, strict=True))
-    assert (shown["proof_verified"], shown["proof_coverage"]) == ("50%", "100%")
-    assert (shown["proof_invalid"], shown["stuck"]) == ("129", "2")
+    assert (shown["proof_verified"], shown["proof_coverage"]) == ("50.0%", "100%")
+    assert (shown["proof_invalid"], shown["stuck"]) == ("13,237", "2")
+    assert (shown["slowest_p90_s"], shown["sync_age_h"]) == ("18,288 s", "0.250 h")
     shares = [n for n, meaning in report.SUMMARY_VALUES.items() if meaning.startswith("share of")]
     assert shares and all(shown[n].endswith("%") or shown[n] == "unknown" for n in shares), shares
 

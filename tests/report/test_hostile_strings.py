@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import TEST_KEY
 from tests.support.service import InProcess
 from toolkit import cli
-from toolkit.presentation.safe import clean_for_terminal, csv_safe, shorten
+from toolkit.presentation.safe import csv_safe
+from toolkit.presentation.values import clean_for_terminal, shorten
 from toolkit.sandbox import Sandbox
 from toolkit.warehouse import Warehouse
 

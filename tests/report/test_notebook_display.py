@@ -42,7 +42,8 @@ def test_a_metric_result_shows_as_tk_show_shows_it(shell, warehouse: Path) -> No
     assert '<table class="chainops">' in shown and 'class="dataframe"' not in shown
     # each network's rate as a percentage of three significant digits, its interval beside it, not 0.0xyz
     for rate in df["failure_rate"]:
-        assert f">{float(f'{100 * rate:.3g}'):g}% (" in shown, rate
+        text = "0" if rate == 0 else f"{100 * rate:#.3g}".rstrip(".")  # trailing zeros kept: 1.40, 10.0
+        assert f">{text}% (" in shown, rate
         assert f">{rate}<" not in shown
     assert df["failure_rate"].between(0, 1).all()  # the data stays as it was: shares in [0, 1]
 

@@ -145,17 +145,23 @@ def test_period_freshness_and_findings(page) -> None:
     assert "(95% interval " in findings[2] and "p=" in findings[2]
     assert findings[3].startswith("1 operation stuck as of") and "stuck-1 on Ethereum Mainnet" in findings[3]
     assert rep.summary["stuck"] == 1
-    # the stuck operation's age and threshold each in the unit that reads best (the largest in which the value is at
-    # least 2), with three significant digits; the table (one row) shows the same numbers
+    # the stuck operation's age and threshold in seconds, as the tables' (s) columns read, with the unit that reads
+    # best beside (the largest in which the value is at least 2), three significant figures, trailing zeros kept;
+    # the table (one row) shows the same numbers
     stuck = rep.tables["stuck_operations"].iloc[0]
 
     def readable(seconds: float) -> tuple[str, str]:
         unit, size = next((u, s) for u, s in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)) if seconds >= 2 * s)
         value = seconds / size
-        return (f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"), unit
+        return (f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"), unit
 
-    (age, age_unit), (threshold, threshold_unit) = readable(stuck["age_s"]), readable(stuck["threshold_s"])
-    assert f"for {age} {age_unit} (threshold {threshold} {threshold_unit})" in findings[3]
+    def prose(seconds: float) -> str:
+        value, unit = readable(seconds)
+        whole = f"{seconds:,.0f} s" if seconds >= 100 else f"{seconds:#.3g} s"
+        return whole if unit == "s" else f"{whole} = {value} {unit}"
+
+    (age, _), (threshold, _) = readable(stuck["age_s"]), readable(stuck["threshold_s"])
+    assert f"for {prose(stuck['age_s'])}; its threshold is {prose(stuck['threshold_s'])}." in findings[3]
     assert age in parsed.cells and threshold in parsed.cells and f"{stuck['age_s']:,.1f}" not in parsed.cells
 
 
@@ -192,7 +198,7 @@ def test_no_row_is_left_out_of_a_long_table() -> None:
     df = pd.DataFrame({"network": [f"net-{i:03d}" for i in range(71)], "failure_rate": [i / 100 for i in range(71)]})
     shown = parse(report.html_table(df, max_rows=50))
     assert [c for c in shown.cells if c.startswith("net-")] == list(df["network"])  # all 71, in order
-    assert "70%" in shown.cells
+    assert "70.0%" in shown.cells
     text = report.html_table(df, max_rows=50)
     assert "<details><summary>Show the other 21 of 71 rows</summary>" in text
     assert report.html_table(df.head(3), max_rows=50).count("<table") == 1

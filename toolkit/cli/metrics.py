@@ -115,7 +115,8 @@ def _print_metric_table(df: pd.DataFrame, args: argparse.Namespace) -> None:
         print(wrap(period_line(df, args.name)))
     df, cut = cut_rows(df, row_limit("table", None, args.max_rows, wide=args.wide))
     notes = [] if args.quiet else [*notes, *cut]
-    sys.stdout.write(table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes))
+    asked = columns if args.columns else ()  # named in --columns: kept on a narrow terminal
+    sys.stdout.write(table_text(df, metric=args.name, columns=columns, wide=args.wide, notes=notes, keep=asked))
 
 
 def _say_why_empty(args: argparse.Namespace, source: object) -> None:

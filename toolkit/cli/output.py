@@ -67,18 +67,20 @@ def table_text(
     columns: Sequence[str] | None = None,
     wide: bool = False,
     notes: Sequence[str] = (),
+    keep: Sequence[str] = (),
 ) -> str:
     """A text table for people that fits the terminal (:mod:`toolkit.presentation.tables`: one way to show each value,
-    text left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column). Ids
+    text left-aligned and numbers right-aligned, columns that do not fit named below; ``wide``: every column;
+    ``keep``: the columns asked for by name, which a narrow terminal keeps as it keeps the metric's values). Ids
     are shown whole when the whole table fits (always with ``wide``); else as their first characters, with a
     footer that says how to see them whole."""
     from ..presentation.tables import present, terminal_width, to_terminal
 
-    whole = present(df, metric=metric, columns=columns, short_ids=False)
+    whole = present(df, metric=metric, columns=columns, short_ids=False, keep=keep)
     whole.notes.extend(notes)
     if wide or natural_width(whole, columns) <= terminal_width():
         return to_terminal(whole, wide=wide)
-    shown = present(df, metric=metric, columns=columns)
+    shown = present(df, metric=metric, columns=columns, keep=keep)
     shown.notes.extend(notes)
     if any(s.cells != w.cells for s, w in zip(shown.columns, whole.columns, strict=True) if s.kind == "id"):
         shown.notes.append(IDS_SHORTENED)
@@ -184,26 +186,6 @@ def period_line(df: pd.DataFrame, metric: str) -> str:
     return clean_for_terminal(line)
 
 
-def _json_value(value: object) -> object:
-    """What orjson cannot write itself: times as ISO 8601 text, a missing value as null."""
-    import pandas as pd
-
-    if value is pd.NaT or value is pd.NA:
-        return None
-    if isinstance(value, pd.Timestamp | pd.Timedelta):
-        return value.isoformat()
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
-
-
-def _json_text(df: pd.DataFrame) -> str:
-    """The rows as a JSON array of objects, every number as exact as a float is (shortest round-trip form)."""
-    import orjson
-
-    records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
-    option = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z
-    return orjson.dumps(records, default=_json_value, option=option).decode() + "\n"
-
-
 def write_frame(
     df: pd.DataFrame,
     fmt: str,
@@ -219,7 +201,7 @@ def write_frame(
     metrics' naming conventions; a SQL result gets significant digits only), control characters shown, long values
     shortened. CSV has formulas neutralised (and control characters shown when printed); CSV, JSON and Parquet keep
     every number at full precision. ``--out`` files appear whole or not at all."""
-    from ..presentation.safe import frame_for_csv
+    from ..presentation.files import csv_text, json_text, write_parquet
 
     if fmt == "table":
         text = table_text(df, metric=metric, columns=columns, wide=wide or bool(out), notes=notes)
@@ -229,9 +211,9 @@ def write_frame(
         text = f"<style>{TABLE_CSS}</style>" + to_html(present(df, metric=metric, columns=columns), empty="No rows.")
     elif fmt == "csv":
         # printed: control characters shown visibly too (a file keeps them; only formulas are defused there)
-        text = frame_for_csv(df, terminal=not out).to_csv(index=False)
+        text = csv_text(df, terminal=not out)
     elif fmt == "json":
-        text = _json_text(df)
+        text = json_text(df)
     if not out:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
@@ -239,7 +221,7 @@ def write_frame(
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(out) as tmp:
             if fmt == "parquet":
-                df.to_parquet(tmp, index=False)
+                write_parquet(df, tmp)
             else:
                 tmp.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -38,7 +38,7 @@ from ..errors import ChainopsError
 from ..warehouse import Warehouse
 from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, VIEW_METRICS, VIEWS, compute_views
 from .report import html_table
-from .tables import TABLE_CSS, format_percent, hide_rows, plural
+from .tables import TABLE_CSS, format_percent, format_time, hide_rows, plural
 
 #: Rows of a view's table shown before the rest is folded away (none is left out).
 MAX_ROWS = 30
@@ -146,16 +146,43 @@ def page_and_tables(
     return _page("".join(parts)), tables
 
 
+def _stamp(value: Any) -> Any:
+    """A time from a result's ``attrs`` (a Timestamp or ISO text) as a UTC Timestamp; None when there is none."""
+    import pandas as pd
+
+    if value is None or (isinstance(value, str) and not value):
+        return None
+    stamp = pd.Timestamp(value)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
 def _summary(tables: dict[str, Any], filters: dict[str, Any]) -> str:
+    """One English sentence on what the filters select: the operations created in the period, their failure rate
+    (or why there is none), the stuck operations, and where the data ends."""
     rates = tables["failure"]
     ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
-    rate = format_percent(failed / terminal) if terminal else "no finished operations"
-    since = filters["since"] or "the start"
-    until = filters["until"] or "now"
-    return html.escape(
-        f"{plural(ops, 'operation')} created from {since} to {until}; failure rate {rate} of finished relayed "
-        f"operations; {plural(len(tables['stuck']), 'operation')} stuck now."
-    )
+    since, until, as_of = (_stamp(rates.attrs.get(k)) for k in ("since", "until", "as_of"))
+    start = f"{format_time(since, seconds=False)} UTC" if since is not None else "the first operation"
+    end = f"{format_time(until, seconds=False)} UTC" if until is not None else "the newest event"
+    period = f"from {start} to {end}"
+    created = f"{plural(ops, 'operation')} created {period}" if ops else f"No operation was created {period}"
+    if as_of is None:
+        ends = "the warehouse holds no events yet"
+    else:
+        ends = f"the data ends {format_time(as_of, seconds=False)} UTC"
+        if since is not None and since > as_of:
+            ends += ", before this period starts: choose an earlier one"
+    if terminal:
+        rate = f"failure rate {format_percent(failed / terminal)}: {failed:,} failed of {terminal:,} finished relayed "
+        rate += "operation" if terminal == 1 else "operations"
+    elif ops:
+        rate = "none has finished yet, so there is no failure rate"
+    else:
+        rate = "there is no failure rate to show"
+    stuck_at = min(until, as_of) if until is not None and as_of is not None else as_of  # as compute_views counts
+    stuck = plural(len(tables["stuck"]), "operation") + " stuck"
+    stuck += f" as of {format_time(stuck_at, seconds=False)} UTC" if stuck_at is not None else ""
+    return html.escape(f"{created} ({ends}); {rate}; {stuck}.")
 
 
 def _page(body: str) -> str:

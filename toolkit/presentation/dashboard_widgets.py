@@ -32,6 +32,7 @@ from ..registry import views
 from . import figures as plots
 from .report import TABLE_CSS, html_table, interval_safe
 from .tables import hide_rows
+from .values import format_percent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -376,7 +377,7 @@ class Dashboard:
     def _summary_html(self, tables: dict[str, pd.DataFrame]) -> str:
         rates = tables["failure"]
         ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
-        rate = f"{failed / terminal:.1%}" if terminal else "no finished operations"
+        rate = format_percent(failed / terminal) if terminal else "none (no relayed operation has finished)"
         since, until = self.period.value
         return (
             f"<b>{ops:,}</b> operations created {html.escape(f'{since:%Y-%m-%d %H:%M}')} to "

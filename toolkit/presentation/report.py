@@ -29,6 +29,7 @@ import pandas as pd
 
 from .. import metrics
 from ..atomic import atomic_dir, atomic_file, check_output_place
+from ..column_kinds import hours_stem, kind_by_name
 from ..metrics import proofs as proof_metrics
 from ..metrics.common import with_channel_names
 from ..metrics.coverage import NotHeldError, coverage_of
@@ -37,7 +38,8 @@ from ..metrics.stats import difference_interval, two_proportion_p
 from ..registry import ReportTable, report_tables
 from ..times import now_utc, parse_period
 from ..warehouse import Warehouse
-from .safe import frame_for_csv, frame_for_terminal
+from .files import write_table
+from .safe import frame_for_terminal
 from .tables import (
     TABLE_CSS,
     Display,
@@ -50,6 +52,7 @@ from .tables import (
     shorten,
     to_html,
 )
+from .values import format_count, format_significant, unit_named
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -228,11 +231,7 @@ class Report:
         with atomic_dir(out) as staging:
             for name, df in frames.items():
                 path = staging / f"{name}.{fmt}"
-                if fmt == "csv":
-                    # a spreadsheet opens these: a value such as =HYPERLINK(...) must not run as a formula
-                    frame_for_csv(df).to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S%z")
-                else:
-                    _portable(df).to_parquet(path, index=False)
+                write_table(df, path, fmt)  # the one writer of data files (toolkit.presentation.files)
         return [out / f"{name}.{fmt}" for name in frames]
 
     def summary_frame(self) -> pd.DataFrame:
@@ -249,15 +248,6 @@ class Report:
 
 def _plain(value: float) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
-
-
-def _portable(df: pd.DataFrame) -> pd.DataFrame:
-    """Categoricals as plain strings (other engines read them as text)."""
-    df = df.copy()
-    for col in df.columns:
-        if isinstance(df[col].dtype, pd.CategoricalDtype):
-            df[col] = df[col].astype(object).where(df[col].notna(), None)
-    return df
 
 
 def _period(
@@ -486,8 +476,13 @@ def _pct(value: float) -> str:
 
 
 def _duration(seconds: float) -> str:
-    """A duration in prose, in the unit that reads best for it: ``90 s``, ``3.5 min``, ``33 h``."""
-    return format_duration(seconds)
+    """A duration in prose as the tables read it: in seconds as the tables' ``(s)`` columns show it, with the unit
+    that reads best beside it when that is not seconds: ``90.0 s``, ``18,288 s = 5.08 h``."""
+    if seconds is None or math.isnan(seconds):
+        return "unknown"
+    readable = format_duration(seconds)
+    in_seconds = format_duration(seconds, unit_named("s"))
+    return in_seconds if readable == in_seconds else f"{in_seconds} = {readable}"
 
 
 def _points(value: float) -> str:
@@ -546,7 +541,7 @@ def _findings(report: Report, *, stuck_at: pd.Timestamp) -> list[str]:
         out.append(
             f"{plural(len(stuck), 'operation')} stuck as of {stuck_at:%Y-%m-%d %H:%M} UTC; the most overdue, "
             f"{_short(row['operation_id'])} on {_short(row['network'])}, has been {_short(row['status'])} for "
-            f"{_duration(row['age_s'])} (threshold {_duration(row['threshold_s'])})."
+            f"{_duration(row['age_s'])}; its threshold is {_duration(row['threshold_s'])}."
         )
     else:
         out.append(f"No stuck operations as of {stuck_at:%Y-%m-%d %H:%M} UTC.")
@@ -695,11 +690,11 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
     )
     fresh = f"Warehouse last synced {e(_when(report.synced_at))}"
     if report.synced_at is not None and report.until_from_data:
-        fresh += f" ({_duration(report.summary['sync_age_h'] * 3600)} ago)"
+        fresh += f" ({format_duration(report.summary['sync_age_h'] * 3600)} ago)"
     elif report.synced_at is not None and report.synced_at >= report.until:
         fresh += " (after the end of the period)"
     elif report.synced_at is not None:
-        fresh += f" ({_duration(report.summary['sync_age_h'] * 3600)} before the end of the period)"
+        fresh += f" ({format_duration(report.summary['sync_age_h'] * 3600)} before the end of the period)"
     fresh += f"; data as of {e(_when(report.as_of))} (the newest event)"
     if report.last_run:
         fresh += (
@@ -765,22 +760,25 @@ _SUMMARY_SHARES = frozenset({"proof_verified"})
 
 
 def _summary_display(report: Report) -> pd.DataFrame:
+    """The summary as people read it: each value in the unit its name promises (``_s`` seconds, ``_h`` hours,
+    ``_rate``/``coverage`` percent, ``_change`` percentage points), numbers as the tables show them."""
     rows = []
     for name, value in report.summary.items():
+        kind = kind_by_name(name)
         if value is None or math.isnan(value):
             text = "unknown"
-        elif name.endswith(("rate", "coverage")) or name in _SUMMARY_SHARES:
+        elif kind == "proportion" or name in _SUMMARY_SHARES:
             text = format_percent(value)
         elif name.endswith(("change", "change_low", "change_high")):
             text = _points(value)
         elif name.endswith("_p"):
-            text = f"{value:.3g}"
-        elif name.endswith("_s"):
-            text = _duration(value)
-        elif name.endswith("_h"):
-            text = "never synced" if math.isinf(value) else _duration(value * 3600)
+            text = format_significant(value)
+        elif kind == "duration":
+            text = format_duration(value, unit_named("s"))
+        elif hours_stem(name):
+            text = "never synced" if math.isinf(value) else format_duration(value * 3600, unit_named("h"))
         else:
-            text = f"{value:,.0f}"
+            text = format_count(round(value))
         rows.append((name, text, SUMMARY_VALUES[name]))
     return pd.DataFrame(rows, columns=["name", "value", "meaning"])
 

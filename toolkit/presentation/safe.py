@@ -3,7 +3,7 @@
 Names, reasons and ids come from the service (or whoever wrote to it) and may hold anything: ANSI escape sequences
 that recolour or rewrite a terminal, ``=HYPERLINK(...)`` that a spreadsheet runs as a formula, a megabyte of text.
 Data outputs (JSON, Parquet, the warehouse) keep every value as it is; only what is displayed goes through here.
-How numbers, times and ids read is :mod:`toolkit.present`'s; this module imports only it.
+How numbers, times and ids read is :mod:`toolkit.presentation.values`'s.
 """
 
 from __future__ import annotations
@@ -13,18 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from .tables import (
-    DISPLAY_LIMIT,
-    DURATION_UNITS,
-    clean_for_terminal,
-    format_number,
-    format_percent,
-    is_duration_column,
-    is_proportion_column,
-    present,
-    shorten,
-    unit_for,
-)
+from .tables import present
+from .values import DISPLAY_LIMIT, clean_for_terminal, shorten, unit_for
 
 #: A CSV cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets (OWASP CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -100,18 +90,10 @@ def frame_for_display(df: pd.DataFrame, *, metric: bool | str = True) -> pd.Data
 
 
 __all__ = [
-    "DISPLAY_LIMIT",
-    "DURATION_UNITS",
-    "clean_for_terminal",
     "csv_safe",
     "duration_unit",
     "for_terminal",
-    "format_number",
-    "format_percent",
     "frame_for_csv",
     "frame_for_display",
     "frame_for_terminal",
-    "is_duration_column",
-    "is_proportion_column",
-    "shorten",
 ]

@@ -1,22 +1,16 @@
-"""How a value is shown, once: on a terminal, in HTML (the report, the dashboard) and in a notebook.
+"""Tables for people, once for every surface: on a terminal, in HTML (the report, the dashboard) and in a notebook.
 
-One model for every surface. A column has a *kind* (:data:`KINDS`), taken from the metric registry
-(:mod:`toolkit.registry`) when the column belongs to a metric, else from the metrics' naming conventions
-(``*_rate``/``*_share``/``share``/``coverage`` are proportions with ``_low``/``_high`` intervals beside them; ``*_s``
-and ``seconds_*`` durations in seconds), else from its values. Each kind has one way to read:
-
-- a proportion: a percentage with three significant digits and its 95% interval, ``1.55% (0.4–5.5%)``;
-- a duration: one unit per column (the largest in which the column's median is at least 2), named in the header,
-  ``p90 (min)``: ``90``;
-- a count: ``1,234``; another number: four significant digits, never ``0.0`` for a small value;
-- a time: UTC, ``2026-11-20 14:03:22`` (a Unix time in seconds too, in a column named like a time);
-- an id: a UUID or long hex value shortened to ``1a2b3c4d…`` on a terminal (files keep it whole; HTML keeps it in a
-  tooltip);
-- text: control characters written out visibly, long text shortened; left-aligned (numbers right-aligned).
+How each value reads is :mod:`toolkit.presentation.values` (a column's kind decided once, three significant figures
+with trailing zeros, one unit per duration column); this module lays the values out. A header is the column's
+label with its statistic and the unit it is shown in (``since created p50 (s)``, ``failure rate %``): no two alike,
+wrapped between words on a terminal, never inside one. A terminal too narrow for every column leaves out, in
+order, columns without a value, columns another says again (``channel_id`` beside ``channel``), then descriptors,
+and only last the metric's values and the columns asked for by name; below the table it names what it left out
+and how to see it, and gives each ``-`` its reason (the row's notes, :func:`why_missing`).
 
 :func:`present` turns a DataFrame into a :class:`Shown` (headers, cell texts, alignment); :func:`to_terminal`,
-:func:`to_html` render it; :class:`Display` is a DataFrame with a notebook face (``_repr_html_``). Data outputs
-(CSV, JSON, Parquet) never come here: they keep every column and full precision.
+:func:`to_html` render it; :class:`Display` is a DataFrame with a notebook face (``_repr_html_``); :func:`show` is
+``tk.show``. Data outputs (CSV, JSON, Parquet) never come here (:mod:`toolkit.presentation.files`).
 
 This module imports pandas and rich only inside functions: the command line reads it before it needs them.
 """
@@ -24,251 +18,64 @@ This module imports pandas and rich only inside functions: the command line read
 from __future__ import annotations
 
 import html
-import math
+import numbers
 import os
 import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The kinds of column, each with one way to read.
-KINDS = ("proportion", "duration", "count", "number", "time", "id", "text", "flag")
-#: Characters a text cell keeps at most (the rest becomes ``…``).
-DISPLAY_LIMIT = 200
-#: Significant digits of plain numbers, and of percentages and durations.
-SIGNIFICANT = 4
-SIGNIFICANT_UNITS = 3
-#: Duration units, largest first, with their seconds: a column takes the largest unit in which its typical (median)
-#: value is at least 2, so 90 s stays seconds and 3 hours read as 3 h, not 180 min.
-DURATION_UNITS = (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0), ("s", 1.0))
+from .values import (
+    DISPLAY_LIMIT,
+    DURATION_UNITS,
+    KINDS,
+    clean_for_terminal,
+    column_kind,
+    duration_stem,
+    format_count,
+    format_duration,
+    format_in_unit,
+    format_interval,
+    format_number,
+    format_percent,
+    format_time,
+    is_duration_column,
+    is_proportion_column,
+    kind_by_name,
+    missing,
+    plural,
+    short_id,
+    shorten,
+    unit_for,
+)
+
 #: Terminal width when neither ``COLUMNS`` nor the terminal says.
 DEFAULT_WIDTH = 80
-#: Characters of an id kept on a terminal before ``…``.
-ID_CHARS = 8
-
-_OTHER_CONTROLS = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
-_CONTROL = re.compile(f"[\x00-\x1f{_OTHER_CONTROLS}]")
-_CONTROL_EXCEPT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHER_CONTROLS}]")
-_PROPORTION_RE = re.compile(r"^(?:.*_(?:rate|share)|share|rate|coverage)$")
-_DURATION_RE = re.compile(r"^(?:(?P<stem>.+)_s|seconds_(?P<what>.+))$")
-_TIME_NAME_RE = re.compile(r"^(?:.*_at|ts|time|timestamp|deadline|created|updated|.*_time)$")
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_LONG_HEX_RE = re.compile(r"^0x[0-9a-fA-F]{16,}$")
-#: Unix seconds between 2001 and 2286: a whole number in a column named like a time is read as one.
-_UNIX_RANGE = (1_000_000_000, 9_999_999_999)
-
-
-# ---- text --------------------------------------------------------------------------------------------------------
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def clean_for_terminal(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` with every control character written out visibly (ESC becomes the four characters ``\\x1b``).
-
-    Arguments: ``text``; ``keep_newlines`` keeps ``\\n`` (for free text; a table cell must not have one).
-    Returns the cleaned text; text without control characters comes back unchanged.
-    """
-    pattern = _CONTROL_EXCEPT_NEWLINE if keep_newlines else _CONTROL
-    return pattern.sub(_visible, text)
-
-
-def shorten(text: str, limit: int = DISPLAY_LIMIT) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``…`` when it was cut."""
-    if len(text) <= limit:
-        return text
-    return text[: max(limit - 1, 0)] + "…"
-
-
-def short_id(text: str) -> str:
-    """A UUID or long hex value shortened for a terminal (``1a2b3c4d…``, ``0x1a2b3c4d…``); other text unchanged."""
-    if _UUID_RE.match(text):
-        return text[:ID_CHARS] + "…"
-    if _LONG_HEX_RE.match(text):
-        return text[: ID_CHARS + 2] + "…"
-    return text
-
-
-# ---- numbers -----------------------------------------------------------------------------------------------------
-
-
-def missing(value: Any) -> bool:
-    """Whether ``value`` is missing: None, NaN, pandas' NA or NaT."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    return type(value).__name__ in ("NAType", "NaTType")
-
-
-def format_number(value: Any, digits: int = SIGNIFICANT) -> str:
-    """A number with ``digits`` significant digits (never ``0.0`` for a small non-zero value): ``0.0155``,
-    ``1e-09``, ``1,235`` (thousands separated, whole numbers from 1,000 up), ``-`` for a missing value."""
-    if missing(value):
-        return "-"
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        return str(bool(value))
-    if _is_integral(value):
-        return f"{int(value):,}"
-    number = float(value)
-    if math.isinf(number):
-        return "inf" if number > 0 else "-inf"
-    if number == 0:
-        return "0"
-    magnitude = abs(number)
-    if magnitude >= 10**digits and magnitude < 1e15:
-        return f"{number:,.0f}"
-    if magnitude < 1e-4 or magnitude >= 1e15:
-        mantissa, exponent = f"{number:.{digits}g}".split("e")
-        return f"{mantissa}e{int(exponent)}"
-    return f"{number:.{digits}g}"
-
-
-def _is_integral(value: Any) -> bool:
-    import numbers
-
-    return isinstance(value, numbers.Integral)
-
-
-def format_percent(value: Any) -> str:
-    """A proportion as a percentage with :data:`SIGNIFICANT_UNITS` significant digits: ``2.19%``, ``0.0312%``."""
-    if missing(value):
-        return "-"
-    return format_number(float(value) * 100, SIGNIFICANT_UNITS) + "%"
-
-
-def format_interval(value: Any, low: Any, high: Any) -> str:
-    """``2.19% (0.84–5.31%)``: a proportion and its 95% interval, in percent."""
-    if missing(value):
-        return "-"
-    if missing(low) or missing(high):
-        return format_percent(value)
-    return f"{format_percent(value)} ({format_percent(low).rstrip('%')}–{format_percent(high)})"
-
-
-def unit_for(seconds: Sequence[Any]) -> tuple[str, float]:
-    """The unit (name, seconds) for a column of durations: the largest of :data:`DURATION_UNITS` in which the
-    column's median absolute value is at least 2 (seconds for a column without values)."""
-    values = sorted(abs(float(v)) for v in seconds if not missing(v))
-    if not values:
-        return "s", 1.0
-    mid = len(values) // 2
-    typical = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-    for unit, size in DURATION_UNITS:
-        if typical >= 2 * size:
-            return unit, size
-    return "s", 1.0
-
-
-def format_duration(seconds: Any, unit: tuple[str, float] | None = None) -> str:
-    """A duration with its unit, for prose: ``33 h``, ``90 s``, ``1.5 min`` (the unit as :func:`unit_for` picks it
-    for this one value unless ``unit`` is given); ``unknown`` when missing."""
-    if missing(seconds):
-        return "unknown"
-    name, size = unit or unit_for([seconds])
-    return f"{format_number(float(seconds) / size, SIGNIFICANT_UNITS)} {name}"
-
-
-def plural(count: float, word: str, words: str | None = None) -> str:
-    """``1 operation``, ``2 operations``, ``1,977 operations``: a count with its noun in the right number."""
-    n = int(count)
-    return f"{n:,} {word if n == 1 else (words or word + 's')}"
-
-
-def format_time(value: Any, *, seconds: bool = True) -> str:
-    """A time as UTC text, ``2026-11-20 14:03:22`` (naive times are taken as UTC); ``-`` when missing."""
-    if missing(value):
-        return "-"
-    if isinstance(value, int | float) or _is_integral(value):
-        if value == 0:
-            return "-"
-        value = datetime.fromtimestamp(float(value), tz=UTC)
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC)
-        return value.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
-    if isinstance(value, date):
-        return value.isoformat()
-    return str(value)
-
-
-# ---- columns -----------------------------------------------------------------------------------------------------
-
-
-def is_proportion_column(name: str) -> bool:
-    """Whether a metric column holds a proportion in [0, 1] by its name (``*_rate``, ``*_share``, ``share``,
-    ``rate``, ``coverage``)."""
-    return bool(_PROPORTION_RE.match(name))
-
-
-def is_duration_column(name: str) -> bool:
-    """Whether a metric column holds a duration in seconds by its name (``*_s`` or ``seconds_*``)."""
-    return bool(_DURATION_RE.match(name))
-
-
-def duration_stem(name: str) -> str:
-    """A duration column's name without its unit: ``p90_s`` -> ``p90``, ``seconds_in_status`` -> ``in_status``."""
-    m = _DURATION_RE.match(name)
-    return (m.group("stem") or m.group("what")) if m else name
-
-
-def kind_by_name(name: str, *, metric: bool = True) -> str | None:
-    """The kind a column's name says it has (None when the name says nothing): with ``metric``, the metrics'
-    proportion and duration conventions; always, ids (``*_id``) and times (``*_at``, ``ts``, ...)."""
-    if metric and is_proportion_column(name):
-        return "proportion"
-    if metric and is_duration_column(name):
-        return "duration"
-    if name.endswith("_id") or name == "id":
-        return "id"
-    if _TIME_NAME_RE.match(name):
-        return "time"
-    return None
-
-
-def _kind_by_values(values: Sequence[Any], dtype: Any, name_kind: str | None) -> str:
-    import pandas as pd
-
-    api = pd.api.types
-    if api.is_bool_dtype(dtype):
-        return "flag"
-    if api.is_datetime64_any_dtype(dtype):
-        return "time"
-    if api.is_integer_dtype(dtype):
-        present = [int(v) for v in values if not missing(v) and int(v) != 0]  # 0: no time set
-        unix = present and all(_UNIX_RANGE[0] <= v <= _UNIX_RANGE[1] for v in present)
-        return "time" if name_kind == "time" and unix else "count"
-    if api.is_numeric_dtype(dtype):
-        present = [v for v in values if not missing(v)]
-        if name_kind == "time" and present and all(_UNIX_RANGE[0] <= float(v) <= _UNIX_RANGE[1] for v in present):
-            return "time"
-        return "number"
-    sample = [v for v in values if not missing(v)][:50]
-    if sample and all(isinstance(v, datetime) for v in sample):
-        return "time"
-    if sample and all(isinstance(v, str) and (_UUID_RE.match(v) or _LONG_HEX_RE.match(v)) for v in sample):
-        return "id"
-    return "id" if name_kind == "id" else "text"
+#: A statistic at the end of a duration's name (``to_finalized_p90``): columns differing only by it share a unit.
+_STATISTIC = re.compile(r"_(?:p\d+|mean|max|min|median)$|^(?:p\d+|mean|max|min|median)$")
+#: Footnotes of missing values listed at most (the rest counted).
+_FOOTNOTES = 8
 
 
 @dataclass(eq=False)
 class Column:
     """One shown column: its source name, its header, its kind, and the text of each cell (``full`` holds the
-    whole value where the cell shortened it, for a tooltip)."""
+    whole value where the cell shortened it, for a tooltip); ``value``: one of the metric's own values (a narrow
+    terminal keeps it), ``keep``: asked for by name (kept too)."""
 
     name: str
     header: str
     kind: str
     cells: list[str]
     full: list[str | None] = field(default_factory=list)
+    value: bool = False
+    keep: bool = False
+    unit: str = ""
 
     @property
     def right(self) -> bool:
@@ -278,23 +85,58 @@ class Column:
 
 @dataclass
 class Shown:
-    """A table as people read it: its columns, and notes to print around it (columns or rows left out)."""
+    """A table as people read it: its columns, notes to print around it (columns or rows left out, why a value is
+    missing), ``omitted``: the source's columns it does not show (named below a terminal table), and ``reasons``:
+    each row's ``notes`` when the source has them and does not show them (why a value is ``-``)."""
 
     columns: list[Column]
     rows: int
     notes: list[str] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+    reasons: list[str | None] = field(default_factory=list)
 
 
-def _column_kind(name: str, series: pd.Series, declared: dict[str, str], metric: bool) -> str:
+def _declared(metric: str | bool) -> dict[str, Any]:
+    """The registry's columns of ``metric`` by name (none for a frame the registry does not know)."""
+    from ..registry import BY_NAME
+
+    m = BY_NAME.get(metric) if isinstance(metric, str) else None
+    return {c.name: c for c in m.columns} if m is not None else {}
+
+
+def _label(name: str, kind: str, declared: dict[str, Any], metric: str | bool) -> str:
+    """A column's header without its unit: the registry's :meth:`~toolkit.registry.Column.label`, else the name
+    (a duration's without its ``_s``); a SQL result's columns keep their names."""
+    if metric is False:
+        return name
     if name in declared:
-        return declared[name]
-    by_name = kind_by_name(name, metric=metric)
-    if by_name in ("proportion", "duration"):
-        import pandas as pd
+        return str(declared[name].label())
+    return (duration_stem(name) if kind == "duration" else name).replace("_", " ")
 
-        if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
-            return by_name
-    return _kind_by_values(series.tolist(), series.dtype, by_name)
+
+def _is_value(name: str, kind: str, declared: dict[str, Any]) -> bool:
+    """Whether a column is one of the metric's values: as declared, else (no column of the metric declared one)
+    a proportion or duration that is not an interval's bound."""
+    from ..column_kinds import is_bound
+
+    if any(c.value for c in declared.values()):
+        return bool(declared[name].value) if name in declared else False
+    return kind in ("proportion", "duration") and not is_bound(name)
+
+
+def _duration_units(df: pd.DataFrame, names: list[str], kinds: dict[str, str]) -> dict[str, tuple[str, float]]:
+    """The unit of each duration column, decided once for the table: columns that differ only by their statistic
+    (``to_finalized_p50_s``, ``to_finalized_p90_s``) share the unit :func:`~toolkit.presentation.values.unit_for`
+    picks from their values together, so p50 and p90 read side by side."""
+    families: dict[str, list[str]] = {}
+    for name in names:
+        if kinds[name] == "duration":
+            families.setdefault(_STATISTIC.sub("", duration_stem(name)), []).append(name)
+    units: dict[str, tuple[str, float]] = {}
+    for members in families.values():
+        unit = unit_for([v for n in members for v in df[n].tolist()])
+        units.update(dict.fromkeys(members, unit))
+    return units
 
 
 def present(
@@ -304,60 +146,61 @@ def present(
     columns: Sequence[str] | None = None,
     short_ids: bool = True,
     limit: int = DISPLAY_LIMIT,
+    keep: Sequence[str] = (),
 ) -> Shown:
     """``df`` as people read it (see the module's docstring), the same for every surface.
 
-    Arguments: ``df``; ``metric`` a registry name (``status-latency``) whose declared column kinds apply, ``True``
-    for the metrics' naming conventions, ``False`` for a SQL result (kinds from values only); ``columns`` to show
-    (those present, in that order; default all; an interval's ``_low``/``_high`` are folded into their
-    proportion); ``short_ids`` shortens UUIDs and long hex values; ``limit`` the characters a text cell keeps.
-    Returns the :class:`Shown` table.
+    Arguments: ``df``; ``metric`` a registry name (``status-latency``) whose declared column kinds and headers
+    apply, ``True`` for the metrics' naming conventions, ``False`` for a SQL result (kinds from values only);
+    ``columns`` to show (those present, in that order; default all; an interval's ``_low``/``_high`` are folded
+    into their proportion; :func:`show` refuses a name ``df`` lacks); ``short_ids`` shortens
+    UUIDs and long hex values; ``limit`` the characters a text cell keeps; ``keep``: columns asked for by name,
+    which a narrow terminal keeps (as it keeps the metric's values; columns not among the metric's defaults count
+    as asked for). Returns the :class:`Shown` table.
     """
-    from ..registry import declared_kinds
-
-    declared = declared_kinds(metric) if isinstance(metric, str) else {}
-    conventions = metric is not False
     names = [str(c) for c in df.columns]
     wanted = [c for c in (columns or names) if c in names]
-    by_name = dict(zip(names, df.columns, strict=True))
+    frame = df.set_axis(names, axis=1) if list(df.columns) != names else df
+    declared = _declared(metric)
+    kinds = {n: column_kind(n, frame[n], metric) for n in names}
     folded = {
         f"{n}_{end}"
         for n in names
-        if _column_kind(n, df[by_name[n]], declared, conventions) == "proportion"
-        and f"{n}_low" in names
-        and f"{n}_high" in names
+        if kinds[n] == "proportion" and f"{n}_low" in names and f"{n}_high" in names
         for end in ("low", "high")
     }
+    units = _duration_units(frame, wanted, kinds)
+    defaults = _defaults(metric)
+    asked = set(keep) | ({c for c in wanted if c not in defaults} if columns is not None and defaults else set())
     shown: list[Column] = []
     for name in wanted:
         if name in folded and (columns is None or name[: name.rfind("_")] in wanted):
             continue
-        series = df[by_name[name]]
-        kind = _column_kind(name, series, declared, conventions)
-        values = series.tolist()
+        kind = kinds[name]
+        values = frame[name].tolist()
+        header = _label(name, kind, declared, metric)
+        unit_name = ""
         full: list[str | None] = []
         if kind == "proportion":
-            header = f"{name} %"
+            unit_name = "%"
             if f"{name}_low" in folded:
-                lows, highs = df[by_name[f"{name}_low"]].tolist(), df[by_name[f"{name}_high"]].tolist()
+                lows, highs = frame[f"{name}_low"].tolist(), frame[f"{name}_high"].tolist()
                 cells = [format_interval(v, lo, hi) for v, lo, hi in zip(values, lows, highs, strict=True)]
             else:
                 cells = [format_percent(v) for v in values]
         elif kind == "duration":
-            unit, size = unit_for(values)
-            header = f"{duration_stem(name)} ({unit})"
-            cells = [format_number(float(v) / size, SIGNIFICANT_UNITS) if not missing(v) else "-" for v in values]
+            unit_name = units[name][0]
+            cells = [format_in_unit(v, units[name]) for v in values]
         elif kind == "count":
-            header, cells = name, [format_number(int(v)) if not missing(v) else "-" for v in values]
+            cells = [format_count(v) for v in values]
         elif kind == "number":
-            header, cells = name, [format_number(v) for v in values]
+            cells = [format_number(v) for v in values]
         elif kind == "time":
             whole_minutes = all(_whole_minute(v) for v in values)
-            header, cells = name, [format_time(v, seconds=not whole_minutes) for v in values]
+            cells = [format_time(v, seconds=not whole_minutes) for v in values]
         elif kind == "flag":
-            header, cells = name, ["-" if missing(v) else ("yes" if v else "no") for v in values]
+            cells = ["-" if missing(v) else ("yes" if v else "no") for v in values]
         else:
-            header = name
             texts = ["-" if missing(v) else clean_for_terminal(str(v)) for v in values]
             if kind == "id" and short_ids:
                 cells = [short_id(t) for t in texts]
@@ -365,8 +208,105 @@ def present(
             else:
                 cells = [shorten(t, limit) for t in texts]
                 full = [t[:2000] if c != t else None for c, t in zip(cells, texts, strict=True)]
-        shown.append(Column(name, clean_for_terminal(header), kind, cells, full))
-    return Shown(shown, len(df))
+        value = _is_value(name, kind, declared) if metric is not False else False
+        header = clean_for_terminal(_with_unit(header, unit_name))
+        shown.append(Column(name, header, kind, cells, full, value=value, keep=name in asked, unit=unit_name))
+    _unique_headers(shown)
+    kept = {c.name for c in shown} | {f"{c.name}_{end}" for c in shown for end in ("low", "high")}
+    bounds = {b for n in names if kinds[n] == "proportion" for b in (f"{n}_low", f"{n}_high")}
+    result = Shown(shown, len(df), omitted=[n for n in names if n not in kept and n not in bounds])
+    if "notes" in frame.columns and "notes" not in wanted:
+        result.reasons = [None if missing(n) or not str(n).strip() else str(n) for n in frame["notes"].tolist()]
+    result.notes.extend(_shortened(shown))
+    return result
+
+
+def _check_columns(columns: Sequence[str], names: list[str]) -> None:
+    """A ValueError for a column ``names`` lacks, with the names that come close ("did you mean")."""
+    import difflib
+
+    unknown = [c for c in columns if c not in names]
+    if not unknown:
+        return
+    hints = []
+    for c in unknown:
+        close = difflib.get_close_matches(c, names, n=3, cutoff=0.6)
+        hints.append(f"{c!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""))
+    raise ValueError(f"no column {', '.join(hints)}; the columns are {', '.join(names)}")
+
+
+def _defaults(metric: str | bool) -> set[str]:
+    from ..registry import BY_NAME
+
+    m = BY_NAME.get(metric) if isinstance(metric, str) else None
+    return set(m.default) if m is not None else set()
+
+
+def _with_unit(label: str, unit: str) -> str:
+    """A header: the label and the unit the column is shown in (``p50 (s)``, ``failure rate %``)."""
+    if unit == "%":
+        return f"{label} %"
+    return f"{label} ({unit})" if unit else label
+
+
+def _unique_headers(shown: list[Column]) -> None:
+    """Two columns never share a header: where labels collide, each takes its column's name (and unit) instead."""
+    seen: dict[str, int] = {}
+    for col in shown:
+        seen[col.header] = seen.get(col.header, 0) + 1
+    for col in shown:
+        if seen[col.header] > 1:
+            base = duration_stem(col.name) if col.kind == "duration" else col.name
+            col.header = clean_for_terminal(_with_unit(base, col.unit))
+
+
+def _shortened(shown: list[Column]) -> list[str]:
+    """The note naming the column behind each header that is not its name read aloud (a declared short header)."""
+    pairs = []
+    for col in shown:
+        bare = col.header.removesuffix(f" ({col.unit})").removesuffix(" %")
+        if bare.replace(" ", "_") not in (col.name, duration_stem(col.name)):
+            pairs.append(f"{col.header} = {col.name}")
+    return [f"Columns: {'; '.join(pairs)}"] if pairs else []
+
+
+def why_missing(shown: Shown, columns: Sequence[Column] | None = None) -> list[str]:
+    """Notes that give each ``-`` in a number column of ``columns`` (default: all of ``shown``) its reason: the
+    row's notes (:attr:`Shown.reasons`), the row named by its text columns, else one line on what ``-`` means."""
+    columns = list(shown.columns if columns is None else columns)
+    numeric = [c for c in columns if c.right]
+    rows = [i for i in range(shown.rows) if any(c.cells[i] == "-" for c in numeric)]
+    if not rows:
+        return []
+    labels = [c for c in columns if not c.right]
+    lines = []
+    for i in rows:
+        note = shown.reasons[i] if shown.reasons else None
+        if note is None:
+            continue
+        who = " ".join(c.cells[i] for c in labels) or f"row {i + 1}"
+        blank = [c for c in numeric if c.cells[i] == "-"]
+        blanks = ", ".join(c.header for c in blank)
+        lines.append(f"- {who} ({blanks}): {clean_for_terminal(shorten(_about(note, blank), 160))}")
+    if len(lines) > _FOOTNOTES:
+        rest = len(lines) - _FOOTNOTES
+        lines = [*lines[:_FOOTNOTES], f"- and {plural(rest, 'more row')} (the notes column says why for each)"]
+    out = ["Why a value is -:", *lines] if lines else []
+    if len(lines) < len(rows):  # rows without a note of their own
+        out.append("-: no value (not reached or not ended yet, nothing in the period, or too few to estimate)")
+    return out
+
+
+def _about(note: str, blank: list[Column]) -> str:
+    """The parts of a row's notes (``stage p50: reason; ...``) about the blank columns (``stage_p50_s``), or the
+    whole note when no part names one."""
+    keys = set()
+    for col in blank:
+        stem = duration_stem(col.name)
+        head, _, stat = stem.rpartition("_")
+        keys |= {f"{head} {stat}", f"{head}"} if head else {stem}  # "to_finalized p50: ..." or "to_finalized: ..."
+    parts = [p for p in note.split("; ") if any(p.startswith(f"{k}:") for k in keys)]
+    return "; ".join(parts) if parts else note
 
 
 def _whole_minute(value: Any) -> bool:
@@ -374,7 +314,7 @@ def _whole_minute(value: Any) -> bool:
         return True
     if isinstance(value, datetime):
         return value.second == 0 and value.microsecond == 0
-    if isinstance(value, int | float) or _is_integral(value):
+    if isinstance(value, int | float | numbers.Integral):
         return int(value) % 60 == 0
     return False
 
@@ -423,25 +363,59 @@ def _natural(col: Column) -> int:
 
 
 def _need(col: Column) -> int:
+    """The characters a column takes at least: its cells (a text column up to :data:`_TEXT_WIDTH`, elided past
+    it), and its header's longest word (a header wraps between words, never inside one)."""
     cells = max([1, *(_cells(c) for c in col.cells)])
-    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, min(_cells(col.header), 20))
+    return max(min(cells, _TEXT_WIDTH) if not col.right else cells, _header_need(col.header))
+
+
+def _header_need(header: str) -> int:
+    """The characters ``header`` takes: all of them up to :data:`_HEADER_LINE` (one line), else the fewest in which
+    it fits on :data:`_HEADER_LINES` lines broken between words (its longest word, and :data:`_HEADER_LINE`, at
+    least)."""
+    import textwrap
+
+    if _cells(header) <= _HEADER_LINE:
+        return _cells(header)
+    header = _glued(header)
+    width = max([_HEADER_LINE, *(_cells(w) for w in header.split(" "))])
+    while len(textwrap.wrap(header, width=width, break_long_words=False)) > _HEADER_LINES:
+        width += 1
+    return width
+
+
+#: Lines a header may take (it wraps between words), and the characters a header keeps on one line.
+_HEADER_LINES = 2
+_HEADER_LINE = 12
+#: A column that says again what another shows: (this, that) -> this goes first when the terminal is narrow.
+_REDUNDANT = (("channel_id", "channel"), ("chain_selector", "network"))
+
+
+def _drop_order(columns: list[Column]) -> list[Column]:
+    """The columns a narrow terminal leaves out, first to last: those without a value in any row, those another
+    column says again (a channel's id beside its name), then descriptors (counts first, then text, right to left,
+    never the first column), and only then the metric's values and the columns asked for by name."""
+    names = {c.name for c in columns}
+    first = columns[:1]
+    spare = [c for c in columns if not (c.value or c.keep) and c not in first]
+    blank = [c for c in spare if _blank(c)]
+    redundant = [c for c in spare if any(c.name == this and that in names for this, that in _REDUNDANT)]
+    numbers = [c for c in reversed(spare) if c.right]
+    texts = [c for c in reversed(spare) if not c.right]
+    valued = [c for c in reversed(columns) if (c.value or c.keep) and c not in first]
+    return list(dict.fromkeys([*blank, *redundant, *numbers, *texts, *valued]))
 
 
 def _widths(columns: list[Column], width: int) -> dict[Column, int]:
-    """The columns that fit ``width``, each with the most characters it may take: a text column at least
-    :data:`_TEXT_WIDTH` (elided past it) and more from what is left over, in order; the others their need."""
-    kept: dict[Column, int] = {}
-    used = 0
-    # when not everything fits, a column with no value in any row (a JSON column nobody filled) is left out first
-    # (named below the table), not shown in place of one with values
-    fits = sum(_need(col) + _GAP for col in columns) <= width  # as the loop below counts
-    for col in columns if fits else [col for col in columns if not _blank(col)] or columns:
-        need = _need(col)
-        if kept and used + need + _GAP > width:
-            continue
-        kept[col] = need
-        used += need + _GAP
-    slack = max(width - used, 0)
+    """The columns that fit ``width`` (left out in :func:`_drop_order`'s order until the rest fits), each with the
+    most characters it may take: its need, and more for text columns from what is left over, in order."""
+    chosen = list(columns)
+    for col in _drop_order(columns):
+        if sum(_need(c) + _GAP for c in chosen) - _GAP <= width:
+            break
+        chosen.remove(col)
+    kept = {col: _need(col) for col in chosen}
+    slack = max(width - sum(kept.values()) - _GAP * max(len(kept) - 1, 0), 0)
     for col in kept:
         if not col.right and slack:
             extra = min(_natural(col) - kept[col], slack) if _natural(col) > kept[col] else 0
@@ -478,13 +452,13 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     width = terminal_width() if width is None else max(width, 20)
     widths = {c: _natural(c) for c in shown.columns} if wide else _widths(shown.columns, width)
     columns = list(widths)
-    left_out = [c.header for c in shown.columns if c not in columns]
+    left_out = [c.name for c in shown.columns if c not in columns]
     if wide:
         width = max(width, sum(_natural(c) + _GAP for c in columns) + _GAP)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), header_style="bold")
     for col in columns:
         table.add_column(
-            Text(col.header, overflow="fold"),  # a long header folds; a cell keeps its line
+            Text(_wrap_header(col.header, widths[col]), overflow="fold"),  # a cell keeps its one line
             justify="right" if col.right else "left",
             overflow="ellipsis",
             no_wrap=True,
@@ -499,17 +473,32 @@ def to_terminal(shown: Shown, width: int | None = None, *, wide: bool = False) -
     if columns:
         console.print(table, crop=True)
     text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
-    notes = list(shown.notes)
+    notes = ["no rows"] if not shown.rows else []
+    notes += why_missing(shown, columns)
+    notes += shown.notes
     if left_out:
         notes.append(
-            f"{plural(len(left_out), 'more column')} not shown: {', '.join(left_out)} "
+            f"{plural(len(left_out), 'more column')} not shown (the terminal is too narrow): {', '.join(left_out)} "
             "(--wide shows all, --columns picks)"
         )
-    if not shown.rows:
-        notes.append("no rows")
+    if shown.omitted and not wide:
+        notes.append(f"Also in the result: {', '.join(shown.omitted)} (--wide shows every column, --columns picks)")
     for note in notes:
         text += wrap(note, width) + "\n"
     return text
+
+
+def _wrap_header(header: str, width: int) -> str:
+    """A header on as many lines as it needs to fit ``width``, broken between words only."""
+    import textwrap
+
+    lines = textwrap.wrap(_glued(header), width=max(width, 1), break_long_words=False)
+    return "\n".join(lines).replace("\u00a0", " ") or header
+
+
+def _glued(header: str) -> str:
+    """``header`` with its unit held to the word before it (``rate %``, ``p50 (s)``): a no-break space between."""
+    return re.sub(r" (%|\([a-z]+\))$", "\u00a0\\1", header)
 
 
 def wrap(text: str, width: int | None = None) -> str:
@@ -561,15 +550,18 @@ def _html_rows(shown: Shown, start: int, stop: int) -> str:
 
 def to_html(shown: Shown, *, max_rows: int | None = None, empty: str = "No rows in this period.") -> str:
     """The table as HTML, every header and cell escaped (style it with :data:`TABLE_CSS`). Rows past ``max_rows``
-    follow in a folded ``<details>`` element, so none is left out; a table without rows is ``empty`` as text."""
+    follow in a folded ``<details>`` element, so none is left out; a table without rows is ``empty`` as text. The
+    reason of each ``-`` follows the table (:func:`why_missing`)."""
     if not shown.rows:
         return f'<p class="meta">{html.escape(empty)}</p>'
+    reasons = why_missing(shown)
+    below = f'<p class="meta why">{"<br>".join(html.escape(r) for r in reasons)}</p>' if reasons else ""
     if max_rows is None or shown.rows <= max_rows:
-        return _html_rows(shown, 0, shown.rows)
+        return _html_rows(shown, 0, shown.rows) + below
     rest = shown.rows - max_rows
     return (
         f"{_html_rows(shown, 0, max_rows)}<details><summary>Show the other {rest:,} of {shown.rows:,} rows</summary>"
-        f"{_html_rows(shown, max_rows, shown.rows)}</details>"
+        f"{_html_rows(shown, max_rows, shown.rows)}</details>{below}"
     )
 
 
@@ -637,8 +629,11 @@ def show(df: pd.DataFrame, metric: str | bool | None = None, columns: Sequence[s
     """``df`` as every surface shows it, for a notebook cell: ``tk.show(tk.metrics.failure_rates(wh))``.
 
     Arguments: ``df``; ``metric`` (default: the registry name the metric put in ``df.attrs["metric"]``, else the
-    naming conventions); ``columns`` to show. Returns the :class:`Display`.
+    naming conventions); ``columns`` to show (a name ``df`` lacks raises ValueError saying which names come
+    close). Returns the :class:`Display`.
     """
+    if columns is not None:  # a misspelt name is refused, with the names that come close
+        _check_columns(columns, [str(c) for c in df.columns])
     chosen = metric if metric is not None else df.attrs.get("metric", True)
     return Display(df, chosen, columns)
 

@@ -81,14 +81,15 @@ class VerifyResult:
 
     def summary(self) -> str:
         """One line for people: what was checked now, and the standing."""
-        counts = ", ".join(f"{self.standing.get(v, 0)} {v.replace('_', ' ')}" for v in spec.Verdict)
-        line = f"checked {self.checked} event(s) now on {self.workers} process(es); proof-bearing events: {counts}"
+        # counts with thousands separators, as every table of the toolkit shows them
+        counts = ", ".join(f"{self.standing.get(v, 0):,} {v.replace('_', ' ')}" for v in spec.Verdict)
+        line = f"checked {self.checked:,} event(s) now on {self.workers} process(es); proof-bearing events: {counts}"
         if self.not_kept:
             line += (
-                f"; {self.not_kept} not verifiable (synced before proofs were kept: run `chainops sync --full` once)"
+                f"; {self.not_kept:,} not verifiable (synced before proofs were kept: run `chainops sync --full` once)"
             )
         if self.hash_mismatches:
-            line += f"; {self.hash_mismatches} with a payload event_hash other than the signed hash (not judged)"
+            line += f"; {self.hash_mismatches:,} with a payload event_hash other than the signed hash (not judged)"
         return line
 
 
