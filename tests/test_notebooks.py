@@ -15,7 +15,7 @@ MAIN_TABLE = {
     "02_latency_per_status.ipynb": "since_created_p50_s",
     "03_failure_rates.ipynb": "failure rate %",  # with its 95% interval beside it, as everywhere
     "04_finality_stages.ipynb": "finalized share %",
-    "05_queries_and_watchers.ipynb": "accepted to terminal p90 (",  # one unit for the column, named in its header
+    "05_queries_and_watchers.ipynb": "terminal p90 (",  # one unit for the column, named in its header
     "06_ad_hoc_sql.ipynb": "avg_seconds_in_status",
     "07_dashboard.ipynb": "Worst network by failure rate",
 }

@@ -100,7 +100,8 @@ def test_columns_and_wide(synced, capsys, monkeypatch) -> None:
     assert code == 2 and "nope" in err and "failure_rate_high" in err
     code, out, _ = run(capsys, monkeypatch, 80, "metrics", "finality-breakdown", "--wide", "--warehouse", synced)
     assert code == 0
-    assert "to finalized" in out and "p90 (min)" in out and "not shown" not in out
+    to_finalized = BY_NAME["finality-breakdown"].column("to_finalized_p90_s").label().rsplit(" ", 1)[0]
+    assert to_finalized in out and "p90 (min)" in out and "not shown" not in out
 
 
 def test_status_latency_hides_final_statuses_unless_wide(synced, capsys, monkeypatch) -> None:
@@ -316,9 +317,10 @@ def test_headers_are_distinct_whole_words_with_statistic_and_unit(synced, capsys
     headers = _headers(out)
     assert len(headers) == len(set(headers)), headers
     df = metrics.METRICS[name](synced)
-    words = {w for c in df.columns for w in str(c).split("_")} | {"%", "(s)", "(min)", "(h)", "(d)"}
+    declared = {w for c in BY_NAME[name].columns for w in c.label().split()}  # the declared short headers' words
+    words = {w for c in df.columns for w in str(c).split("_")} | declared | {"%", "(s)", "(min)", "(h)", "(d)"}
     for header in headers:
-        assert all(w in words for w in header.split()), (header, out)  # whole words of the names only
+        assert all(w in words for w in header.split()), (header, out)  # whole words of the names and labels only
     for column in BY_NAME[name].columns:
         if column.kind == "duration" and any(column.label() in h for h in headers):
             assert any(re.search(re.escape(column.label()) + r" \((s|min|h|d)\)", h) for h in headers), headers
@@ -327,7 +329,9 @@ def test_headers_are_distinct_whole_words_with_statistic_and_unit(synced, capsys
 def test_query_latency_tells_p50_from_p90_at_120(synced, capsys, monkeypatch) -> None:
     _, out, _ = run(capsys, monkeypatch, 120, "metrics", "query-latency", "--warehouse", synced)
     headers = _headers(out)
-    assert "accepted to terminal p50 (s)" in headers and "accepted to terminal p90 (s)" in headers, out
+    declared = BY_NAME["query-latency"]
+    p50, p90 = (declared.column(f"accepted_to_terminal_{p}_s").label() for p in ("p50", "p90"))
+    assert p50 != p90 and f"{p50} (s)" in headers and f"{p90} (s)" in headers, out
 
 
 def test_requested_columns_stay_whole(synced, capsys, monkeypatch) -> None:
@@ -338,7 +342,8 @@ def test_requested_columns_stay_whole(synced, capsys, monkeypatch) -> None:
     assert code == 0 and "not shown" not in out, out
     headers = _headers(out)
     assert len(headers) == 4 and headers[0] == "network", headers
-    assert re.fullmatch(r"to finalized p50 \((s|min|h)\)", headers[2]) and "p90" in headers[3], headers
+    label = BY_NAME["finality-breakdown"].column("to_finalized_p50_s").label()
+    assert re.fullmatch(re.escape(label) + r" \((s|min|h)\)", headers[2]) and "p90" in headers[3], headers
     # p50 and p90 of one stage in one unit
     assert headers[2].rsplit(" ", 1)[1] == headers[3].rsplit(" ", 1)[1], headers
 
