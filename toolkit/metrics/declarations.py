@@ -300,15 +300,15 @@ METRICS: tuple[Metric, ...] = (
             latest_only flag | latest only | whether the network confirms at the latest stage only
             revisits count | revisits | status entries again after a later status
             reorgs count | reorgs | moves back from a finality stage to broadcasting or earlier
-            to_latest_p50_s duration* | →latest p50 | median seconds from creation to the latest stage (Kaplan–Meier)
-            to_latest_p90_s duration* | →latest p90 | 90th percentile of seconds from creation to the latest stage
+            to_latest_p50_s duration* | to latest p50 | median seconds from creation to the latest stage (Kaplan–Meier)
+            to_latest_p90_s duration* | to latest p90 | 90th percentile of seconds from creation to the latest stage
             + (Kaplan–Meier)
-            to_safe_p50_s duration* | →safe p50 | median seconds from creation to the safe stage (Kaplan–Meier)
-            to_safe_p90_s duration* | →safe p90 | 90th percentile of seconds from creation to the safe stage
+            to_safe_p50_s duration* | to safe p50 | median seconds from creation to the safe stage (Kaplan–Meier)
+            to_safe_p90_s duration* | to safe p90 | 90th percentile of seconds from creation to the safe stage
             + (Kaplan–Meier)
-            to_finalized_p50_s duration* | →finalized p50 | median seconds from creation to the finalized stage
+            to_finalized_p50_s duration* | to finalized p50 | median seconds from creation to the finalized stage
             + (Kaplan–Meier)
-            to_finalized_p90_s duration* | →finalized p90 | 90th percentile of seconds from creation to the finalized
+            to_finalized_p90_s duration* | to finalized p90 | 90th percentile of seconds from creation to the finalized
             + stage (Kaplan–Meier)
             latest_to_safe_p50_s duration* | latest→safe p50 | median seconds from the latest stage to the safe stage
             + (Kaplan–Meier)
@@ -322,11 +322,11 @@ METRICS: tuple[Metric, ...] = (
             + finalized stage (Kaplan–Meier)
             latest_to_finalized_p90_s duration* | latest→finalized p90 | 90th percentile of seconds from the latest
             + stage to the finalized stage (Kaplan–Meier)
-            to_latest_censored count | →latest censored | operations still on the way from creation to the latest stage
+            to_latest_censored count | to latest censored | operations still on the way from creation to the latest stage
             + (right-censored)
-            to_safe_censored count | →safe censored | operations still on the way from creation to the safe stage
+            to_safe_censored count | to safe censored | operations still on the way from creation to the safe stage
             + (right-censored)
-            to_finalized_censored count | →finalized censored | operations still on the way from creation to the
+            to_finalized_censored count | to finalized censored | operations still on the way from creation to the
             + finalized stage (right-censored)
             latest_to_safe_censored count | latest→safe censored | operations still on the way from the latest stage to
             + the safe stage (right-censored)
