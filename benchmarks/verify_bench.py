@@ -370,13 +370,21 @@ def main() -> None:
     if args.before is not None:
         before, after = verdicts(work / "before-2.duckdb"), verdicts(work / "after-2.duckdb")
         before1, after1 = verdicts(work / "before-1.duckdb"), verdicts(work / "after-1.duckdb")
-        differ = sum(1 for a, b in zip(before, after, strict=False) if a != b) + abs(len(before) - len(after))
         print(
-            f"\nverdicts, before against after (2 processes): {len(before):,} and {len(after):,} rows, "
-            f"{'identical' if before == after else f'{differ} differ'}; 1 process: "
-            f"{'identical' if before1 == after1 == after else 'differ'}; "
-            f"by verdict: {_by_verdict(after)}"
+            f"\nverdicts, before against after (2 processes): {_compared(before, after)}; 1 process: "
+            f"{'identical to 2' if before1 == before and after1 == after else 'not the same as 2'}; "
+            f"by verdict after: {_by_verdict(after)}"
         )
+
+
+def _compared(before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]) -> str:
+    """Two versions' verdicts compared event by event: how many events both judged, how many of those differ, and
+    the events only one judged (a rule of which events owe a proof that changed between them)."""
+    old, new = {r[0]: r for r in before}, {r[0]: r for r in after}
+    both = old.keys() & new.keys()
+    differ = sum(1 for e in both if old[e] != new[e])
+    only = f"{len(old.keys() - new.keys()):,} only before, {len(new.keys() - old.keys()):,} only after"
+    return f"{len(both):,} events judged by both, {'all identical' if not differ else f'{differ:,} differ'}; {only}"
 
 
 def _by_verdict(rows: list[tuple[Any, ...]]) -> str:
