@@ -98,6 +98,25 @@ def test_verify_flags_and_the_environment_still_win_over_what_the_demo_recorded(
     assert ran.returncode == 3 and "recorded by chainops demo" not in ran.stdout
 
 
+def test_signers_recorded_in_a_warehouse_that_is_not_the_demos_are_not_trusted(copy) -> None:
+    """The recorded signers are the file's own word: a warehouse that carries them but is no demo's (here, its mark
+    gone) is checked against what the user or the SDK says, so it needs an organisation as any warehouse does."""
+    con = duckdb.connect(str(copy))
+    try:
+        con.execute("DELETE FROM chainops_meta WHERE key = 'made_by'")
+        assert con.execute("SELECT count(*) FROM chainops_meta WHERE key = 'demo_signers'").fetchall()[0][0] == 1
+    finally:
+        con.close()
+    ran = run_in_process("verify", "--warehouse", str(copy), "--all")
+    assert ran.returncode == 2 and "recorded by chainops demo" not in ran.stdout + ran.stderr, ran.stderr
+    assert "--org-id" in ran.stderr
+
+
+def test_quiet_verify_still_says_whose_signers_it_used(copy) -> None:
+    ran = run_in_process("verify", "--warehouse", str(copy), "--all", "--quiet")
+    assert "recorded by chainops demo" in ran.stderr and "recorded by chainops demo" not in ran.stdout
+
+
 def test_report_and_sync_summaries_fit_80_columns(demo, tmp_path: Path) -> None:
     report = run_in_process("report", "--warehouse", str(demo[0]), "--out", str(tmp_path / "r.html"))
     assert report.returncode == 0, report.stderr

@@ -28,13 +28,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     told = any(policy.values()) or any(os.environ.get(n) for n in (ENV_ORG_ID, ENV_WORKFLOW_OWNER, ENV_SIGNERS))
     if not told:
-        from ..warehouse.identity import demo_verifier
+        from ..warehouse.identity import demo_verifier, is_demo_warehouse
 
-        recorded = demo_verifier(warehouse)
+        # only a demo's own warehouse (its mark, one sync run): the recorded signers are the file's word, so any
+        # other file, however it came to carry them, is checked against what the user or the SDK says
+        recorded = demo_verifier(warehouse) if is_demo_warehouse(warehouse) else {}
         if recorded:
             policy.update(recorded)
-            if not args.quiet:
-                print(fitted("Using the sandbox's organisation and signers, as recorded by chainops demo"))
+            # said even with --quiet (on stderr then): these are the sandbox's signers, not the service's
+            print(
+                fitted("Using the sandbox's organisation and signers, as recorded by chainops demo"),
+                file=sys.stderr if args.quiet else sys.stdout,
+            )
     return verify_and_print(
         warehouse,
         min_signatures=args.min_signatures,
