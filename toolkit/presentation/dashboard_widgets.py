@@ -6,10 +6,10 @@ operations, and any other declared). ``tk.dashboard(...)`` (:func:`toolkit.dashb
 >>> tk.dashboard("data/demo.duckdb")   # doctest: +SKIP
 
 Each view is a PNG image widget (drawn by :mod:`toolkit.plots`, so it shows the same in JupyterLab, VS Code and
-classic notebooks; none for a view declared with no figure of its own) above its table (HTML, every value escaped, styled by its own CSS). Each list starts with an
-explicit "All" (selected at first); a static render of the notebook (nbconvert, GitHub) shows a snapshot of the
-views as HTML and text instead of an empty widget. The :class:`Dashboard` object keeps what it drew
-last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code and tests can drive the filters and check the
+classic notebooks; none for a view declared with no figure of its own) above its table (HTML, every value
+escaped, styled by its own CSS). Each list starts with an explicit "All" (selected at first); a static render of
+the notebook (nbconvert, GitHub) shows a snapshot of the views as HTML and text instead of an empty widget. The
+:class:`Dashboard` object keeps what it drew last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code and tests can drive the filters and check the
 views. ipywidgets and matplotlib are imported inside the functions: ``import toolkit`` never loads them.
 """
 
@@ -62,7 +62,7 @@ class _Declared(Mapping[str, Any]):
         return repr(self._now())
 
 
-#: The views, in tab order: key -> tab title (the ``view`` of each declared metric, :mod:`toolkit.metrics.declarations`).
+#: The views, in tab order: key -> tab title (each declared metric's ``view``, :mod:`toolkit.metrics.declarations`).
 VIEWS: Mapping[str, str] = _Declared(lambda m, v: v.title)
 #: The metric behind each view: its default columns are the view's table.
 VIEW_METRICS: Mapping[str, str] = _Declared(lambda m, v: m.name)
