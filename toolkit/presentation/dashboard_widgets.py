@@ -9,8 +9,9 @@ Each view is a PNG image widget (drawn by :mod:`toolkit.plots`, so it shows the 
 classic notebooks; none for a view declared with no figure of its own) above its table (HTML, every value
 escaped, styled by its own CSS). Each list starts with an explicit "All" (selected at first); a static render of
 the notebook (nbconvert, GitHub) shows a snapshot of the views as HTML and text instead of an empty widget. The
-:class:`Dashboard` object keeps what it drew last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code and tests can drive the filters and check the
-views. ipywidgets and matplotlib are imported inside the functions: ``import toolkit`` never loads them.
+:class:`Dashboard` object keeps what it drew last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code
+and tests can drive the filters and check the views. ipywidgets and matplotlib are imported inside the functions:
+``import toolkit`` never loads them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .values import format_percent
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
 
 class _Declared(Mapping[str, Any]):
     """One fact of every declared view, key -> value, in tab order, read from the declarations at each use (so a
@@ -132,7 +134,7 @@ def _declared_table(wh: Any, metric: Metric, where: metrics.Filters, statuses: S
         status=tuple(statuses) if statuses and "status" in takes else None,
         since=where.since if "since" in takes else None,
         until=where.until if "until" in takes else None,
-            period=where.period if "since" in takes and "until" in takes else None,
+        period=where.period if "since" in takes and "until" in takes else None,
     )
     extra: dict[str, Any] = {"by": ["network"]} if "network" in metric.by else {}
     return getattr(metrics, metric.function)(wh, where=kept, **extra)
