@@ -76,6 +76,7 @@ def test_the_page_shows_a_declared_views_tab_and_table_without_a_figure(warehous
     with serving(warehouse) as url:
         page = httpx.get(url, timeout=120).text
         assert '<a href="#reasons">Why operations failed</a>' in page
+        assert "Status filters these views: Latency per status, Stuck operations, Why operations failed." in page
         reasons = _section(page, "reasons")
         assert reasons.startswith('<section id="reasons"><h2>Why operations failed</h2>')
         assert '<table class="chainops">' in reasons and "revert" in reasons and "<img" not in reasons

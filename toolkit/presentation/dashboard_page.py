@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from .. import metrics, spec
 from ..errors import ChainopsError
 from ..warehouse import Warehouse
-from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, FIGURED, VIEW_METRICS, VIEWS, compute_views
+from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, FIGURED, VIEW_METRICS, VIEWS, compute_views, status_note
 from .report import html_table
 from .tables import TABLE_CSS, format_percent, format_time, hide_rows, plural
 
@@ -122,8 +122,8 @@ def page_and_tables(
     parts = [
         "<h1>Chain operations dashboard</h1>",
         f'<form method="get" action="/">{"".join(form)}</form>',
-        '<p class="meta">Nothing selected in a list means all of it; ctrl/cmd-click picks several. Status filters '
-        "the latency and stuck views. Times are UTC.</p>",
+        '<p class="meta">Nothing selected in a list means all of it; ctrl/cmd-click picks several. '
+        f"{e(status_note())} Times are UTC.</p>",
     ]
     try:
         tables, _ = compute_views(warehouse, filters, statuses, bucket, draw=False)

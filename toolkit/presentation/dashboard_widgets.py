@@ -71,6 +71,14 @@ VIEW_METRICS: Mapping[str, str] = _Declared(lambda m, v: m.name)
 #: What a view without rows says, in place of an empty figure.
 EMPTY: Mapping[str, str] = _Declared(lambda m, v: v.empty)
 _TABLE_COLUMNS: Mapping[str, tuple[str, ...]] = _Declared(lambda m, v: m.default)
+
+
+def status_note() -> str:
+    """Which views the status filter narrows (those whose metric takes ``status``), as a sentence."""
+    titles = [v.title for m, v in declarations.views() if "status" in m.filters]
+    return f"Status filters these views: {', '.join(titles)}." if titles else "Status filters no view."
+
+
 #: The views drawn as a figure above their table (see :func:`compute_views`); any other declared view shows its table
 #: alone.
 FIGURED: tuple[str, ...] = ("latency", "failure", "finality", "stuck")
@@ -289,7 +297,7 @@ class Dashboard:
         self.tabs = tabs
         note = w.HTML(
             "<small>All (or nothing) selected means every value; click one value to see only it, ctrl/cmd-click or "
-            "shift-click to pick several. Status filters the latency and stuck views.</small>"
+            f"shift-click to pick several. {html.escape(status_note())}</small>"
         )
         filters = w.HBox([self.channel, self.network, self.status])
         period = w.HBox([self.period, self.period_label], layout=w.Layout(width="100%"))
