@@ -1,6 +1,7 @@
 """The dashboard as its own web page, served by ``chainops dashboard`` on 127.0.0.1: filters (network, channel,
-status, period) in a plain form, a summary line, and the four views (latency per status, failure rates, finality
-stages, stuck operations), each a figure above its table, as the widget dashboard (:mod:`toolkit.dashboard_app`)
+status, period) in a plain form, a summary line, and every declared view (:mod:`toolkit.metrics.declarations`:
+latency per status, failure rates, finality stages, stuck operations, ...), each a figure above its table (a view
+declared with no figure of its own: its table alone), as the widget dashboard (:mod:`toolkit.dashboard_app`)
 and the report show them. A view with nothing to show says so in text.
 
 No notebook, kernel or Voilà: a small HTTP server from the standard library answers ``GET /`` (the page, the filters
@@ -36,7 +37,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from .. import metrics, spec
 from ..errors import ChainopsError
 from ..warehouse import Warehouse
-from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, VIEW_METRICS, VIEWS, compute_views
+from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, FIGURED, VIEW_METRICS, VIEWS, compute_views, status_note
 from .report import html_table
 from .tables import TABLE_CSS, format_percent, format_time, hide_rows, plural
 
@@ -121,8 +122,8 @@ def page_and_tables(
     parts = [
         "<h1>Chain operations dashboard</h1>",
         f'<form method="get" action="/">{"".join(form)}</form>',
-        '<p class="meta">Nothing selected in a list means all of it; ctrl/cmd-click picks several. Status filters '
-        "the latency and stuck views. Times are UTC.</p>",
+        '<p class="meta">Nothing selected in a list means all of it; ctrl/cmd-click picks several. '
+        f"{e(status_note())} Times are UTC.</p>",
     ]
     try:
         tables, _ = compute_views(warehouse, filters, statuses, bucket, draw=False)
@@ -130,15 +131,17 @@ def page_and_tables(
         parts.append(f'<p class="error" id="error">{e(str(exc))}</p>')
         return _page("".join(parts)), None
     parts.append(f'<p id="summary">{_summary(tables, filters)}</p>')
-    parts.append("<nav>" + "".join(f'<a href="#{key}">{e(title)}</a>' for key, title in VIEWS.items()) + "</nav>")
+    views = dict(VIEWS)
+    parts.append("<nav>" + "".join(f'<a href="#{key}">{e(title)}</a>' for key, title in views.items()) + "</nav>")
     image_query = urlencode([(k, v) for k, values in query.items() for v in values], doseq=True)
-    for key, title in VIEWS.items():
+    for key, title in views.items():
         parts.append(f'<section id="{key}"><h2>{e(title)}</h2>')
         df = tables[key]
         if df.empty:
             parts.append(f'<p class="empty">{e(EMPTY[key])}</p>')
         else:
-            parts.append(f'<img alt="{e(title)}" width="1000" src="/figure/{key}.png?{e(image_query)}">')
+            if key in FIGURED:  # a view declared with no figure of its own shows its table alone
+                parts.append(f'<img alt="{e(title)}" width="1000" src="/figure/{key}.png?{e(image_query)}">')
             shown, hidden = hide_rows(df, VIEW_METRICS[key])
             parts.append(html_table(shown, _TABLE_COLUMNS[key], max_rows=MAX_ROWS, metric=VIEW_METRICS[key]))
             parts += [f'<p class="meta">{e(n.removesuffix(" (--wide shows them)"))}</p>' for n in hidden]
@@ -507,7 +510,7 @@ def _handler(cache: _Cache) -> type[BaseHTTPRequestHandler]:
                     self._send(200, "text/html; charset=utf-8", cache.page(url.query, query).encode())
                     return
                 view = url.path.removeprefix("/figure/").removesuffix(".png")
-                if url.path.startswith("/figure/") and view in VIEWS:
+                if url.path.startswith("/figure/") and view in FIGURED and view in VIEWS:
                     self._send(200, "image/png", cache.figure(view, url.query, query))
                     return
                 self._send(404, "text/plain; charset=utf-8", b"not found: the dashboard is at /\n")

@@ -1,15 +1,17 @@
-"""The ipywidgets dashboard over the metrics: filters for channel, network, time range and status that redraw the
-latency, failure, finality and stuck-operation views. ``tk.dashboard(...)`` (:func:`toolkit.dashboard`) builds one.
+"""The ipywidgets dashboard over the metrics: filters for channel, network, time range and status that redraw every
+declared view (a metric's ``view`` in :mod:`toolkit.metrics.declarations`: latency, failure, finality, stuck
+operations, and any other declared). ``tk.dashboard(...)`` (:func:`toolkit.dashboard`) builds one.
 
 >>> import toolkit as tk
 >>> tk.dashboard("data/demo.duckdb")   # doctest: +SKIP
 
 Each view is a PNG image widget (drawn by :mod:`toolkit.plots`, so it shows the same in JupyterLab, VS Code and
-classic notebooks) above its table (HTML, every value escaped, styled by its own CSS). Each list starts with an
-explicit "All" (selected at first); a static render of the notebook (nbconvert, GitHub) shows a snapshot of the
-views as HTML and text instead of an empty widget. The :class:`Dashboard` object keeps what it drew
-last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code and tests can drive the filters and check the
-views. ipywidgets and matplotlib are imported inside the functions: ``import toolkit`` never loads them.
+classic notebooks; none for a view declared with no figure of its own) above its table (HTML, every value
+escaped, styled by its own CSS). Each list starts with an explicit "All" (selected at first); a static render of
+the notebook (nbconvert, GitHub) shows a snapshot of the views as HTML and text instead of an empty widget. The
+:class:`Dashboard` object keeps what it drew last (:attr:`Dashboard.figures`, :attr:`Dashboard.tables`), so code
+and tests can drive the filters and check the views. ipywidgets and matplotlib are imported inside the functions:
+``import toolkit`` never loads them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import html
 import io
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +29,9 @@ import pandas as pd
 
 from .. import metrics, spec
 from ..errors import ChainopsError
+from ..metrics import declarations
+from ..metrics.declare import Metric, View
 from ..metrics.distributions import status_duration_counts
-from ..registry import views
 from . import figures as plots
 from .report import TABLE_CSS, html_table, interval_safe
 from .tables import hide_rows
@@ -37,13 +40,48 @@ from .values import format_percent
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-#: The views, in tab order: key -> tab title (the registry's ``view`` of each metric, :mod:`toolkit.registry`).
-VIEWS: dict[str, str] = {v.key: v.title for _, v in views()}
+
+class _Declared(Mapping[str, Any]):
+    """One fact of every declared view, key -> value, in tab order, read from the declarations at each use (so a
+    view declared after import, or in a test, is on the dashboards too)."""
+
+    def __init__(self, fact: Callable[[Metric, View], Any]) -> None:
+        self._fact = fact
+
+    def _now(self) -> dict[str, Any]:
+        return {v.key: self._fact(m, v) for m, v in declarations.views()}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._now()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+    def __repr__(self) -> str:
+        return repr(self._now())
+
+
+#: The views, in tab order: key -> tab title (each declared metric's ``view``, :mod:`toolkit.metrics.declarations`).
+VIEWS: Mapping[str, str] = _Declared(lambda m, v: v.title)
 #: The metric behind each view: its default columns are the view's table.
-VIEW_METRICS: dict[str, str] = {v.key: m.name for m, v in views()}
+VIEW_METRICS: Mapping[str, str] = _Declared(lambda m, v: m.name)
 #: What a view without rows says, in place of an empty figure.
-EMPTY: dict[str, str] = {v.key: v.empty for _, v in views()}
-_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {v.key: m.default for m, v in views()}
+EMPTY: Mapping[str, str] = _Declared(lambda m, v: v.empty)
+_TABLE_COLUMNS: Mapping[str, tuple[str, ...]] = _Declared(lambda m, v: m.default)
+
+
+def status_note() -> str:
+    """Which views the status filter narrows (those whose metric takes ``status``), as a sentence."""
+    titles = [v.title for m, v in declarations.views() if "status" in m.filters]
+    return f"Status filters these views: {', '.join(titles)}." if titles else "Status filters no view."
+
+
+#: The views drawn as a figure above their table (see :func:`compute_views`); any other declared view shows its table
+#: alone.
+FIGURED: tuple[str, ...] = ("latency", "failure", "finality", "stuck")
 #: Table rows shown before the rest is folded away (none is left out).
 _MAX_ROWS = 30
 #: Filter settings whose drawn views a dashboard keeps, so that going back to one (All again) redraws at once.
@@ -94,6 +132,22 @@ def _step(span: pd.Timedelta) -> pd.Timedelta:
     return pd.Timedelta(days=1)
 
 
+def _declared_table(wh: Any, metric: Metric, where: metrics.Filters, statuses: Sequence[str] | None) -> pd.DataFrame:
+    """A declared view's table: its metric's public function (``tk.metrics.<function>``) with the dashboard's filters
+    that the metric takes, grouped by network when it can be."""
+    takes = metric.filters
+    kept = metrics.Filters(
+        channel=where.channel if "channel" in takes else None,
+        network=where.network if "network" in takes else None,
+        status=tuple(statuses) if statuses and "status" in takes else None,
+        since=where.since if "since" in takes else None,
+        until=where.until if "until" in takes else None,
+        period=where.period if "since" in takes and "until" in takes else None,
+    )
+    extra: dict[str, Any] = {"by": ["network"]} if "network" in metric.by else {}
+    return getattr(metrics, metric.function)(wh, where=kept, **extra)
+
+
 def compute_views(
     warehouse: metrics.WarehouseLike,
     filters: dict[str, Any],
@@ -103,11 +157,14 @@ def compute_views(
     draw: bool = True,
     tables: dict[str, pd.DataFrame] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Figure]]:
-    """The four views' tables and figures (``draw=False``: tables only) for ``filters`` (channel, network, since,
-    until) and ``statuses``: what the widget dashboard and the dashboard page (:mod:`toolkit.dashboard_page`)
-    show; ``tables`` computed before for the same filters are drawn without computing them again. Raises what the
-    metrics raise (an unknown filter value, a bad period)."""
+    """Every declared view's table, and the figures of those drawn as one (:data:`FIGURED`; ``draw=False``: tables
+    only), for ``filters`` (channel, network, since, until) and ``statuses``: what the widget dashboard and the
+    dashboard page (:mod:`toolkit.presentation.dashboard_page`) show. A view declared with no figure of its own gets
+    its metric's result with the filters it takes (by network when it groups by it). ``tables`` computed before for
+    the same filters are drawn without computing them again. Raises what the metrics raise (an unknown filter value,
+    a bad period)."""
     f = filters
+    declared = dict((v.key, m) for m, v in declarations.views())
     with metrics._open(warehouse) as wh:
         latest = metrics.latest_event_time(wh)
         # the filters and the period parsed once (the page's filters are text, "2026-11-20" or "7d"; the widget's
@@ -115,12 +172,18 @@ def compute_views(
         where = metrics.Filters.of(**{k: v for k, v in f.items() if v is not None})
         start, until = where.since, where.until
         now = min(until, latest) if latest is not None and until is not None else (latest or until)
-        tables = tables or {
-            "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, where=where),
-            "failure": metrics.failure_rates(wh, by=["network"], where=where),
-            "finality": metrics.finality_breakdown(wh, by=["network"], where=where),
-            "stuck": metrics.stuck_operations(wh, channel=f["channel"], network=f["network"], status=statuses, now=now),
-        }
+        if not tables:
+            tables = {
+                "latency": metrics.status_latency(wh, by=["network", "status"], status=statuses, where=where),
+                "failure": metrics.failure_rates(wh, by=["network"], where=where),
+                "finality": metrics.finality_breakdown(wh, by=["network"], where=where),
+                "stuck": metrics.stuck_operations(
+                    wh, channel=f["channel"], network=f["network"], status=statuses, now=now
+                ),
+            }
+            for key, metric in declared.items():
+                if key not in tables:
+                    tables[key] = _declared_table(wh, metric, where, statuses)
         if not draw:
             return tables, {}
         durations = status_duration_counts(wh, status=statuses, where=where)  # counts, not a row per transition
@@ -225,15 +288,16 @@ class Dashboard:
         self.period_label = w.HTML(layout=w.Layout(flex="0 0 auto"))
         self.period_label.add_class("chainops-period")
         self.summary = w.HTML()
-        self.images = {key: w.Image(format="png", layout=w.Layout(max_width="100%")) for key in VIEWS}
-        self.html = {key: w.HTML() for key in VIEWS}
-        tabs = w.Tab(children=[w.VBox([self.images[k], self.html[k]]) for k in VIEWS])
-        for i, title in enumerate(VIEWS.values()):
+        self.views = dict(VIEWS)  # the declared views as the dashboard is built: its tabs
+        self.images = {key: w.Image(format="png", layout=w.Layout(max_width="100%")) for key in self.views}
+        self.html = {key: w.HTML() for key in self.views}
+        tabs = w.Tab(children=[w.VBox([self.images[k], self.html[k]]) for k in self.views])
+        for i, title in enumerate(self.views.values()):
             tabs.set_title(i, title)
         self.tabs = tabs
         note = w.HTML(
             "<small>All (or nothing) selected means every value; click one value to see only it, ctrl/cmd-click or "
-            "shift-click to pick several. Status filters the latency and stuck views.</small>"
+            f"shift-click to pick several. {html.escape(status_note())}</small>"
         )
         filters = w.HBox([self.channel, self.network, self.status])
         period = w.HBox([self.period, self.period_label], layout=w.Layout(width="100%"))
@@ -291,7 +355,7 @@ class Dashboard:
         }
 
     def redraw(self) -> None:
-        """Recompute the four views from the warehouse with the current filters, and redraw them.
+        """Recompute the declared views from the warehouse with the current filters, and redraw them.
 
         The views of the last few filter settings are kept while the warehouse file is unchanged (its
         :func:`data_stamp`): going back to one, such as "All" after a look at one network, shows them again at once.
@@ -314,14 +378,14 @@ class Dashboard:
             while len(self._kept) > _KEPT_VIEWS:
                 self._kept.popitem(last=False)
         self.error = None
-        for key in VIEWS:
+        for key in self.views:
             if tables[key].empty:  # said in text, as the dashboard page says it: an empty figure tells nothing
                 self.images[key].value = b""
                 self.images[key].layout.display = "none"
                 self.html[key].value = f'<p class="chainops-empty">{html.escape(EMPTY[key])}</p>'
                 continue
-            self.images[key].value = pngs[key]
-            self.images[key].layout.display = None
+            self.images[key].value = pngs.get(key, b"")  # a view with no figure of its own: its table alone
+            self.images[key].layout.display = None if key in pngs else "none"
             rows, _ = hide_rows(tables[key], VIEW_METRICS[key])  # final statuses carry no time in them
             shown = html_table(rows, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS, metric=VIEW_METRICS[key])
             self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
@@ -333,7 +397,7 @@ class Dashboard:
         self, f: dict[str, Any], statuses: Sequence[str] | None
     ) -> tuple[dict[str, pd.DataFrame], dict[str, Figure], dict[str, bytes]]:
         tables, figures = compute_views(self.warehouse, f, statuses, self.bucket)
-        return tables, figures, {key: _png(figures[key]) for key in VIEWS if not tables[key].empty}
+        return tables, figures, {key: _png(fig) for key, fig in figures.items() if not tables[key].empty}
 
     def to_text(self) -> str:
         """What the dashboard shows, as plain text: filters, summary and each view's table (a static fallback)."""
@@ -348,7 +412,7 @@ class Dashboard:
         ]
         from .report import table
 
-        for key, title in VIEWS.items():
+        for key, title in self.views.items():
             df = self.tables.get(key, pd.DataFrame())
             shown = EMPTY[key] if df.empty else repr(table(df, _TABLE_COLUMNS[key], max_rows=_MAX_ROWS))
             lines += ["", f"{title}:", shown]
@@ -361,7 +425,7 @@ class Dashboard:
             f"<p>{html.escape(self.to_text().splitlines()[0])}</p>",
             f"<p>{self.summary.value}</p>",
         ]
-        for key, title in VIEWS.items():
+        for key, title in self.views.items():
             parts.append(f"<h4>{html.escape(title)}</h4>")
             image = bytes(self.images[key].value or b"")
             if image:
@@ -404,4 +468,4 @@ def _plain_summary(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
-__all__ = ["ALL", "EMPTY", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]
+__all__ = ["ALL", "EMPTY", "FIGURED", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]
