@@ -322,8 +322,8 @@ METRICS: tuple[Metric, ...] = (
             + finalized stage (Kaplan–Meier)
             latest_to_finalized_p90_s duration* | latest→finalized p90 | 90th percentile of seconds from the latest
             + stage to the finalized stage (Kaplan–Meier)
-            to_latest_censored count | to latest censored | operations still on the way from creation to the latest stage
-            + (right-censored)
+            to_latest_censored count | to latest censored | operations still on the way from creation to the latest
+            + stage (right-censored)
             to_safe_censored count | to safe censored | operations still on the way from creation to the safe stage
             + (right-censored)
             to_finalized_censored count | to finalized censored | operations still on the way from creation to the
