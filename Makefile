@@ -24,9 +24,9 @@ $(STAMP): pyproject.toml
 
 $(CORE_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is needed, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
-	# --no-compile: Python compiles what the commands import when they first run, not the ~100 MB of every module.
-	# With a pip beside $(PYTHON) (22.3+: --python), the core goes in from outside and the venv carries no pip or
-	# setuptools of its own (24 MB); `make test` adds pip to it when it needs one.
+	@# --no-compile: Python compiles what the commands import when they first run, not the ~100 MB of every module.
+	@# With a pip beside $(PYTHON) (22.3+: --python), the core goes in from outside and the venv carries no pip or
+	@# setuptools of its own (24 MB); `make test` adds pip to it when it needs one.
 	@if $(PYTHON) -m pip --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" --version >/dev/null 2>&1; then \
 		set -x; test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV); \
 		$(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile -e .; \
