@@ -103,3 +103,21 @@ def test_the_widget_dashboard_shows_a_declared_views_tab(warehouse: Path, declar
     assert bytes(dash.images["reasons"].value) == b"" and dash.images["reasons"].layout.display == "none"
     assert bytes(dash.images["latency"].value).startswith(b"\x89PNG") and dash.images["latency"].layout.display is None
     assert f"{REASONS.title}:" in dash.to_text() and f"<h4>{REASONS.title}</h4>" in dash.to_html()
+
+
+def test_an_empty_period_is_said_by_the_dashboard_not_warned_by_each_metric(warehouse: Path) -> None:
+    """The warehouse's data is years old: ``since 2d`` counted back from now holds nothing. The dashboards say so in
+    their own sentence; the metrics' EmptyPeriodWarning (one per metric call) stays off the server's stderr and off
+    a notebook's cell."""
+    import warnings
+
+    recent = {**NO_FILTERS, "since": "2d"}
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        tables, _ = compute_views(str(warehouse), recent, None, "1d")
+    assert all(t.empty for k, t in tables.items() if k != "stuck"), {k: len(t) for k, t in tables.items()}
+    assert [w for w in said if issubclass(w.category, metrics.EmptyPeriodWarning)] == []
+    with warnings.catch_warnings(record=True) as direct:  # the metric alone still warns, as a Python user expects
+        warnings.simplefilter("always")
+        metrics.failure_rates(str(warehouse), since="2d")
+    assert any(issubclass(w.category, metrics.EmptyPeriodWarning) for w in direct)

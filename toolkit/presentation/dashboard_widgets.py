@@ -20,6 +20,7 @@ import base64
 import html
 import io
 import os
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -165,7 +166,10 @@ def compute_views(
     a bad period)."""
     f = filters
     declared = dict((v.key, m) for m, v in declarations.views())
-    with metrics._open(warehouse) as wh:
+    # an empty period is said once, by the dashboards' own sentence, not warned by each metric on the server's
+    # stderr or under a notebook's cell
+    with warnings.catch_warnings(), metrics._open(warehouse) as wh:
+        warnings.simplefilter("ignore", metrics.EmptyPeriodWarning)
         latest = metrics.latest_event_time(wh)
         # the filters and the period parsed once (the page's filters are text, "2026-11-20" or "7d"; the widget's
         # times) and given to every metric as one Filters
