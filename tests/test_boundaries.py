@@ -63,13 +63,6 @@ OLD_PRESENTATION = (
     "toolkit.dashboard_app",
     "toolkit.dashboard_page",
 )
-#: The parts of the presentation that show a figure, a report or a dashboard (the metrics never import those).
-SHOWING = (
-    "toolkit.presentation.report",
-    "toolkit.presentation.figures",
-    "toolkit.presentation.dashboard_widgets",
-    "toolkit.presentation.dashboard_page",
-)
 #: The old names of the metrics' declarations and filter checks (toolkit.metrics.declarations, .known_values), kept as
 #: aliases: the metrics never import them.
 OLD_ANALYSIS = ("toolkit.registry", "toolkit.known_values")
@@ -242,7 +235,6 @@ def test_each_rule_reports_a_file_that_breaks_it(module: str, is_package: bool, 
         ("toolkit.metrics.common", "from ..warehouse import Warehouse\nfrom .. import spec"),
         ("toolkit.sync", "from .api import Client\nfrom .warehouse import Warehouse\nfrom . import spec"),
         ("toolkit.cli", "from . import sync, metrics, report\nfrom .sandbox import Sandbox"),
-        ("toolkit.cli.demo", "from ..loader import sync\nfrom ..sandbox import Sandbox\nfrom .output import fitted"),
         ("toolkit.verify.run", "from ..warehouse import Warehouse\nfrom .. import spec\nfrom ..errors import X"),
         ("toolkit.metrics.proofs", "from ..verify.run import TABLE"),
     ],

@@ -1,8 +1,9 @@
 """The one naming rule for a column's kind: what a column's name says it holds, when nothing declares it.
 
-A metric's columns are declared with their kinds (:mod:`toolkit.registry`); the declarations' shorthand, the
-presentation (:mod:`toolkit.presentation.values`) and the report's summary all fall back on this rule, so a name
-means the same kind everywhere. It imports nothing, so the foundation may use it.
+A metric's columns are declared with their kinds (:mod:`toolkit.metrics.declarations`); the presentation
+(:mod:`toolkit.presentation.values`) and the report's summary fall back on this rule for a column nothing declares
+(a SQL result's, a summary's), so a name means the same kind everywhere. It imports nothing, so the foundation may
+use it.
 
 Kinds (:data:`KINDS`): ``proportion`` (a share in [0, 1], shown as a percentage, with ``_low``/``_high`` 95% bounds
 beside it), ``duration`` (seconds), ``count``, ``number``, ``time`` (UTC), ``id``, ``text``, ``flag``.

@@ -188,11 +188,6 @@ class Period(dict):
         start, end = parse_period(since, until, now=now)
         return cls(start, end, since, until)
 
-    def replace(self, **changes: Any) -> Period:
-        """A copy with ``changes`` (``start``, ``end``, ``as_of``, ...)."""
-        fields = {k: getattr(self, k) for k in ("start", "end", "since", "until", "as_of")}
-        return Period(**{**fields, **changes})
-
     @property
     def counts_from_clock(self) -> bool:
         """Whether the period counts back from the wall clock: ``since`` an age (or now/today/yesterday) and

@@ -66,7 +66,7 @@ def test_sql_tables_fit_and_name_what_they_leave_out(synced, capsys, monkeypatch
     assert re.search(r"\b(1 more column|\d+ more columns) not shown", out) and "--wide" in out
 
 
-def test_text_left_numbers_right_ids_short_times_in_utc(synced, capsys, monkeypatch) -> None:
+def test_text_left_numbers_right_ids_whole_when_they_fit_times_in_utc(synced, capsys, monkeypatch) -> None:
     with Warehouse(synced, read_only=True) as wh:
         op_id = wh.con.execute("select operation_id from operations order by operation_id limit 1").fetchone()[0]
     unix = 1_795_561_055

@@ -94,6 +94,16 @@ def test_verify_flags_and_the_environment_still_win_over_what_the_demo_recorded(
     owner = "0x" + "11" * 20  # no proof carries this owner
     ran = run_in_process("verify", "--warehouse", str(copy), "--workflow-owner", owner)
     assert ran.returncode == 3 and "recorded by chainops demo" not in ran.stdout
+    con = duckdb.connect(str(copy), read_only=True)
+    try:  # checked against the owner given: no proof carries it, so none verified under it
+        judged = dict(
+            con.execute(
+                "select verdict, count(*) from event_verifications where workflow_owner = ? group by 1", [owner]
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    assert judged.get("invalid", 0) > 0 and judged.get("verified", 0) == 0, judged
     ran = run_in_process("verify", "--warehouse", str(copy), "--all", env={"CREC_WORKFLOW_OWNER": owner})
     assert ran.returncode == 3 and "recorded by chainops demo" not in ran.stdout
 

@@ -85,7 +85,7 @@ def test_a_waiting_draft_is_projected_on_every_drafts_exit(tmp_path) -> None:
     # From u0 = 0.1: cancelled S(0.3-)/S(0.1) * 4/19 = 4/19; expired S(1-)/S(0.1) = 15/19 * 5/15 = 5/19.
     assert eth.draft_cancel_rate == pytest.approx(4 / 19)
     assert eth.draft_expiry_rate == pytest.approx(5 / 19)
-    assert eth.draft_cancel_rate_low <= 4 / 19 <= eth.draft_cancel_rate_high
+    assert eth.draft_cancel_rate_low < 4 / 19 < eth.draft_cancel_rate_high  # a projection carries uncertainty
     # Sepolia, no deadline, in seconds: 22 drafts (free-old censored at 5,000 s, free-waiting at 500 s).
     #   100 s:   at risk 22, 12 cancelled                           S = 10/22
     #   1000 s:  at risk 9 (22 - 12 - free-waiting), 4 cancelled    S = 10/22 * 5/9

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..atomic import atomic_file, output_error
 from ..errors import UsageError
+from ..presentation.values import clean_for_terminal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,13 +54,6 @@ def output_format(fmt: str | None, out: str | None) -> str:
     return fmt
 
 
-def clean_for_terminal(text: str, *, keep_newlines: bool = False) -> str:
-    """:func:`toolkit.presentation.safe.clean_for_terminal`, imported when first needed (that module loads pandas)."""
-    from ..presentation.safe import clean_for_terminal as clean
-
-    return clean(text, keep_newlines=keep_newlines)
-
-
 def table_text(
     df: pd.DataFrame,
     *,
@@ -74,11 +68,11 @@ def table_text(
     ``keep``: the columns asked for by name, which a narrow terminal keeps as it keeps the metric's values). Ids
     are shown whole when the whole table fits (always with ``wide``); else as their first characters, with a
     footer that says how to see them whole."""
-    from ..presentation.tables import present, terminal_width, to_terminal
+    from ..presentation.tables import natural_width, present, terminal_width, to_terminal
 
     whole = present(df, metric=metric, columns=columns, short_ids=False, keep=keep)
     whole.notes.extend(notes)
-    if wide or natural_width(whole, columns) <= terminal_width():
+    if wide or natural_width(whole) <= terminal_width():
         return to_terminal(whole, wide=wide)
     shown = present(df, metric=metric, columns=columns, keep=keep)
     shown.notes.extend(notes)
@@ -89,13 +83,6 @@ def table_text(
 
 #: The footer of a table whose ids were cut short to fit.
 IDS_SHORTENED = "ids cut short to fit: --wide, fewer --columns or --format csv show them whole"
-
-
-def natural_width(shown: object, names: Sequence[str] | None = None) -> int:
-    """The characters a table takes with every column (or those of ``names``, the ones asked for) at its full
-    width: each column's widest cell or header, and two spaces between columns."""
-    columns = [c for c in shown.columns if names is None or c.name in names]  # type: ignore[attr-defined]
-    return sum(max([len(c.header), *(len(cell) for cell in c.cells)]) for c in columns) + 2 * max(len(columns) - 1, 0)
 
 
 def chosen_columns(df: pd.DataFrame, text: str | None) -> list[str] | None:
@@ -139,10 +126,6 @@ def cut_rows(df: pd.DataFrame, limit: int | None, more: str = MORE_ROWS) -> tupl
     if limit is None or len(df) <= limit:
         return df, []
     return df.head(limit), [f"{len(df):,} rows ({limit:,} shown); {more}"]
-
-
-def _print_table(df: pd.DataFrame, *, metric: str | bool = True) -> None:
-    sys.stdout.write(table_text(df, metric=metric, columns=default_columns(df, metric)))
 
 
 def default_columns(df: pd.DataFrame, metric: str | bool, by: Sequence[str] = ()) -> list[str] | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import Settings
 from ..errors import ChainopsError, UsageError
 from .options import output_options, quiet_option, warehouse_option
-from .output import SCREEN_ROWS, chosen_columns, cut_rows, output_format, row_limit, write_frame
+from .output import chosen_columns, cut_rows, output_format, row_limit, write_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,10 +57,6 @@ def cmd_sql(args: argparse.Namespace) -> int:
     if columns is not None and not table and not args.quiet:
         print("chainops sql: --columns picks what a table shows; files keep every column", file=sys.stderr)
     return 0
-
-
-#: Rows of a SQL result shown on a terminal whose height is unknown (DuckDB's CLI shows 40).
-SQL_SCREEN_ROWS = SCREEN_ROWS
 
 
 _DESCRIBE = re.compile(r"\s*(?:describe|desc)\s+(?:main\.)?\"?(\w+)\"?\s*;?\s*", re.IGNORECASE)

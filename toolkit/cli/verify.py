@@ -28,11 +28,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     told = any(policy.values()) or any(os.environ.get(n) for n in (ENV_ORG_ID, ENV_WORKFLOW_OWNER, ENV_SIGNERS))
     if not told:
-        from ..warehouse.identity import demo_verifier, is_demo_warehouse
+        from ..warehouse.identity import demo_verifier
 
         # only a demo's own warehouse (its mark, one sync run): the recorded signers are the file's word, so any
         # other file, however it came to carry them, is checked against what the user or the SDK says
-        recorded = demo_verifier(warehouse) if is_demo_warehouse(warehouse) else {}
+        recorded = demo_verifier(warehouse)
         if recorded:
             policy.update(recorded)
             # said even with --quiet (on stderr then): these are the sandbox's signers, not the service's

@@ -14,7 +14,7 @@ dashboards (the columns they show), the coverage check (the event type a metric 
 from __future__ import annotations
 
 from .. import spec
-from .declare import Column, Metric, ReportTable, View
+from .declare import FILTER_NAMES, Column, Metric, ReportTable, View
 
 #: Columns many metrics share: name -> (kind, header, description); a metric's own text names them alone.
 _SHARED: dict[str, tuple[str, str, str]] = {
@@ -50,8 +50,8 @@ def _cols(text: str) -> tuple[Column, ...]:
     return tuple(out)
 
 
-_ALL = ("channel", "network", "status", "since", "until")
-_NO_STATUS = ("channel", "network", "since", "until")
+_ALL = FILTER_NAMES
+_NO_STATUS = tuple(f for f in FILTER_NAMES if f != "status")
 _BY_CREATION = "operations created in the period, observed up to the newest event (as of)"
 #: The report's note on the tables of operations selected by creation.
 _PERIOD_BY_CREATION = (

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..warehouse.views import age_bin_sql
-from .common import WarehouseLike, latest_event_time, run
+from .common import WarehouseLike, latest_event_time, params_in, run
 from .stats import wilson_interval
 
 #: Fewest reference units a level of the back-off must have before it is used.
@@ -94,6 +94,23 @@ def project(warehouse: WarehouseLike, cohort: Cohort, ratios: Sequence[Ratio]) -
     df = run(warehouse, projection_sql(cohort, ratios), params)
     df = df.rename(columns={f"k{i}": name for i, (_, name) in enumerate(cohort.keys)})
     return estimate(df, [name for _, name in cohort.keys], list(cohort.counts), ratios)
+
+
+def cohort_counts(warehouse: WarehouseLike, cohort: Cohort) -> pd.DataFrame:
+    """Each group's exact counts and ``in_flight`` (its units not finished), as :func:`project` gives them, for a
+    caller that estimates no rate from the reference: one grouping of the units, no projection."""
+    names = [f"k{i}" for i in range(len(cohort.keys))]
+    keyed = "".join(f"{expr} AS {name}, " for (expr, _), name in zip(cohort.keys, names, strict=True))
+    counts = "".join(f"{agg} AS {name}, " for name, agg in cohort.counts.items())
+    sql = f"""
+WITH {cohort.ctes + "," if cohort.ctes else ""}
+keyed AS (SELECT {keyed} * FROM ({cohort.units}) AS u0)
+SELECT {"".join(f"{n}, " for n in names)}{counts}count(*) FILTER (WHERE NOT finished) AS in_flight
+FROM keyed GROUP BY {", ".join(names) or "()"}
+"""
+    df = run(warehouse, sql, params_in(sql, cohort.params))
+    df = df.rename(columns={f"k{i}": name for i, (_, name) in enumerate(cohort.keys)})
+    return estimate(df, [name for _, name in cohort.keys], list(cohort.counts), ())
 
 
 def _indicators(cohort: Cohort) -> list[str]:

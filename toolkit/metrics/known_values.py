@@ -2,7 +2,7 @@
 
 The one check for Python and the command line (the metric functions call it; the command line shows their error).
 ``chainops metrics failure-rates --network Ethereum`` on a warehouse whose networks are ``Ethereum Mainnet`` and
-``Ethereum Sepolia`` would match no row; :func:`check_filters` raises :class:`UnknownValueError` naming the known
+``Ethereum Sepolia`` would match no row; :func:`resolve_filters` raises :class:`UnknownValueError` naming the known
 values and the nearest one instead. A known value that matches no row in the period is not an error: the command
 line says so on standard error (:func:`describe_empty`).
 """
@@ -149,19 +149,6 @@ def resolve_filters(
     return out
 
 
-def check_filters(
-    wh: QueryEngine,
-    metric: str,
-    *,
-    network: Sequence[str] | None = None,
-    channel: Sequence[str] | None = None,
-    status: Sequence[str] | None = None,
-) -> None:
-    """Raise :class:`UnknownValueError` for the first filter value the warehouse does not know (see
-    :func:`resolve_filters` for what it accepts)."""
-    resolve_filters(wh, metric, network=network, channel=channel, status=status)
-
-
 #: What an empty answer means for the metrics that count exceptions: none is a good answer, not missing data.
 EMPTY_MEANS = {
     "overdue-queries": "no query is past its expires_at without a terminal status (none is overdue)",
@@ -205,29 +192,14 @@ def older_than_data(period: Period) -> str | None:
     )
 
 
-def older_than_period(warehouse: str, since: str | None, until: str | None) -> str | None:
-    """:func:`older_than_data` for a warehouse file and a period as text (``None`` when it does not apply)."""
-    from ..warehouse import Warehouse
-
-    period = Period.parse(since, until)
-    if not period.counts_from_clock:
-        return None
-    with Warehouse(warehouse, read_only=True) as wh:
-        newest = wh.con.execute("SELECT max(ts) FROM events").fetchall()[0][0]
-    as_of = None if newest is None else pd.Timestamp(newest).tz_convert("UTC")
-    return older_than_data(period.replace(as_of=as_of))
-
-
 __all__ = [
     "UnknownValueError",
-    "check_filters",
     "describe_empty",
     "known_channels",
     "known_networks",
     "known_statuses",
     "nearest",
     "older_than_data",
-    "older_than_period",
     "resolve_filters",
     "unknown_value_message",
 ]

@@ -28,7 +28,7 @@ from .common import (
 )
 from .declarations import BY_NAME
 from .drafts import draft_expiry_rates
-from .inflight import Cohort, Ratio, project
+from .inflight import Cohort, Ratio, cohort_counts, project
 
 #: The terminal statuses :func:`failure_reasons` looks at unless told otherwise.
 FAILURE_STATUSES: tuple[str, ...] = ("failed", "expired")
@@ -205,8 +205,6 @@ ops_ind AS (SELECT {inds} * FROM ops_all WHERE {scope})"""
     return Cohort(units, history, keys, list(indicators), counts, q.params, ctes)
 
 
-#: Indicators of the final outcome that failure rates project.
-_RATE_INDICATORS = {"draft_cancelled": f"outcome = {_lit('draft_cancelled')}"}
 #: The rates over the operations relayed so far (shares of that cohort), shared with ``finality_breakdown``.
 RELAYED_RATES = (
     Ratio("failure_rate", "failed"),
@@ -275,9 +273,9 @@ def failure_rates(
     q = where.sql("created_at")
     bucket_expr = bucket_sql(q, "created_at", bucket)
     keys = [(c, c) for c in cols] + ([(bucket_expr, "bucket")] if bucket_expr else [])
-    cohort = operation_cohort(q, keys, _RATE_INDICATORS, _rate_counts())
-    # the counts and in_flight; both draft rates come from the drafts' own clock (:mod:`.drafts`)
-    df = project(warehouse, cohort, ())
+    cohort = operation_cohort(q, keys, {}, _rate_counts())
+    # the counts and in_flight; the relayed rates are projected apart, both draft rates on the drafts' own clock
+    df = cohort_counts(warehouse, cohort)
     names = [name for _, name in keys]
     relayed = relayed_rates(warehouse, q, keys)
     drafts = draft_expiry_rates(warehouse, cohort.ctes, cohort.units, keys, cohort.params)

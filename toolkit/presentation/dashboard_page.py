@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from .. import metrics, spec
 from ..errors import ChainopsError
+from ..times import Period
 from ..warehouse import Warehouse
 from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, FIGURED, VIEW_METRICS, VIEWS, compute_views, status_note
 from .report import html_table
@@ -149,22 +150,13 @@ def page_and_tables(
     return _page("".join(parts)), tables
 
 
-def _stamp(value: Any) -> Any:
-    """A time from a result's ``attrs`` (a Timestamp or ISO text) as a UTC Timestamp; None when there is none."""
-    import pandas as pd
-
-    if value is None or (isinstance(value, str) and not value):
-        return None
-    stamp = pd.Timestamp(value)
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-
-
 def _summary(tables: dict[str, Any], filters: dict[str, Any]) -> str:
     """One English sentence on what the filters select: the operations created in the period, their failure rate
     (or why there is none), the stuck operations, and where the data ends."""
     rates = tables["failure"]
     ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
-    since, until, as_of = (_stamp(rates.attrs.get(k)) for k in ("since", "until", "as_of"))
+    found = Period.of(rates.attrs)  # the period the metric read, as an object
+    since, until, as_of = found.start, found.end, found.as_of
     start = f"{format_time(since, seconds=False)} UTC" if since is not None else "the first operation"
     end = f"{format_time(until, seconds=False)} UTC" if until is not None else "the newest event"
     period = f"from {start} to {end}"

@@ -39,7 +39,7 @@ def _colour(i: int) -> Any:
 
 
 def _group_colour(group: str | None, name: object, i: int) -> Any:
-    """A network's own colour (:func:`toolkit.present.network_colour`: the same in every figure, whatever the
+    """A network's own colour (:func:`.tables.network_colour`: the same in every figure, whatever the
     filter) when the groups are networks; else the ``i``-th colour."""
     return network_colour(name) if group == "network" else _colour(i)
 

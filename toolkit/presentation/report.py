@@ -578,7 +578,7 @@ def html_table(
     max_rows: int | None = None,
     metric: str | bool = True,
 ) -> str:
-    """A DataFrame as an HTML table, as every surface shows it (:mod:`toolkit.present`: rates with their
+    """A DataFrame as an HTML table, as every surface shows it (:mod:`toolkit.presentation.tables`: rates with their
     intervals, one duration unit per column, UTC times, every header and cell escaped), inside a box that scrolls
     when the table is wider than the page.
 
@@ -591,7 +591,7 @@ def html_table(
 
 
 class Table(Display):
-    """A metric table shown as the report shows it (:class:`toolkit.present.Display`): in a notebook as a styled
+    """A metric table shown as the report shows it (:class:`.tables.Display`): in a notebook as a styled
     HTML table, as aligned text elsewhere. The numbers stay in ``frame`` at full precision."""
 
 

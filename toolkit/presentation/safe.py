@@ -72,17 +72,17 @@ def frame_for_csv(df: pd.DataFrame, *, terminal: bool = False) -> pd.DataFrame:
 
 # ---- numbers for people -------------------------------------------------------------------------------------------
 #
-# How a number reads is decided once, in toolkit.present (the CLI, the report, the dashboard and the notebooks use
+# How a number reads is decided once, in presentation.values (the CLI, the report, the dashboard and the notebooks use
 # it); the names below are kept for code written against this module.
 
 
 def duration_unit(seconds: pd.Series) -> tuple[str, float]:
-    """The unit (name, seconds) for a column of durations (:func:`toolkit.present.unit_for`)."""
+    """The unit (name, seconds) for a column of durations (:func:`toolkit.presentation.values.unit_for`)."""
     return unit_for(seconds.tolist())
 
 
 def frame_for_display(df: pd.DataFrame, *, metric: bool | str = True) -> pd.DataFrame:
-    """A copy of ``df`` as text for people, as :func:`toolkit.present.present` shows it (one column per shown
+    """A copy of ``df`` as text for people, as :func:`.tables.present` shows it (one column per shown
     column, named by its header: ``failure_rate %`` reading ``1.55% (0.4–5.5%)``, ``p90 (min)``). Data outputs
     (CSV, JSON, Parquet) never go through here: they keep full precision."""
     shown = present(df, metric=metric, short_ids=False)

@@ -362,6 +362,12 @@ def _natural(col: Column) -> int:
     return max([_cells(col.header), 1, *(_cells(c) for c in col.cells)])
 
 
+def natural_width(shown: Shown) -> int:
+    """The characters ``shown`` takes with every column at its full width (its widest cell or whole header) and the
+    gaps :func:`to_terminal` puts between them: a table no wider fits as it is, nothing squeezed or left out."""
+    return sum(_natural(c) for c in shown.columns) + _GAP * max(len(shown.columns) - 1, 0)
+
+
 def _need(col: Column) -> int:
     """The characters a column takes at least: its cells (a text column up to :data:`_TEXT_WIDTH`, elided past
     it), and its header's longest word (a header wraps between words, never inside one)."""
@@ -409,12 +415,15 @@ def _drop_order(columns: list[Column]) -> list[Column]:
 def _widths(columns: list[Column], width: int) -> dict[Column, int]:
     """The columns that fit ``width`` (left out in :func:`_drop_order`'s order until the rest fits), each with the
     most characters it may take: its need, and more for text columns from what is left over, in order."""
+    need = {col: _need(col) for col in columns}  # measured once: every cell of a column is read for it
     chosen = list(columns)
+    total = sum(need.values()) + _GAP * (len(chosen) - 1)
     for col in _drop_order(columns):
-        if sum(_need(c) + _GAP for c in chosen) - _GAP <= width:
+        if total <= width:
             break
         chosen.remove(col)
-    kept = {col: _need(col) for col in chosen}
+        total -= need[col] + _GAP
+    kept = {col: need[col] for col in chosen}
     slack = max(width - sum(kept.values()) - _GAP * max(len(kept) - 1, 0), 0)
     for col in kept:
         if not col.right and slack:

@@ -293,15 +293,14 @@ def _verified(
     policy: Policy,
     pool: Pool | None,
     processes: int,
-    stop: Callable[[], bool] = lambda: False,
-    clock: _Clock | None = None,
+    stop: Callable[[], bool],
+    clock: _Clock,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
     """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
     share of each batch itself while the workers verify the rest, then stores the batch before while they finish
     (two batches in flight at most). Its share adapts to who finishes first (it also reads and writes). Once
     ``stop()`` says so (checked before each batch is read), no further batch is read and those in flight are
     finished."""
-    clock = clock or _Clock()
     if pool is None:
         while not stop():
             batch = next(batches, None)

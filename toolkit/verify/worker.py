@@ -39,7 +39,7 @@ def main() -> None:
     (policy, parent), _ = read_message(stdin)
     die_with_parent(parent)
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    threading.Thread(target=_read_all, args=(stdin, inbox, read_message), daemon=True).start()
+    threading.Thread(target=_read_all, args=(stdin, inbox), daemon=True).start()
     while True:
         share = inbox.get()
         try:
@@ -51,7 +51,7 @@ def main() -> None:
         write_message(stdout, answer)
 
 
-def _read_all(stdin: Any, inbox: queue.SimpleQueue[Any], read_message: Any) -> None:
+def _read_all(stdin: Any, inbox: queue.SimpleQueue[Any]) -> None:
     """Put each message from the parent in ``inbox``; end the worker at once when stdin closes (the parent ended,
     or is done with it)."""
     try:

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 import duckdb
 
-from .schema import COMMON, DECLARED_TABLES, OPERATION_ENTERED_AT, QUERY_ENTERED_AT, UTC, column_doc
+from .schema import (
+    COMMON,
+    DECLARED_TABLES,
+    OPERATION_ENTERED_AT,
+    QUERY_ENTERED_AT,
+    UTC,
+    column_doc,
+    quote_identifier,
+)
 
 #: One sentence per view and model table (their own modules create them): what one row is and where it comes from.
 #: The tables' come from their declarations (:mod:`.schema`).
@@ -119,10 +127,6 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def apply_comments(con: duckdb.DuckDBPyConnection) -> int:
     """Write the dictionary's comment on every table, view and column of the current database that lacks it (or
     has another), in one transaction of its own (call between transactions); returns how many comments were
@@ -141,11 +145,12 @@ def apply_comments(con: duckdb.DuckDBPyConnection) -> int:
     for name, kind, comment in objects:
         wanted = OBJECT_COMMENTS.get(name)
         if wanted is not None and comment != wanted:
-            statements.append(f"COMMENT ON {kind} {_quote(name)} IS {_literal(wanted)}")
+            statements.append(f"COMMENT ON {kind} {quote_identifier(name)} IS {_literal(wanted)}")
     for table, column, comment in columns:
         wanted = column_comment(table, column) if table in OBJECT_COMMENTS else None
         if wanted is not None and comment != wanted:
-            statements.append(f"COMMENT ON COLUMN {_quote(table)}.{_quote(column)} IS {_literal(wanted)}")
+            target = f"{quote_identifier(table)}.{quote_identifier(column)}"
+            statements.append(f"COMMENT ON COLUMN {target} IS {_literal(wanted)}")
     if statements:  # one call: a catalog change per statement costs far less inside one batch
         con.execute("BEGIN TRANSACTION;\n" + ";\n".join(statements) + ";\nCOMMIT")
     return len(statements)

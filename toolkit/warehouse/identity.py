@@ -25,6 +25,7 @@ from typing import Literal
 import duckdb
 
 from ..errors import WarehouseError
+from .schema import quote_identifier
 
 #: Settings of every connection the toolkit opens: no extension is ever installed or loaded behind its back.
 CONNECTION_CONFIG: dict[str, str | bool] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -162,8 +163,8 @@ def check_blocks(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -
         ).fetchall()
         if not columns:
             continue
-        quoted = '"' + table.replace('"', '""') + '"'
-        reads = ", ".join('bit_xor(hash("' + c.replace('"', '""') + '"))' for (c,) in columns)
+        quoted = quote_identifier(table)
+        reads = ", ".join(f"bit_xor(hash({quote_identifier(c)}))" for (c,) in columns)
         try:
             con.execute(f"SELECT {reads} FROM {quoted}").fetchall()
         except duckdb.Error as exc:
@@ -231,21 +232,27 @@ def is_demo_warehouse(path: str | os.PathLike[str]) -> bool:
     except duckdb.Error:
         return False
     try:
-        if classify(con, target) != "marked":
-            return False
-        marked = con.execute(
-            f"SELECT count(*) FROM {MARKER_TABLE} WHERE key = ? AND value = ?", list(DEMO_MARK)
-        ).fetchall()[0][0]
-        return bool(marked) and con.execute("SELECT count(*) FROM sync_runs").fetchall()[0][0] <= 1
+        return _is_demo(con, target)
     except (duckdb.Error, WarehouseError):
         return False
     finally:
         con.close()
 
 
+def _is_demo(con: duckdb.DuckDBPyConnection, target: Path) -> bool:
+    """Whether the warehouse open on ``con`` is a demo's (see :func:`is_demo_warehouse`)."""
+    if classify(con, target) != "marked":
+        return False
+    marked = con.execute(
+        f"SELECT count(*) FROM {MARKER_TABLE} WHERE key = ? AND value = ?", list(DEMO_MARK)
+    ).fetchall()[0][0]
+    return bool(marked) and con.execute("SELECT count(*) FROM sync_runs").fetchall()[0][0] <= 1
+
+
 def demo_verifier(path: str | os.PathLike[str]) -> dict[str, str]:
     """What ``chainops demo`` recorded in ``path`` to check its proofs against (``org_id``, ``signers``; see
-    :data:`DEMO_VERIFIER_KEYS`); empty for any other file or warehouse. Opens the file read-only."""
+    :data:`DEMO_VERIFIER_KEYS`); empty for any other file or warehouse, and for a warehouse that is no longer a
+    demo's own (:func:`is_demo_warehouse`: what a file records is its own word). Opens the file read-only, once."""
     target = Path(path)
     if not target.is_file():
         return {}
@@ -254,7 +261,7 @@ def demo_verifier(path: str | os.PathLike[str]) -> dict[str, str]:
     except duckdb.Error:
         return {}
     try:
-        if classify(con, target) != "marked":
+        if not _is_demo(con, target):
             return {}
         rows = con.execute(
             f"SELECT key, value FROM {MARKER_TABLE} WHERE key IN (?, ?)", list(DEMO_VERIFIER_KEYS.values())

@@ -24,6 +24,7 @@ from .store import Warehouse
 from .views import (
     LIFECYCLE_MODEL_COLUMNS,
     LIFECYCLE_TABLE,
+    MODEL_TABLES,
     MODEL_VERSION,
     MODELS_STREAM,
     REFERENCE_COLUMNS,
@@ -108,7 +109,7 @@ def _rebuild(wh: Warehouse) -> None:
     """Recreate the model tables empty (their definition may have changed) and forget the watermark: every
     operation becomes stale, and a run stopped before the end rebuilds again."""
     with wh.transaction() as con:
-        for table in (TRANSITIONS_TABLE, LIFECYCLE_TABLE, REFERENCE_TABLE):
+        for table in MODEL_TABLES:
             con.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in model_table_statements():
             con.execute(statement)

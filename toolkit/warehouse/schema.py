@@ -657,7 +657,8 @@ WRITE_SEQ_TABLES: tuple[str, ...] = tuple(name for name, t in RAW_TABLES.items()
 # ---- the DDL and the dictionary's text ----------------------------------------------------------------------------
 
 
-def _quoted(name: str) -> str:
+def quote_identifier(name: str) -> str:
+    """``name`` as a quoted SQL identifier (a table's or column's name, double quotes doubled)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -665,7 +666,7 @@ def create_table_sql(table: TableSpec) -> str:
     """The ``CREATE TABLE IF NOT EXISTS`` statement of one declared table."""
     lines = []
     for column in table.columns:
-        line = f"{_quoted(column.name)} {column.sql or SQL_TYPES[column.kind]}"
+        line = f"{quote_identifier(column.name)} {column.sql or SQL_TYPES[column.kind]}"
         if table.primary_key and table.key == (column.name,):
             line += " PRIMARY KEY"
         lines.append(line)
@@ -675,9 +676,9 @@ def create_table_sql(table: TableSpec) -> str:
         lines.append('"synced_at" TIMESTAMPTZ')
         lines.append('"write_seq" BIGINT')  # see toolkit.warehouse.write_seq
     if table.primary_key and len(table.key) > 1:
-        lines.append(f"PRIMARY KEY ({', '.join(_quoted(k) for k in table.key)})")
+        lines.append(f"PRIMARY KEY ({', '.join(quote_identifier(k) for k in table.key)})")
     body = ",\n    ".join(lines)
-    return f"CREATE TABLE IF NOT EXISTS {_quoted(table.name)} (\n    {body}\n);"
+    return f"CREATE TABLE IF NOT EXISTS {quote_identifier(table.name)} (\n    {body}\n);"
 
 
 def schema_sql() -> str:

@@ -171,11 +171,7 @@ def drop_outdated_models(con: duckdb.DuckDBPyConnection) -> bool:
 
 def model_table_statements() -> list[str]:
     """Returns ``CREATE TABLE IF NOT EXISTS`` for the materialised model tables (empty until the first refresh)."""
-    return [
-        _table_ddl(TRANSITIONS_TABLE, TRANSITION_COLUMNS),
-        _table_ddl(LIFECYCLE_TABLE, LIFECYCLE_MODEL_COLUMNS),
-        _table_ddl(REFERENCE_TABLE, REFERENCE_COLUMNS),
-    ]
+    return [_table_ddl(name, columns) for name, columns in MODEL_TABLES.items()]
 
 
 def _status_order_view() -> str:
@@ -283,11 +279,12 @@ def revisit_steps_sql(scope: str | None = None, *, source: str | None = None) ->
     )"""
 
 
-def reorg_step_sql() -> str:
-    """Whether a row of ``steps`` (:func:`revisit_steps_sql`) is a reorganisation: a move from a finality stage
-    (``confirmed_latest``, ``confirmed_safe``, ``confirmed``) back to ``broadcasting`` or an earlier status."""
+def reorg_step_sql(prev: str = "prev_rank", cur: str = "rank") -> str:
+    """Whether a step is a reorganisation: a move from a finality stage (``confirmed_latest``, ``confirmed_safe``,
+    ``confirmed``) back to ``broadcasting`` or an earlier status. ``prev`` and ``cur`` are the SQL of the stage
+    ranks before and after the step (by default the columns of ``steps``, :func:`revisit_steps_sql`)."""
     low, high = _FINALITY_RANKS
-    return f"(prev_rank >= {low} AND prev_rank <= {high} AND rank <= {_BROADCASTING_RANK})"
+    return f"({prev} >= {low} AND {prev} <= {high} AND {cur} <= {_BROADCASTING_RANK})"
 
 
 def transitions_select(scope: str | None) -> str:
@@ -303,7 +300,6 @@ def transitions_select(scope: str | None) -> str:
     # once, and a reorganisation is a first entry at broadcasting or earlier right after a finality stage, read off
     # the same window. Only the operations with a status at two times (a revisit, or a duplicate delivered later)
     # need the steps themselves; both read the operations' events once, through ``moves``.
-    low, high = _FINALITY_RANKS
     return f"""
 WITH moves AS (
     SELECT e.operation_id, e.status, e.ts, e.status_reason, e.channel_id, e.chain_selector, e.address
@@ -353,8 +349,7 @@ SELECT
     coalesce(c.entries, 1) AS entries,
     coalesce(
         c.reorg_entries,
-        CASE WHEN lag(r.stage_rank) OVER w BETWEEN {low} AND {high} AND r.stage_rank <= {_BROADCASTING_RANK}
-             THEN 1 ELSE 0 END
+        CASE WHEN {reorg_step_sql("lag(r.stage_rank) OVER w", "r.stage_rank")} THEN 1 ELSE 0 END
     ) AS reorg_entries
 FROM ranked r
 LEFT JOIN ops op USING (operation_id)
