@@ -18,6 +18,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 
@@ -42,13 +43,45 @@ def is_interruption(exc: BaseException) -> bool:
     return isinstance(exc, kinds) and str(exc).strip().lower().startswith("query interrupted")
 
 
+class _Flag:
+    """A flag to wait on that a signal handler may set. ``threading.Event`` guards itself with a plain lock: a handler
+    runs in the main thread between two bytecodes, possibly while that thread, waiting on the event, holds the
+    lock, and its ``set()`` would then wait for itself forever. This lock is re-entrant."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.RLock())
+        self._set = False
+
+    def set(self) -> None:
+        """Raise the flag and wake every wait."""
+        with self._changed:
+            self._set = True
+            self._changed.notify_all()
+
+    def clear(self) -> None:
+        """Lower the flag."""
+        with self._changed:
+            self._set = False
+
+    def is_set(self) -> bool:
+        """Whether the flag is raised."""
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the flag; returns whether it is raised."""
+        with self._changed:
+            if not self._set:
+                self._changed.wait(timeout)
+            return self._set
+
+
 class _State:
     """The signal this process received while :func:`sigterm_interrupts` was in force, and the flag of a deferred
-    stop (an Event, so that waits end the moment it is set)."""
+    stop (a :class:`_Flag`, so that waits end the moment it is set)."""
 
     def __init__(self) -> None:
         self.received: int | None = None
-        self.stop = threading.Event()
+        self.stop = _Flag()
 
 
 _STATE = _State()
@@ -70,8 +103,10 @@ def check_stop() -> None:
 
 def pause(seconds: float) -> None:
     """Sleep ``seconds``, or less if a deferred stop is asked for meanwhile (then raise it, see :func:`check_stop`)."""
-    if seconds > 0:
-        _STATE.stop.wait(seconds)
+    deadline = time.monotonic() + seconds
+    # in slices: should a signal not wake the wait, the flag is still seen within a second
+    while not _STATE.stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        _STATE.stop.wait(min(left, 1.0))
     check_stop()
 
 

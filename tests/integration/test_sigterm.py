@@ -84,7 +84,7 @@ def test_a_deferred_stop_waits_for_a_safe_point_and_a_second_signal_stops_at_onc
         monkeypatch.setattr(signals._STATE.stop, "wait", recorded_wait)
         with pytest.raises(Terminated):
             pause(30)  # a backoff wait ends at once once a stop is asked for
-        assert waits == [True]  # it ended because the stop was asked for, not because the 30 s passed
+        assert False not in waits  # it ended because the stop was asked for, not because the 30 s passed
         monkeypatch.undo()
         with pytest.raises(Terminated):
             os.kill(os.getpid(), signal.SIGTERM)
@@ -93,3 +93,26 @@ def test_a_deferred_stop_waits_for_a_safe_point_and_a_second_signal_stops_at_onc
     with sigterm_interrupts(), pytest.raises(Terminated):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
+
+
+HELD_FLAG = """
+import os, signal, time
+from toolkit import signals
+with signals.sigterm_interrupts(deferred=True):
+    with signals._STATE.stop._changed:  # as the main thread holds it inside a wait, between two bytecodes
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)  # the handler runs here, in this thread
+    print("stop asked:", signals._STATE.stop.is_set())
+"""
+
+
+def test_a_stop_asked_while_the_main_thread_holds_the_flags_lock_is_not_a_deadlock() -> None:
+    """With threading.Event as the flag, the handler's set() waited for the lock its own thread held, for good."""
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run([sys.executable, "-c", HELD_FLAG], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the signal handler waited for a lock its own thread held")
+    assert done.returncode == 0 and done.stdout.strip() == "stop asked: True", (done.stdout, done.stderr)

@@ -75,7 +75,19 @@ def _dashboard(warehouse: Path) -> Iterator[subprocess.Popen[str]]:
     """`chainops dashboard` as a process on a free port, killed when the block ends if it still runs (a failing
     test leaves nothing behind: one outlived a whole `make test` by over an hour)."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "dashboard", "--warehouse", str(warehouse), "--port", "0"],
+        # faulthandler: a hung one is sent SIGABRT and prints every thread's stack (see _terminate)
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "toolkit",
+            "dashboard",
+            "--warehouse",
+            str(warehouse),
+            "--port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -101,9 +113,14 @@ def _terminate(server: subprocess.Popen[str]) -> tuple[int, str, str]:
     signal fails the test instead of hanging the run (and :func:`_dashboard` kills it)."""
     server.send_signal(signal.SIGTERM)
     try:
-        out, err = server.communicate(timeout=300)
+        out, err = server.communicate(timeout=120)
     except subprocess.TimeoutExpired:
-        pytest.fail("chainops dashboard did not end on SIGTERM")
+        server.send_signal(signal.SIGABRT)  # faulthandler writes where each thread is
+        try:
+            out, err = server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            out, err = "", "(no answer to SIGABRT either)"
+        pytest.fail(f"chainops dashboard did not end on SIGTERM; where it was:\n{err}\n{out}")
     return server.returncode, out, err
 
 

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..config import Settings
 from ..errors import ChainopsError, UsageError
 from .options import quiet_option, warehouse_option
 
 
-def cmd_dashboard(args: argparse.Namespace) -> int:
+def cmd_dashboard(args: argparse.Namespace) -> NoReturn:
     """Serve the dashboard page on 127.0.0.1 until Ctrl-C or SIGTERM, printing its URL.
 
     A stop is deferred (see :mod:`toolkit.signals`): one asked while it starts (its imports, the first read) ends it
     as soon as it can, and one asked while it serves ends it at once; either way it says ``dashboard stopped`` and
-    exits 0. Should a thread of its own outlive the stop (a figure still being drawn after ``STOP_WAIT``), the
-    process ends without Python's finalisation, which such a thread could abort."""
+    exits 0. Every step of a stop has a bound, and the process then ends without Python's finalisation, which a
+    thread still drawing a figure could abort or hang; so it never returns."""
     import os
 
     from ..signals import check_stop, pause
@@ -45,13 +46,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         pass
     if not args.quiet:
         print("dashboard stopped", flush=True)
-    threads_left = getattr(
-        sys.modules.get("toolkit.presentation.dashboard_page"), "threads_left", None
-    )  # a stop cut its import
-    if threads_left is not None and threads_left():
+    with suppress(OSError):  # a closed pipe has nothing more to take
+        sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)  # a thread still drawing would abort Python's finalisation (SIGABRT): end without it
-    return 0
+    # Nothing is left to do (the dashboard registers no exit work), and Python's finalisation is the one step of a
+    # stop with no bound: a thread still inside DuckDB or matplotlib as it runs aborts it (SIGABRT) or hangs it.
+    os._exit(0)
 
 
 def register(sub: Any) -> None:

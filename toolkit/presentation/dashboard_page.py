@@ -23,6 +23,7 @@ import ipaddress
 import logging
 import os
 import re
+import selectors
 import socket
 import sys
 import threading
@@ -403,6 +404,7 @@ class _Server(HTTPServer):
     accept loop, every open connection and every warehouse statement being run."""
 
     request_queue_size = 128  # connections that wait unaccepted for a thread (more are refused by the kernel)
+    POLL = 0.1  # seconds between two looks at the stop flag
 
     def __init__(
         self,
@@ -456,12 +458,27 @@ class _Server(HTTPServer):
         if not isinstance(exc, OSError):
             _LOG.warning("a request failed: %s: %s", type(exc).__name__, exc)
 
+    def accept_until_stopped(self) -> None:
+        """The accept loop: serve each connection that arrives until :meth:`stop` (it looks every ``POLL`` s).
+
+        ``serve_forever`` is not used because its ``shutdown()`` waits for the loop with no bound, and a stop must
+        end whatever the loop is doing; this loop is joined with a deadline instead (see :func:`serving`)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            while not self.stopping.is_set():
+                if selector.select(_Server.POLL) and not self.stopping.is_set():
+                    self._handle_request_noblock()  # accept() cannot wait: the listening socket does not block
+
+    def server_activate(self) -> None:
+        """Listen, without blocking: a connection gone between ``select`` and ``accept`` must not hold the loop."""
+        super().server_activate()
+        self.socket.setblocking(False)
+
     def stop(self) -> list[threading.Thread]:
         """Stop accepting, cut every open connection; returns the threads still serving one (see :func:`serving`)."""
-        self.stopping.set()
+        self.stopping.set()  # the accept loop ends within POLL
         with self._room:
             self._room.notify_all()
-        self.shutdown()  # the accept loop ends (within its poll interval)
         with self._room:
             for sock in self._active.values():
                 with suppress(OSError):
@@ -595,10 +612,7 @@ def serving(
     )
     threads: list[threading.Thread] = []
     try:
-        # the loop looks at shutdown()'s flag once per poll_interval (0.5 s by default): stopping took up to that long
-        loop = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="chainops-dashboard", daemon=True
-        )
+        loop = threading.Thread(target=server.accept_until_stopped, name="chainops-dashboard", daemon=True)
         loop.start()
         threads.append(loop)
         # the first visit finds the unfiltered page ready (a failure here is shown to that visit instead)
