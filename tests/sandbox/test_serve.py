@@ -43,11 +43,16 @@ def test_run_server_prints_address_and_stops_on_ctrl_c() -> None:
         line = proc.stdout.readline()
         assert line.startswith("serving on http://127.0.0.1:") and line.rstrip().endswith("/v1")
         base = line.split()[-1]
-        # then the DON's signers and the organisation's owner, as GET /sandbox/signers answers them
-        signers, org = proc.stdout.readline(), proc.stdout.readline()
+        # then the DON's signers and the organisation's owner, as GET /sandbox/signers answers them, one a line
+        heading = proc.stdout.readline()
+        signers = [proc.stdout.readline() for _ in range(10)]
+        org, owner = proc.stdout.readline(), proc.stdout.readline()
         info = httpx.get(base.replace("/v1", "/sandbox/signers"), headers={"Authorization": "Apikey run-key"}).json()
-        assert signers.split()[-1] == ",".join(info["signers"]) and len(info["signers"]) == 10
-        assert org.strip() == f"organisation 1: org id {info['org_id']}, workflow owner {info['workflow_owner']}"
+        assert "chainops verify --signers" in heading
+        assert [line.strip() for line in signers] == info["signers"] and len(info["signers"]) == 10
+        assert org.rstrip() == f"organisation 1: org id {info['org_id']}"
+        assert owner.strip() == f"workflow owner {info['workflow_owner']}"
+        assert all(len(line.rstrip("\n")) <= 80 for line in [heading, *signers, org, owner])
         assert httpx.get(f"{base}/channels", headers={"Authorization": "Apikey run-key"}).status_code == 200
         assert (
             httpx.get(f"{base}/channels", headers={"Authorization": "Apikey nope-key"}).json()["type"]

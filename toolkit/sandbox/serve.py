@@ -128,7 +128,8 @@ def run_server(
     forge_share: float = 0.0,
 ) -> None:
     """Build a :class:`Sandbox`, serve it, print ``serving on http://HOST:PORT/v1`` once it answers (then the DON
-    signer addresses and each organisation's id and workflow owner, what ``chainops verify`` needs), and block
+    signer addresses and each organisation's id and workflow owner, one a line: what ``chainops verify`` needs),
+    and block
     until Ctrl-C (which stops it cleanly)."""
     from toolkit.sandbox.sandbox import Sandbox
 
@@ -154,10 +155,13 @@ def run_server(
     )
     handle = start_server(sandbox.app, host, port)
     print(f"serving on http://{host}:{handle.port}/v1", flush=True)
-    print(f"DON signers (4 of these 10 sign each report): {','.join(sandbox.signers)}", flush=True)
+    # one value a line, each under 80 columns: the signers' list joined was 430 characters on one line
+    print("DON signers (4 of these 10 sign each report), for `chainops verify --signers`:", flush=True)
+    print("\n".join(f"  {address}" for address in sandbox.signers), flush=True)
     for index, key in enumerate(dict.fromkeys(orgs), 1):
         info = sandbox.signer_info(key)
-        print(f"organisation {index}: org id {info['org_id']}, workflow owner {info['workflow_owner']}", flush=True)
+        print(f"organisation {index}: org id {info['org_id']}", flush=True)
+        print(f"  workflow owner {info['workflow_owner']}", flush=True)
     if forge_share:
         print(f"forging {forge_share:.1%} of proofs (--forge-share)", flush=True)
     try:
