@@ -144,5 +144,5 @@ def test_the_example_of_the_issue_in_status_latency(tmp_path) -> None:
     assert longer.p50_s == 1232.5
     assert reference([(d, False) for d in ended] + [(1_000, True)], Fraction(1, 2)) == (1165, False)
     assert math.isnan(younger.p50_s)
-    assert "p50: 5 at risk at 1165 s < 10 needed (1 of 10 still in status)" in younger.notes
+    assert "p50: 5 at risk at 1,165 s < 10 needed (1 of 10 still in status)" in younger.notes
     assert group7.p90_s == 120.0 and "p90: n=7 < 10, final (nothing open can change it)" in group7.notes

@@ -160,7 +160,7 @@ def test_a_median_from_one_ended_and_fifteen_censored_stays_is_not_shown() -> No
     row = km_percentiles(counts, [], (0.5,)).iloc[0]
     assert km_percentile([3364.0, *censored_at], [False] + [True] * 15, 0.5, rule=False) == 3364.0
     assert np.isnan(row["p50_s"])
-    assert row["notes"] == "p50: 1 at risk at 3364 s < 10 needed (15 of 16 still in status)"
+    assert row["notes"] == "p50: 1 at risk at 3,364 s < 10 needed (15 of 16 still in status)"
     # nine ended at 1,000 .. 9,000 s and seven censored later: 9 still at risk where the median is read, shown
     durations = [1000.0 * (i + 1) for i in range(9)] + [10_000.0 + i for i in range(7)]
     flags = [False] * 9 + [True] * 7
@@ -177,7 +177,7 @@ def test_a_curve_flat_at_exactly_one_half_to_the_end_gives_no_median() -> None:
     row = km_percentiles(counts, [], (0.5,)).iloc[0]
     assert math.isnan(row.p50_s)
     assert row.notes == (
-        "p50: survival is exactly 50% from 1886 s on and nothing ended after it, so p50 is somewhere above 1886 s "
+        "p50: survival is exactly 50% from 1,886 s on and nothing ended after it, so p50 is somewhere above 1,886 s "
         "(1 of 2 still in status)"
     )
     assert km_quantile([1886.0, 6000.0], [False, True], 0.5) == 1886.0  # no rules: the lower end
@@ -188,3 +188,11 @@ def test_a_curve_flat_at_exactly_one_half_to_the_end_gives_no_median() -> None:
         {"duration": [1000.0, 1886.0, 6000.0, 7000.0], "events": [1, 1, 0, 1], "censored": [0, 0, 1, 0]}
     )
     assert km_percentiles(closed, [], (0.5,)).iloc[0].p50_s == 4443.0
+
+
+def test_a_note_writes_long_stays_in_plain_seconds() -> None:
+    """Drafts wait for days: ``:g`` wrote a 14-day stay as ``1.2096e+06 s`` in a note."""
+    from toolkit.metrics.survival import seconds_text
+
+    assert seconds_text(1_209_600.0) == "1,209,600"
+    assert seconds_text(3364.0) == "3,364" and seconds_text(0.25) == "0.25"

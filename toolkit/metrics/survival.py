@@ -203,14 +203,14 @@ def km_percentiles(
                 notes[i].append(f"{prefix}{name}: n={int(n_obs[i])} < {need}")
             elif thin[i]:
                 notes[i].append(
-                    f"{prefix}{name}: {int(risk[i])} at risk at {read_at[i]:g} s < {int(need_risk[i])} needed "
-                    f"({int(n_censored[i])} of {int(n_obs[i])} {pending})"
+                    f"{prefix}{name}: {int(risk[i])} at risk at {seconds_text(read_at[i])} s < {int(need_risk[i])} "
+                    f"needed ({int(n_censored[i])} of {int(n_obs[i])} {pending})"
                 )
             elif flat[i]:
                 notes[i].append(
-                    f"{prefix}{name}: survival is exactly {100 * target:g}% from {read[i]:g} s on and nothing ended "
-                    f"after it, so {name} is somewhere above {read[i]:g} s ({int(n_censored[i])} of "
-                    f"{int(n_obs[i])} {pending})"
+                    f"{prefix}{name}: survival is exactly {100 * target:g}% from {seconds_text(read[i])} s on and "
+                    f"nothing ended after it, so {name} is somewhere above {seconds_text(read[i])} s "
+                    f"({int(n_censored[i])} of {int(n_obs[i])} {pending})"
                 )
             else:
                 notes[i].append(
@@ -219,6 +219,12 @@ def km_percentiles(
                 )
     out["notes"] = ["; ".join(n) for n in notes]
     return out[cols]
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds as a note writes them, as the tables do: ``4,019`` and ``1,234,567`` (``:g`` wrote
+    ``1.23457e+06``), ``0.25`` below ten."""
+    return f"{seconds:,.0f}" if abs(seconds) >= 10 else f"{seconds:.3g}"
 
 
 def final_note(name: str, observations: int, need: int) -> str:
