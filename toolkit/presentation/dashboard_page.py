@@ -21,7 +21,6 @@ import html
 import io
 import ipaddress
 import logging
-import os
 import re
 import selectors
 import socket
@@ -37,11 +36,20 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from .. import metrics, spec
 from ..errors import ChainopsError
-from ..times import Period
 from ..warehouse import Warehouse
-from .dashboard_widgets import _TABLE_COLUMNS, EMPTY, FIGURED, VIEW_METRICS, VIEWS, compute_views, status_note
+from .dashboard_widgets import (
+    _TABLE_COLUMNS,
+    EMPTY,
+    FIGURED,
+    VIEW_METRICS,
+    VIEWS,
+    compute_views,
+    file_identity,
+    status_note,
+    summary_sentence,
+)
 from .report import html_table
-from .tables import TABLE_CSS, format_percent, format_time, hide_rows, plural
+from .tables import TABLE_CSS, hide_rows
 
 #: Rows of a view's table shown before the rest is folded away (none is left out).
 MAX_ROWS = 30
@@ -132,7 +140,7 @@ def page_and_tables(
     except (ValueError, ChainopsError) as exc:  # an unknown filter value, a bad period: said on the page
         parts.append(f'<p class="error" id="error">{e(str(exc))}</p>')
         return _page("".join(parts)), None
-    parts.append(f'<p id="summary">{_summary(tables, filters)}</p>')
+    parts.append(f'<p id="summary">{html.escape(summary_sentence(tables))}</p>')
     views = dict(VIEWS)
     parts.append("<nav>" + "".join(f'<a href="#{key}">{e(title)}</a>' for key, title in views.items()) + "</nav>")
     image_query = urlencode([(k, v) for k, values in query.items() for v in values], doseq=True)
@@ -149,36 +157,6 @@ def page_and_tables(
             parts += [f'<p class="meta">{e(n.removesuffix(" (--wide shows them)"))}</p>' for n in hidden]
         parts.append("</section>")
     return _page("".join(parts)), tables
-
-
-def _summary(tables: dict[str, Any], filters: dict[str, Any]) -> str:
-    """One English sentence on what the filters select: the operations created in the period, their failure rate
-    (or why there is none), the stuck operations, and where the data ends."""
-    rates = tables["failure"]
-    ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
-    found = Period.of(rates.attrs)  # the period the metric read, as an object
-    since, until, as_of = found.start, found.end, found.as_of
-    start = f"{format_time(since, seconds=False)} UTC" if since is not None else "the first operation"
-    end = f"{format_time(until, seconds=False)} UTC" if until is not None else "the newest event"
-    period = f"from {start} to {end}"
-    created = f"{plural(ops, 'operation')} created {period}" if ops else f"No operation was created {period}"
-    if as_of is None:
-        ends = "the warehouse holds no events yet"
-    else:
-        ends = f"the data ends {format_time(as_of, seconds=False)} UTC"
-        if since is not None and since > as_of:
-            ends += ", before this period starts: choose an earlier one"
-    if terminal:
-        rate = f"failure rate {format_percent(failed / terminal)}: {failed:,} failed of {terminal:,} finished relayed "
-        rate += "operation" if terminal == 1 else "operations"
-    elif ops:
-        rate = "none has finished yet, so there is no failure rate"
-    else:
-        rate = "there is no failure rate to show"
-    stuck_at = min(until, as_of) if until is not None and as_of is not None else as_of  # as compute_views counts
-    stuck = plural(len(tables["stuck"]), "operation") + " stuck"
-    stuck += f" as of {format_time(stuck_at, seconds=False)} UTC" if stuck_at is not None else ""
-    return html.escape(f"{created} ({ends}); {rate}; {stuck}.")
 
 
 def _page(body: str) -> str:
@@ -200,24 +178,6 @@ def render_figures(
         figure.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
         out[view] = buffer.getvalue()
     return out
-
-
-def file_identity(warehouse: str | Path) -> tuple[tuple[int, ...], ...] | None:
-    """What changes whenever the warehouse file does, or is replaced by another: the device, inode, size,
-    modification and change times of the file and of its write-ahead log (when there is one); None when the file
-    cannot be looked at (gone, say), whose pages are then never reused."""
-    stamp = []
-    for file in (str(warehouse), f"{warehouse}.wal"):
-        try:
-            st = os.stat(file)
-        except FileNotFoundError:
-            if file.endswith(".wal"):
-                continue
-            return None
-        except OSError:
-            return None
-        stamp.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return tuple(stamp)
 
 
 class _Stopping(Exception):

@@ -33,9 +33,10 @@ from ..errors import ChainopsError
 from ..metrics import declarations
 from ..metrics.declare import Metric, View
 from ..metrics.distributions import status_duration_counts
+from ..times import Period
 from . import figures as plots
 from .report import TABLE_CSS, html_table, interval_safe
-from .tables import hide_rows
+from .tables import format_time, hide_rows, plural
 from .values import format_percent
 
 if TYPE_CHECKING:
@@ -106,23 +107,60 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def data_stamp(warehouse: metrics.WarehouseLike) -> tuple[tuple[str, int, int], ...] | None:
-    """What changes whenever the warehouse file does: each of its files' (name, modification time, size), the
-    write-ahead log's too; None when the warehouse is not a file on disk (an engine, the configured default), whose
-    views are then never reused."""
-    path = getattr(warehouse, "path", None) if not isinstance(warehouse, (str, os.PathLike)) else warehouse
-    if path is None:
-        return None
+def file_identity(warehouse: str | Path) -> tuple[tuple[int, ...], ...] | None:
+    """What changes whenever the warehouse file does, or is replaced by another: the device, inode, size,
+    modification and change times of the file and of its write-ahead log (when there is one); None when the file
+    cannot be looked at (gone, say), whose pages are then never reused."""
     stamp = []
-    for file in (Path(path), Path(f"{path}.wal")):
+    for file in (str(warehouse), f"{warehouse}.wal"):
         try:
-            st = file.stat()
-        except OSError:
-            if file.suffix == ".wal":
+            st = os.stat(file)
+        except FileNotFoundError:
+            if file.endswith(".wal"):
                 continue
             return None
-        stamp.append((file.name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            return None
+        stamp.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return tuple(stamp)
+
+
+def data_stamp(warehouse: metrics.WarehouseLike) -> tuple[tuple[int, ...], ...] | None:
+    """The :func:`file_identity` of ``warehouse`` (a path or an open warehouse); None when it is not a file on disk
+    (an engine, the configured default), whose views are then never reused."""
+    path = getattr(warehouse, "path", None) if not isinstance(warehouse, (str, os.PathLike)) else warehouse
+    return None if path is None else file_identity(path)
+
+
+def summary_sentence(tables: Mapping[str, pd.DataFrame]) -> str:
+    """One English sentence (plain text) on what the views computed by :func:`compute_views` show: the operations
+    created in the period, their failure rate (or why there is none), the stuck operations, and where the data
+    ends. Both dashboards say it, so one value reads the same in each."""
+    rates = tables["failure"]
+    ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
+    found = Period.of(rates.attrs)  # the period the metric read, as an object
+    since, until, as_of = found.start, found.end, found.as_of
+    start = f"{format_time(since, seconds=False)} UTC" if since is not None else "the first operation"
+    end = f"{format_time(until, seconds=False)} UTC" if until is not None else "the newest event"
+    period = f"from {start} to {end}"
+    created = f"{plural(ops, 'operation')} created {period}" if ops else f"No operation was created {period}"
+    if as_of is None:
+        ends = "the warehouse holds no events yet"
+    else:
+        ends = f"the data ends {format_time(as_of, seconds=False)} UTC"
+        if since is not None and since > as_of:
+            ends += ", before this period starts: choose an earlier one"
+    if terminal:
+        rate = f"failure rate {format_percent(failed / terminal)}: {failed:,} failed of {terminal:,} finished relayed "
+        rate += "operation" if terminal == 1 else "operations"
+    elif ops:
+        rate = "none has finished yet, so there is no failure rate"
+    else:
+        rate = "there is no failure rate to show"
+    stuck_at = min(until, as_of) if until is not None and as_of is not None else as_of  # as compute_views counts
+    stuck = plural(len(tables["stuck"]), "operation") + " stuck"
+    stuck += f" as of {format_time(stuck_at, seconds=False)} UTC" if stuck_at is not None else ""
+    return f"{created} ({ends}); {rate}; {stuck}."
 
 
 def _step(span: pd.Timedelta) -> pd.Timedelta:
@@ -395,7 +433,7 @@ class Dashboard:
             self.html[key].value = f"<style>{TABLE_CSS}</style>{shown}"
         self.figures, self.tables = figures, tables
         self.redraws += 1
-        self.summary.value = self._summary_html(tables)
+        self.summary.value = html.escape(summary_sentence(tables))
 
     def _draw(
         self, f: dict[str, Any], statuses: Sequence[str] | None
@@ -412,7 +450,7 @@ class Dashboard:
             f"Dashboard over {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC "
             f"(channel: {self._filter_text(self.channel.value)}; network: {self._filter_text(self.network.value)}; "
             f"status: {self._filter_text(self.status.value)}). Run the notebook in Jupyter to change the filters.",
-            _plain_summary(self.summary.value),
+            html.unescape(self.summary.value),
         ]
         from .report import table
 
@@ -442,17 +480,6 @@ class Dashboard:
         chosen = self._chosen(values)
         return "all" if chosen is None else ", ".join(str(v) for v in chosen)
 
-    def _summary_html(self, tables: dict[str, pd.DataFrame]) -> str:
-        rates = tables["failure"]
-        ops, terminal, failed = (int(rates[c].sum()) if len(rates) else 0 for c in ("operations", "terminal", "failed"))
-        rate = format_percent(failed / terminal) if terminal else "none (no relayed operation has finished)"
-        since, until = self.period.value
-        return (
-            f"<b>{ops:,}</b> operations created {html.escape(f'{since:%Y-%m-%d %H:%M}')} to "
-            f"{html.escape(f'{until:%Y-%m-%d %H:%M}')} UTC; failure rate <b>{html.escape(rate)}</b>; "
-            f"<b>{len(tables['stuck']):,}</b> stuck now."
-        )
-
 
 def dashboard(warehouse: metrics.WarehouseLike = None, *, bucket: str | None = None) -> Dashboard:
     """An ipywidgets dashboard over ``warehouse`` (a path or :class:`~toolkit.warehouse.Warehouse`; default: the
@@ -465,11 +492,16 @@ def dashboard(warehouse: metrics.WarehouseLike = None, *, bucket: str | None = N
     return Dashboard(warehouse, bucket=bucket)
 
 
-def _plain_summary(markup: str) -> str:
-    """The summary line without its markup (it holds only <b> tags and escaped text)."""
-    import re
-
-    return html.unescape(re.sub(r"<[^>]+>", "", markup))
-
-
-__all__ = ["ALL", "EMPTY", "FIGURED", "VIEWS", "VIEW_METRICS", "Dashboard", "compute_views", "dashboard"]
+__all__ = [
+    "ALL",
+    "EMPTY",
+    "FIGURED",
+    "VIEWS",
+    "VIEW_METRICS",
+    "Dashboard",
+    "compute_views",
+    "dashboard",
+    "data_stamp",
+    "file_identity",
+    "summary_sentence",
+]
