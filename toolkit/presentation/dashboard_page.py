@@ -48,6 +48,7 @@ from .dashboard_widgets import (
     status_note,
     summary_sentence,
 )
+from .figures import png_bytes
 from .report import html_table
 from .tables import TABLE_CSS, hide_rows
 
@@ -172,12 +173,7 @@ def render_figures(
     """Every view's figure as PNG bytes, for the filters in ``query`` (``tables``: the views' tables for them)."""
     filters, statuses, bucket = _filters(query)
     _, figures = compute_views(warehouse, filters, statuses, bucket, tables=tables)
-    out = {}
-    for view, figure in figures.items():
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
-        out[view] = buffer.getvalue()
-    return out
+    return {view: png_bytes(figure) for view, figure in figures.items()}
 
 
 class _Stopping(Exception):

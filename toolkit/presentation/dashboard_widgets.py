@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 import warnings
 from collections import OrderedDict
@@ -99,12 +98,6 @@ class _All:
 
 #: The value of each filter's "All" option.
 ALL = _All()
-
-
-def _png(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()
 
 
 def file_identity(warehouse: str | Path) -> tuple[tuple[int, ...], ...] | None:
@@ -439,7 +432,7 @@ class Dashboard:
         self, f: dict[str, Any], statuses: Sequence[str] | None
     ) -> tuple[dict[str, pd.DataFrame], dict[str, Figure], dict[str, bytes]]:
         tables, figures = compute_views(self.warehouse, f, statuses, self.bucket)
-        return tables, figures, {key: _png(fig) for key, fig in figures.items() if not tables[key].empty}
+        return tables, figures, {key: plots.png_bytes(fig) for key, fig in figures.items() if not tables[key].empty}
 
     def to_text(self) -> str:
         """What the dashboard shows, as plain text: filters, summary and each view's table (a static fallback)."""

@@ -26,6 +26,16 @@ if TYPE_CHECKING:
 _CATEGORY_COLOURS = {"revert": 3, "gas": 1, "nonce": 4, "chain_unavailable": 0, "deadline": 7, "other": 5}
 
 
+def png_bytes(fig: Figure, *, dpi: int = 90) -> bytes:
+    """``fig`` as PNG bytes, with no software stamp in the file: the same figure gives the same bytes (the report,
+    the dashboard page and the widgets all encode through here)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    return buffer.getvalue()
+
+
 def _figure(width: float = 10.0, height: float = 5.0) -> Figure:
     from matplotlib.figure import Figure
 

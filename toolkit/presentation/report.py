@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
-import io
 import math
 import os
 import re
@@ -38,6 +37,7 @@ from ..metrics.stats import difference_interval, two_proportion_p
 from ..registry import ReportTable, report_tables
 from ..times import now_utc, parse_period
 from ..warehouse import Warehouse
+from .figures import png_bytes
 from .files import write_table
 from .safe import frame_for_terminal
 from .tables import (
@@ -566,9 +566,7 @@ _MAX_ROWS = 50
 
 def figure_png(fig: Figure) -> str:
     """A figure as a base64 PNG ``data:`` URI (no timestamp in the file: the same figure gives the same bytes)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(png_bytes(fig, dpi=100)).decode("ascii")
 
 
 def html_table(
