@@ -58,9 +58,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
         verify_and_print(warehouse, org_id=don["org_id"], signers=",".join(don["signers"]), env={})
         print("\nTime in each status, per network:")
-        latency, hidden = hidden_rows(metrics.status_latency(str(warehouse)), "status-latency")
         again = f"chainops metrics status-latency --warehouse {shlex.quote(str(warehouse))}"  # the demo takes neither
-        hidden = [n.replace("(--wide", f"({again} --wide") for n in hidden]
+        latency, hidden = hidden_rows(metrics.status_latency(str(warehouse)), "status-latency", wide=f"{again} --wide")
         columns = default_columns(latency, "status-latency")
         more = f"{again} --max-rows N shows more"
         latency, cut = cut_rows(latency, row_limit("table", None, None), more)

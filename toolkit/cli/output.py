@@ -140,12 +140,13 @@ def default_columns(df: pd.DataFrame, metric: str | bool, by: Sequence[str] = ()
     return wanted or None
 
 
-def hidden_rows(df: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
+def hidden_rows(df: pd.DataFrame, metric: str, *, wide: str = "--wide") -> tuple[pd.DataFrame, list[str]]:
     """``df`` without the rows that cannot carry a value by definition
-    (:func:`toolkit.presentation.tables.hide_rows`)."""
+    (:func:`toolkit.presentation.tables.hide_rows`); the note says ``wide`` (the option, or a whole command) shows
+    them."""
     from ..presentation.tables import hide_rows
 
-    return hide_rows(df, metric)
+    return hide_rows(df, metric, shown_by=f"{wide} shows them")
 
 
 def period_line(df: pd.DataFrame, metric: str) -> str:

@@ -153,9 +153,9 @@ def page_and_tables(
         else:
             if key in FIGURED:  # a view declared with no figure of its own shows its table alone
                 parts.append(f'<img alt="{e(title)}" width="1000" src="/figure/{key}.png?{e(image_query)}">')
-            shown, hidden = hide_rows(df, VIEW_METRICS[key])
+            shown, hidden = hide_rows(df, VIEW_METRICS[key], shown_by=None)
             parts.append(html_table(shown, _TABLE_COLUMNS[key], max_rows=MAX_ROWS, metric=VIEW_METRICS[key]))
-            parts += [f'<p class="meta">{e(n.removesuffix(" (--wide shows them)"))}</p>' for n in hidden]
+            parts += [f'<p class="meta">{e(n)}</p>' for n in hidden]
         parts.append("</section>")
     return _page("".join(parts)), tables
 

@@ -730,12 +730,9 @@ def _render_html(report: Report, *, figures: bool = True, full_page: bool = True
         if section.note:
             parts.append(f'<p class="meta note">{e(section.note)}</p>')
         if section.columns:
-            shown, hidden = hide_rows(report.tables[key], kinds)  # the CSV/Parquet tables keep them
+            shown, hidden = hide_rows(report.tables[key], kinds, shown_by="the CSV tables hold them")
             parts.append(html_table(shown, section.columns, max_rows=_MAX_ROWS, metric=kinds))
-            parts += [
-                f'<p class="meta">{e(n.replace(" (--wide shows them)", " (the CSV tables hold them)"))}</p>'
-                for n in hidden
-            ]
+            parts += [f'<p class="meta">{e(n)}</p>' for n in hidden]
         for sub_kinds, sub in inner:
             if sub.key in report.tables:
                 parts.append(f'<h3 id="{sub.key}">{e(sub.heading)}</h3>')

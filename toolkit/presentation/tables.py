@@ -319,10 +319,13 @@ def _whole_minute(value: Any) -> bool:
     return False
 
 
-def hide_rows(df: pd.DataFrame, metric: str | bool) -> tuple[pd.DataFrame, list[str]]:
+def hide_rows(
+    df: pd.DataFrame, metric: str | bool, *, shown_by: str | None = "--wide shows them"
+) -> tuple[pd.DataFrame, list[str]]:
     """``df`` without the rows that cannot carry a value by definition (the registry's ``hidden``: final statuses in
-    ``status-latency``), and the note that says how many were left out (none when nothing was). Data outputs keep
-    every row; only what people read by default leaves them out."""
+    ``status-latency``), and the note that says how many were left out (none when nothing was), ending with
+    ``shown_by`` in brackets: where the reader finds them (the CLI's ``--wide``; a report's CSV tables; None says
+    nothing). Data outputs keep every row; only what people read by default leaves them out."""
     from ..registry import BY_NAME
 
     m = BY_NAME.get(metric) if isinstance(metric, str) else None
@@ -335,7 +338,8 @@ def hide_rows(df: pd.DataFrame, metric: str | bool) -> tuple[pd.DataFrame, list[
     dropped = keep.count(False)
     if not dropped:
         return df, []
-    return df[keep], [f"{plural(dropped, 'row')} for {m.hidden_why} not shown (--wide shows them)"]
+    where = f" ({shown_by})" if shown_by else ""
+    return df[keep], [f"{plural(dropped, 'row')} for {m.hidden_why} not shown{where}"]
 
 
 # ---- terminal ----------------------------------------------------------------------------------------------------
