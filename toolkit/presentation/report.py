@@ -342,6 +342,23 @@ def build_report(
         span = end - start
         heat = "1h" if span <= pd.Timedelta(days=3) else "6h" if span <= pd.Timedelta(days=14) else "1d"
         activity = held(metrics.watcher_activity, wh, by=["watcher_id"], bucket=heat, **period)
+        tables = {
+            "status_latency": latency,
+            "failure_rates": rates,
+            "failure_by_channel": by_channel,
+            "failure_reasons": reasons,
+            "finality": finality,
+            "query_latency": queries,
+            "stuck_operations": stuck,
+            "overdue_queries": overdue,
+            "revisits": revisits,
+            "proof_coverage": proofs,
+            "invalid_proofs": invalid_proofs,
+            "watcher_activity": activity,
+        }
+        # a metric declared with a report table and computed nowhere above: its table over the period
+        missing = [(m, t) for m, t in report_tables() if t.key not in tables]
+        tables.update({t.key: held(getattr(metrics, m.function), wh, **period) for m, t in missing})
     timed = _eligible_latency(latency)
     change, change_low, change_high = difference_interval(
         *(_value(overall, c) for c in ("failure_rate", "failure_rate_low", "failure_rate_high")),
@@ -372,24 +389,6 @@ def build_report(
         # never synced successfully is the worst staleness: infinite, so `sync_age_h>24` fires
         "sync_age_h": max((clock - synced).total_seconds(), 0.0) / 3600 if synced is not None else float("inf"),
     }
-    tables = {
-        "status_latency": latency,
-        "failure_rates": rates,
-        "failure_by_channel": by_channel,
-        "failure_reasons": reasons,
-        "finality": finality,
-        "query_latency": queries,
-        "stuck_operations": stuck,
-        "overdue_queries": overdue,
-        "revisits": revisits,
-        "proof_coverage": proofs,
-        "invalid_proofs": invalid_proofs,
-        "watcher_activity": activity,
-    }
-    missing = [(m, t) for m, t in report_tables() if t.key not in tables]
-    if missing:  # a metric declared with a report table and computed nowhere above: its table over the period
-        with metrics._open(warehouse) as wh:
-            tables.update({t.key: held(getattr(metrics, m.function), wh, **period) for m, t in missing})
     report = Report(
         title=title,
         since=start,
