@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.builders import ETHEREUM, SEPOLIA, T0, build, ladder, op_event, refresh
 from toolkit import metrics
-from toolkit.metrics.stuck import _p90_sql
+from toolkit.metrics.survival import uncensored_percentiles_sql
 
 #: A chain with no network record and no history of its own: its thresholds come from the other networks.
 ELSEWHERE = "4242"
@@ -106,8 +106,8 @@ def test_fractional_durations_many_ties_and_every_group_size(tmp_path: Path) -> 
     con.register("stays_df", stays)
     con.execute("CREATE TABLE stays AS SELECT * FROM stays_df")
     for keys in (["chain_selector", "status"], ["status"]):
-        counted = f"SELECT {', '.join(keys)}, s, count(*) AS c FROM stays GROUP BY ALL"
-        got = con.execute(_p90_sql(", ".join(keys), counted)).df().set_index(keys)["p90_s"]
+        counted = f"SELECT {', '.join(keys)}, s AS duration, count(*) AS k FROM stays GROUP BY ALL"
+        got = con.execute(uncensored_percentiles_sql(counted, keys, [0.9])).df().set_index(keys)["p90_s"]
         want = stays.groupby(keys)["s"].agg(lambda v: type2_p90(list(v)))
         assert len(got) == len(want)
         for key, value in want.items():

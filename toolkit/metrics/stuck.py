@@ -23,6 +23,9 @@ from .common import (
 )
 from .declarations import BY_NAME
 from .outcomes import latest_only_sql
+from .survival import uncensored_percentiles_sql
+
+_BY_STATUS = "SELECT status, duration, sum(k) AS k FROM left_by_now GROUP BY status, duration"
 
 #: The columns it can group by, as declared (:mod:`.declarations`).
 STUCK_GROUPS = BY_NAME["stuck-operations"].by
@@ -45,25 +48,6 @@ STUCK_COLUMNS = (
 RELAY_STATUSES: tuple[str, ...] = ("accepted", "sending", "sent", "broadcasting", *spec.FINALITY_STAGES[:-1])
 #: The state machine's default threshold of a relay status (and of a draft whose deadline is unknown): one hour.
 STATE_MACHINE_DEFAULT_S = 3600.0
-
-
-def _p90_sql(keys: str, counted: str) -> str:
-    """SELECT of the p90 (``p90_s``) per ``keys`` (internal column names) of the ended stays counted in ``counted``
-    (a relation of ``keys``, ``s`` the seconds in status and ``c`` the stays that lasted exactly ``s``, one row per
-    distinct ``s``): Hyndman–Fan type 2 (numpy's ``averaged_inverted_cdf``), the definition ``status_latency`` reads
-    off its Kaplan–Meier curve, which with nothing censored is this. With ``n`` stays and ``k = 0.9 n``: the
-    ``k``-th smallest rounded up when ``k`` is not whole, else the mean of the ``k``-th and the next (``9 n`` tested
-    in integers, not floats). The ``i``-th smallest is the ``s`` whose running count reaches ``i`` first, so only
-    the distinct durations are sorted, not every stay."""
-    return f"""
-        SELECT {keys}, avg(s) FILTER (WHERE below < k + 1 AND upto >= k + 1
-            OR (9 * n) % 10 = 0 AND below < k AND upto >= k) AS p90_s
-        FROM (SELECT *, upto - c AS below, CAST(floor(9 * n / 10.0) AS BIGINT) AS k FROM (
-            SELECT {keys}, s, c,
-                CAST(sum(c) OVER (PARTITION BY {keys} ORDER BY s ROWS UNBOUNDED PRECEDING) AS BIGINT) AS upto,
-                CAST(sum(c) OVER (PARTITION BY {keys}) AS BIGINT) AS n
-            FROM ({counted}) AS counted) AS ranked) AS ranked_k
-        GROUP BY {keys}"""
 
 
 @takes_filters()
@@ -136,12 +120,13 @@ def _stuck_rows(
     sql = f"""
         WITH latest_only AS ({latest_only_sql()}),
         left_by_now AS (
-            SELECT chain_selector, status, seconds_in_status AS s, count(*) AS c FROM operation_transitions
+            SELECT chain_selector, status, seconds_in_status AS duration, count(*) AS k FROM operation_transitions
             WHERE seconds_in_status IS NOT NULL AND exited_at <= {now}
             GROUP BY chain_selector, status, seconds_in_status
         ),
-        p90 AS ({_p90_sql("chain_selector, status", "SELECT * FROM left_by_now")}),
-        p90_any AS ({_p90_sql("status", "SELECT status, s, sum(c) AS c FROM left_by_now GROUP BY status, s")}),
+        -- the p90 status_latency reads off its curve, which with nothing censored is Hyndman–Fan type 2
+        p90 AS ({uncensored_percentiles_sql("SELECT * FROM left_by_now", ["chain_selector", "status"], [0.9])}),
+        p90_any AS ({uncensored_percentiles_sql(_BY_STATUS, ["status"], [0.9])}),
         explicit AS (SELECT unnest({thr_status}::VARCHAR[]) AS status, unnest({thr_seconds}::DOUBLE[]) AS seconds),
         current AS (
             SELECT t.operation_id, t.channel_id, t.chain_selector, t.network, t.address, t.status, t.entered_at,
