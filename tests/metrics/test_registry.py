@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from toolkit import metrics
+from toolkit import metrics, spec
 from toolkit.metrics.coverage import REQUIRED_TYPES
+from toolkit.metrics.declare import FILTER_NAMES, UnknownValueError
 from toolkit.presentation import tables as present
 from toolkit.registry import METRICS, markdown
 
@@ -24,7 +26,6 @@ def test_the_command_line_names_are_the_registry_names() -> None:
 @pytest.mark.parametrize("entry", METRICS, ids=lambda m: m.name)
 def test_declared_columns_filters_and_kinds_match_the_results(warehouse, entry) -> None:
     func = getattr(metrics, entry.function)
-    assert tuple(func.filter_names) == entry.filters
     df = func(warehouse)
     assert set(df.columns) <= set(entry.column_names), set(df.columns) - set(entry.column_names)
     assert set(entry.default) <= set(entry.column_names)
@@ -42,10 +43,34 @@ def test_declared_columns_filters_and_kinds_match_the_results(warehouse, entry) 
         assert list(df.columns).index("channel") == list(df.columns).index("channel_id") + 1
 
 
-def test_the_coverage_check_reads_the_needed_events_from_the_registry() -> None:
-    for m in METRICS:
-        for function in (m.function, *m.companions):
-            assert REQUIRED_TYPES.get(function) == m.needs
+#: A value of each filter the test warehouse does not hold, and one of the period filters.
+NOWHERE = {"channel": "ch-nowhere", "network": "Nowhere Net", "status": "nowhere_status"}
+PERIOD = {"since": "2000-01-01", "until": "2100-01-01"}
+
+
+@pytest.mark.parametrize("entry", METRICS, ids=lambda m: m.name)
+def test_a_metric_reads_exactly_its_declared_filters(warehouse, entry) -> None:
+    """What the function does, not the declaration read back: a declared filter is read (a value the warehouse does
+    not hold is refused by name), any other filter is refused as one it does not take."""
+    func = getattr(metrics, entry.function)
+    for name in FILTER_NAMES:
+        value = NOWHERE.get(name) or PERIOD[name]
+        if name not in entry.filters:
+            with pytest.raises(TypeError, match=f"does not filter by \\['{name}'\\]"):
+                func(warehouse, **{name: value})
+        elif name in NOWHERE:
+            with pytest.raises(UnknownValueError, match=value):
+                func(warehouse, **{name: value})
+        else:
+            assert isinstance(func(warehouse, **{name: value}), pd.DataFrame)
+
+
+def test_every_needed_event_type_is_one_the_service_sends() -> None:
+    """A metric's ``needs`` is what the coverage check refuses it without: a type name not in the vocabulary would
+    refuse it on every warehouse."""
+    needs = {m.needs for m in METRICS} - {None}
+    assert needs and needs <= set(spec.EVENT_TYPES), needs - set(spec.EVENT_TYPES)
+    assert all(REQUIRED_TYPES.get(m.function) == m.needs for m in METRICS)  # the check reads these, not a copy
 
 
 def test_the_docs_are_generated_from_the_registry() -> None:
