@@ -173,8 +173,10 @@ STEPS = {
     "events' conversion to Arrow (the repeated-names check included)": ("toolkit.warehouse.event_batches",
                                                                          "columns_batch"),
     "repeated-names check": ("toolkit.warehouse.repeated_names", "settle_repeated_names"),
-    "lists' conversion to Arrow": ("toolkit.warehouse.arrow", "to_batch"),
+    "lists' conversion to Arrow": ("toolkit.warehouse.batches", "to_batch"),
 }
+OLDER_PLACES = {"toolkit.warehouse.batches": "toolkit.warehouse.arrow"}  # where an older version holds it
+
 def measured_step(label, original):
     def step(*args, **kwargs):
         cpu = time.thread_time()
@@ -186,7 +188,10 @@ def measured_step(label, original):
                 work_cpu[label] = work_cpu.get(label, 0) + spent
     return step
 for label, (module_name, name) in STEPS.items():
-    original = getattr(importlib.import_module(module_name), name, None)
+    try:
+        original = getattr(importlib.import_module(module_name), name, None)
+    except ImportError:
+        original = getattr(importlib.import_module(OLDER_PLACES[module_name]), name, None)
     if original is None:
         continue
     step = measured_step(label, original)
