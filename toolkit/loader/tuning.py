@@ -36,7 +36,7 @@ class Tuning:
     peak_budget_mib: int | None = 400
     #: What the process grows by while the models build, beyond the memory limit DuckDB is given (what it allocates
     #: outside its buffer manager, the allocator's slack), kept out of what the budget leaves them (MiB): without it
-    #: a sync of 200,000 events peaked at 374–401 MiB under the 400 of the budget (issue 40, sixteen runs).
+    #: a sync of 200,000 events peaked at 374–401 MiB under the 400 of the budget (issue 40, seventeen runs).
     models_overshoot_mib: int = 8
     #: DuckDB's threads for the models, built once fetching is over.
     models_threads: int = 2
