@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import httpx
@@ -51,3 +52,21 @@ def test_an_abandoned_exchange_does_not_hold_up_the_next() -> None:
                 assert client.request("GET", "next") == {"path": "/v1/next"}
     finally:
         release.set()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_starts_its_own_threads() -> None:
+    # the parent's idle thread does not exist in a child: a child that handed it its request would wait in vain
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"ok": True}))
+    short = RetryPolicy(attempts=1, deadline=5.0, initial=0.0, maximum=0.0, floor=0.0)
+    with Client("http://127.0.0.1:9/v1", TEST_KEY, transport=transport, retry=short) as client:
+        assert client.request("GET", "ping") == {"ok": True}  # leaves a thread waiting for the next exchange
+        pid = os.fork()
+        if pid == 0:  # the child: answered at once, or exit 1
+            try:
+                code = 0 if client.request("GET", "ping") == {"ok": True} else 1
+            except BaseException:
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
