@@ -11,6 +11,11 @@
    events, seconds, events/s, the sync's peak RSS (``VmHWM``) and phases, and the ratio baseline / sync, using the
    mean of the two baselines around it (this machine's speed drifts within minutes).
 
+For each of the sync's threads (main, the writer, the request threads summed) it prints where the wall time went:
+running, waiting for a core (runnable, no core free: ``/proc/thread-self/schedstat``) and blocked; for the main
+thread also what it was blocked on (its requests, handing writes to the writer, waiting for the writer). Each run
+prints the load average before and after it: on a shared machine, waiting for a core is the load of other work.
+
 ``--profile OUT`` runs the sync once more under cProfile and writes its stats to ``OUT`` (read them with
 ``python -m pstats OUT``).
 
@@ -93,8 +98,61 @@ def submit(self, work):
             work()
         finally:
             writer_cpu[phase] = writer_cpu.get(phase, 0) + time.thread_time() - cpu
+    t = time.perf_counter()
     _submit(self, measured)
+    waits["handing a write to the writer (its queue full)"] += time.perf_counter() - t
 writer_module.Writer.submit = submit
+# where each thread's wall time went (Linux): running, waiting for a core (runnable; the run queue, from
+# /proc/thread-self/schedstat) or blocked; and what the main thread was blocked on
+import collections
+def sched():
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            ran, queued, _ = f.read().split()
+        return time.perf_counter(), int(ran) / 1e9, int(queued) / 1e9
+    except OSError:
+        return time.perf_counter(), time.thread_time(), 0.0
+walls = collections.defaultdict(lambda: collections.Counter())
+waits = collections.Counter()
+def spent(who, start):
+    end = sched()
+    walls[who].update(
+        {"wall": end[0] - start[0], "running": end[1] - start[1], "waiting for a core": end[2] - start[2]}
+    )
+_drain = writer_module.Writer.drain
+def drain(self):
+    t = time.perf_counter()
+    try:
+        return _drain(self)
+    finally:
+        waits["waiting for the writer (commits, reads, the models)"] += time.perf_counter() - t
+writer_module.Writer.drain = drain
+_writer_run = writer_module.Writer._run
+def writer_run(self):
+    start = sched()
+    try:
+        return _writer_run(self)
+    finally:
+        spent("writer thread", start)
+writer_module.Writer._run = writer_run
+from toolkit.api import client as client_module, exchange as exchange_module
+_send_once = client_module.Client._send_once
+def send_once(self, *args, **kwargs):
+    t = time.perf_counter()
+    try:
+        return _send_once(self, *args, **kwargs)
+    finally:
+        waits["in requests (sending, waiting for the answer, decoding it)"] += time.perf_counter() - t
+client_module.Client._send_once = send_once
+_EXCHANGE_STEP = "send_and_read" if hasattr(exchange_module.Exchange, "send_and_read") else "run"
+_exchange_step = getattr(exchange_module.Exchange, _EXCHANGE_STEP)
+def exchange_step(self):
+    start = sched()
+    try:
+        return _exchange_step(self)
+    finally:
+        spent("request threads (all, summed)", start)
+setattr(exchange_module.Exchange, _EXCHANGE_STEP, exchange_step)
 # the highest resident MB seen in each phase (sampled every 20 ms)
 import threading
 phase_peak = {}
@@ -115,8 +173,10 @@ STEPS = {
     "events' conversion to Arrow (the repeated-names check included)": ("toolkit.warehouse.event_batches",
                                                                          "columns_batch"),
     "repeated-names check": ("toolkit.warehouse.repeated_names", "settle_repeated_names"),
-    "lists' conversion to Arrow": ("toolkit.warehouse.arrow", "to_batch"),
+    "lists' conversion to Arrow": ("toolkit.warehouse.batches", "to_batch"),
 }
+OLDER_PLACES = {"toolkit.warehouse.batches": "toolkit.warehouse.arrow"}  # where an older version holds it
+
 def measured_step(label, original):
     def step(*args, **kwargs):
         cpu = time.thread_time()
@@ -128,7 +188,10 @@ def measured_step(label, original):
                 work_cpu[label] = work_cpu.get(label, 0) + spent
     return step
 for label, (module_name, name) in STEPS.items():
-    original = getattr(importlib.import_module(module_name), name, None)
+    try:
+        original = getattr(importlib.import_module(module_name), name, None)
+    except ImportError:
+        original = getattr(importlib.import_module(OLDER_PLACES[module_name]), name, None)
     if original is None:
         continue
     step = measured_step(label, original)
@@ -136,6 +199,7 @@ for label, (module_name, name) in STEPS.items():
         for attr, value in list(vars(module).items()):
             if value is original:
                 setattr(module, attr, step)
+main_start = sched()
 if len(sys.argv) > 4:
     import cProfile
     profiler = cProfile.Profile()
@@ -143,12 +207,17 @@ if len(sys.argv) > 4:
     profiler.dump_stats(sys.argv[4])
 else:
     r = sync(settings, quiet=True)
+spent("main thread", main_start)
+walls["main thread"].update(waits)
+for counts in walls.values():
+    counts["blocked"] = counts["wall"] - counts["running"] - counts["waiting for a core"]
 phase_cpu["(after the phases: models, checkpoint, audit)"] = round(time.process_time() - last_end[0], 2)
 print(json.dumps({"seconds": r.seconds, "wall": time.perf_counter() - t0, "requests": r.requests,
                   "rows": dict(r.rows), "phases": r.phases, "outcome": r.outcome, "peak_mb": peak_rss_mb(),
                   "phase_cpu": phase_cpu, "phase_rss_mb": phase_rss,
                   "writer_cpu": {k: round(v, 2) for k, v in writer_cpu.items()}, "phase_peak_mb": phase_peak,
-                  "work_cpu": {k: round(v, 2) for k, v in work_cpu.items()}}))
+                  "work_cpu": {k: round(v, 2) for k, v in work_cpu.items()},
+                  "walls": {who: {k: round(v, 2) for k, v in c.items()} for who, c in walls.items()}}))
 """
 )
 
@@ -333,6 +402,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"replaying {len(targets):,} recorded requests from {url}", flush=True)
             ratios = []
             for run in range(1, args.runs + 1):
+                load_before = os.getloadavg()[0]
                 pages, events, before, before_cpu = baseline(url, targets)
                 check_no_misses(server, "the baseline")
                 other = None
@@ -348,8 +418,9 @@ def main(argv: list[str] | None = None) -> None:
                 ratio = base / sync["seconds"]
                 ratios.append(ratio)
                 print(
-                    f"run {run}: baseline (httpx keep-alive + orjson.loads): {pages:,} pages, {events:,} events in "
-                    f"{before:.2f}s before and {after:.2f}s after the sync = {events / base:,.0f} events/s"
+                    f"run {run} (load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}): baseline (httpx "
+                    f"keep-alive + orjson.loads): {pages:,} pages, {events:,} events in {before:.2f}s before and "
+                    f"{after:.2f}s after the sync = {events / base:,.0f} events/s"
                 )
                 print(
                     f"  sync: {stored:,} events ({sum(sync['rows'].values()):,} rows, {requests:,} requests, "
@@ -362,6 +433,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  resident MB at the end of each phase: {sync['phase_rss_mb']}")
                 print(f"  highest resident MB in each phase (innermost): {sync['phase_peak_mb']}")
                 print(f"  the toolkit's own steps (CPU-s, any thread): {sync['work_cpu']}")
+                for who, spent in sync["walls"].items():
+                    print(f"  {who}, seconds of the sync: {spent}")
                 base_cpu = (before_cpu + after_cpu) / 2
                 print(
                     f"  CPU seconds: baseline {base_cpu:.2f}, sync {sync['cpu']:.2f} (process, imports included) = "
@@ -394,6 +467,8 @@ def main(argv: list[str] | None = None) -> None:
                         f"the toolkit's own steps (CPU-s): {other['work_cpu']}",
                         flush=True,
                     )
+                    for who, spent in other.get("walls", {}).items():
+                        print(f"    compared: {who}, seconds of the sync: {spent}")
             print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}")
             if args.profile:
                 run_sync(url, Path(tmp) / "profiled.duckdb", profile=args.profile)

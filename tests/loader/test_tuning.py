@@ -8,10 +8,17 @@ from toolkit.loader.tuning import DEFAULT_TUNING, models_memory_limit, resident_
 
 
 def test_the_models_get_what_the_budget_leaves_between_the_floor_and_the_limit() -> None:
-    # 400 MiB budget; the limit 256 MB is 244.1 MiB; the floor 122 MiB
-    assert models_memory_limit(DEFAULT_TUNING, 265.0) == "135MiB"  # 400 - 265
+    # 400 MiB budget, 8 MiB of it set aside for the build's overshoot; the limit 256 MB is 244.1 MiB; the floor 122
+    assert models_memory_limit(DEFAULT_TUNING, 265.0) == "127MiB"  # 400 - 8 - 265
     assert models_memory_limit(DEFAULT_TUNING, 100.0) == "256MB"  # the budget leaves more than the limit: as set
     assert models_memory_limit(DEFAULT_TUNING, 350.0) == "122MiB"  # less than the floor is left: the floor
+
+
+def test_the_overshoot_is_set_aside_from_what_the_budget_leaves() -> None:
+    tight = dataclasses.replace(DEFAULT_TUNING, peak_budget_mib=300, models_overshoot_mib=20)
+    assert models_memory_limit(tight, 100.0) == "180MiB"  # 300 - 20 - 100
+    none_aside = dataclasses.replace(tight, models_overshoot_mib=0)
+    assert models_memory_limit(none_aside, 100.0) == "200MiB"
 
 
 def test_a_limit_set_below_the_floor_is_kept() -> None:

@@ -8,6 +8,12 @@ steps and looks at the deadline and for a stop request between them. When either
 once: the exchange is told to stop, its socket is shut down when the answer has begun (which ends a blocked read
 there and then), and the thread, a daemon, never holds up the caller or the end of the process.
 
+The threads are kept once their exchange ends (a few, :data:`IDLE_THREADS`) and the next exchange runs on one of
+them: a new thread for each of the 1,305 requests of ``benchmarks.cpu_bench``'s sync (200,000 events) made them cost
+1.08–1.14 CPU-s where kept threads cost 0.62–0.70 and bare httpx 0.51–0.70, and the caller waited for each new
+thread to be scheduled. A thread whose exchange was abandoned is busy until that exchange returns; the next exchange
+takes another.
+
 A body whose decoded size passes the cap (a gzip bomb, an endless chunked body) is refused as a malformed answer
 when it passes it, so memory stays bounded by the cap whatever the service sends.
 """
@@ -15,6 +21,8 @@ when it passes it, so memory stays bounded by the cap whatever the service sends
 from __future__ import annotations
 
 import contextlib
+import os
+import queue
 import socket
 import threading
 import time
@@ -30,6 +38,8 @@ from ..signals import check_stop
 POLL_SECONDS = 0.1
 #: The most bytes one step of gzip or deflate decoding makes.
 DECODE_STEP = 2**20
+#: Threads kept waiting for the next exchange once theirs has ended (more, when exchanges overlap, end with them).
+IDLE_THREADS = 4
 
 
 class TooLarge(Exception):
@@ -68,7 +78,15 @@ class Exchange:
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        """(On the exchange's thread.) Send the request and read the whole answer, or record why not."""
+        """(On the exchange's thread.) Send the request and read the whole answer, or record why not; then set
+        :attr:`done`."""
+        try:
+            self.send_and_read()
+        finally:
+            self.done.set()
+
+    def send_and_read(self) -> None:
+        """:meth:`run` without setting :attr:`done` (whoever calls it sets it)."""
         try:
             response = self._http.send(self._request, stream=True)
             try:
@@ -85,8 +103,6 @@ class Exchange:
                 response.close()
         except BaseException as exc:  # handed to the caller (or dropped, when it has given up)
             self.error = exc
-        finally:
-            self.done.set()
 
     def _read(self, response: httpx.Response) -> bytes:
         declared = response.headers.get("Content-Length", "")
@@ -149,6 +165,51 @@ class Exchange:
                     sock.shutdown(socket.SHUT_RDWR)
 
 
+class _Threads:
+    """The daemon threads exchanges run on: an exchange runs on an idle one, or on a new one when none is idle;
+    once it ends, its thread waits for the next exchange, unless :data:`IDLE_THREADS` already wait."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Exchange] = queue.SimpleQueue()
+        self._idle = 0
+
+    def forget(self) -> None:
+        """(In a forked child, which has none of the parent's threads.) No thread is idle."""
+        self._lock = threading.Lock()
+        self._jobs = queue.SimpleQueue()
+        self._idle = 0
+
+    def start(self, job: Exchange) -> None:
+        """Run ``job`` on a thread of its own (not waited for)."""
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._jobs.put(job)  # exactly one idle thread is waiting for it
+                return
+        threading.Thread(target=self._serve, args=(job,), name="chainops-request", daemon=True).start()
+
+    def _serve(self, job: Exchange) -> None:
+        while True:
+            keep = False
+            try:
+                job.send_and_read()
+            finally:
+                with self._lock:  # idle before the caller hears: its next exchange finds this thread
+                    keep = self._idle < IDLE_THREADS
+                    self._idle += keep
+                job.done.set()
+            del job  # a waiting thread holds no answer
+            if not keep:
+                return
+            job = self._jobs.get()
+
+
+_THREADS = _Threads()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_THREADS.forget)
+
+
 def exchange(
     http: httpx.Client,
     method: str,
@@ -167,16 +228,16 @@ def exchange(
     ``max_bytes``, whatever httpx raised for the exchange, and the deferred stop (:func:`~toolkit.signals.check_stop`)
     as soon as one is asked for. In every case but success the exchange is abandoned, its connection closed.
 
-    ``inline`` is for a transport that answers at once in the calling thread, with no socket to wait on (the
-    sandbox's in-process transport): the exchange runs there, without a thread of its own (which costs more than
-    such an answer: thread start and hand-over were ~40% of the CPU of a run of in-process requests)."""
+    The exchange runs on a thread of :class:`_Threads`. ``inline`` is for a transport that answers at once in the
+    calling thread, with no socket to wait on (the sandbox's in-process transport): the exchange runs there, without
+    a thread (which costs more than such an answer: thread start and hand-over were ~40% of the CPU of a run of
+    in-process requests)."""
     request = http.build_request(method, path, params=params, json=json_body)
     job = Exchange(http, request, max_bytes=max_bytes)
     if inline:
         job.run()
     else:
-        thread = threading.Thread(target=job.run, name="chainops-request", daemon=True)
-        thread.start()
+        _THREADS.start(job)
         try:
             while not job.done.wait(max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))):
                 check_stop()
