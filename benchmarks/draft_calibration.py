@@ -4,12 +4,14 @@ A live sandbox (:mod:`benchmarks.support.inflight`'s clock, held nearly still) i
 waiting for its signature at the reading gets its probabilities of being cancelled and of expiring, as
 ``draft_cancel_rate`` and ``draft_expiry_rate`` project it (:func:`toolkit.metrics.drafts.projected_units`, the
 cohort of every operation); the clock then advances and each draft's fate is read from the raw HTTP answers. Prints,
-per shape and seed and per age at the reading: waiting drafts, the sum of their projected chances against the
-outcomes that happened, for both rates, and those still waiting at the end.
+per shape and seed and per age at the reading: waiting drafts, those without a deadline, the sum of their projected
+chances, of the chances the sandbox's own plan gives them (:func:`planned`) and the outcomes that happened, for both
+rates, and those still waiting at the end. ``--readings`` reads each sandbox several times, ``--every`` hours apart,
+before the clock moves on: more waiting drafts for one sandbox.
 
 Usage, from the repository root::
 
-    .venv/bin/python -m benchmarks.draft_calibration
+    .venv/bin/python -m benchmarks.draft_calibration --readings 8
     .venv/bin/python -m benchmarks.draft_calibration --shape messy --seeds 5151,1,2,3
 """
 
@@ -29,6 +31,7 @@ from toolkit.metrics.drafts import projected_units
 from toolkit.metrics.outcomes import operation_cohort
 from toolkit.sandbox import Sandbox
 from toolkit.sandbox.inprocess import BASE_URL
+from toolkit.sandbox.scenarios import SHAPES
 from toolkit.warehouse import Warehouse
 
 #: Each shape's sandbox: seeds, days of history, operations a day, days the clock advances (thin_data_check's).
@@ -85,11 +88,39 @@ def projected(
     )
 
 
+def _later(t: np.ndarray, lo: float, hi: np.ndarray | float) -> np.ndarray:
+    """P(U > t) for U uniform on [lo, hi]."""
+    return np.clip((hi - t) / (hi - lo), 0.0, 1.0)
+
+
+def planned(df: pd.DataFrame, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """The chances of being cancelled and of expiring that the sandbox's plan gives each waiting draft (``age``,
+    ``timed``, ``window`` as :func:`projected` gives them), by Bayes from that plan
+    (``toolkit/sandbox/scenarios.py``, ``Scenario._plan_draft``, written out here): with ``h`` the deadline less
+    120 s (4 h without one), 55% are signed at ``min(U(lo, hi), h)`` (``lo, hi`` the shape's ``finalize_after``,
+    else 30 s and ``h``) when ``h > 60``, 20% cancelled at ``U(60, 3600)`` unless the deadline comes first, the
+    rest left to expire (or, without a deadline, to stay drafts)."""
+    finalize_after = SHAPES[shape].finalize_after
+    a = df["age"].to_numpy(dtype=float)
+    timed = df["timed"].to_numpy(dtype=bool)
+    deadline = np.where(timed, df["window"].to_numpy(dtype=float), np.inf)
+    h = np.where(timed, deadline - 120, 4 * 3600.0)
+    signed, cancelled = np.where(h > 60, 0.55, 0.0), np.where(h > 60, 0.20, 0.75)
+    lo, hi = finalize_after or (30.0, None)
+    unsigned = np.where(timed & (a >= h), 0.0, _later(a, lo, h if hi is None else hi))
+    uncancelled = _later(a, 60.0, 3600.0)
+    waiting = signed * unsigned + cancelled * uncancelled + (1 - signed - cancelled)
+    cancel = cancelled * np.clip(uncancelled - _later(np.minimum(deadline, 3600.0), 60.0, 3600.0), 0.0, 1.0)
+    expire = np.where(timed, cancelled * np.minimum(uncancelled, _later(deadline, 60.0, 3600.0)), 0.0)
+    expire = expire + np.where(timed, 1 - signed - cancelled, 0.0)
+    return cancel / waiting, expire / waiting
+
+
 def table(df: pd.DataFrame) -> list[str]:
     """The calibration lines of one reading: per age bin and in all, drafts, Σp against the outcomes."""
     lines = [
-        f"  {'age at reading':<16} {'drafts':>6} {'no dl':>6} {'Σp cancel':>10} {'cancelled':>9} "
-        f"{'Σp expire':>10} {'expired':>8} {'waiting':>8}"
+        f"  {'age at reading':<16} {'drafts':>6} {'no dl':>6} {'Σp cancel':>10} {'plan':>7} {'cancelled':>9} "
+        f"{'Σp expire':>10} {'plan':>8} {'expired':>8} {'waiting':>8}"
     ]
     bins = []
     lower = 0.0
@@ -103,7 +134,8 @@ def table(df: pd.DataFrame) -> list[str]:
             continue
         lines.append(
             f"  {label:<16} {len(part):>6} {int((~part['timed']).sum()):>6} {part['p_cancel'].sum():>10.2f} "
-            f"{int((part['outcome'] == 'draft_cancelled').sum()):>9} {part['p_expire'].sum():>10.2f} "
+            f"{part['plan_cancel'].sum():>7.2f} {int((part['outcome'] == 'draft_cancelled').sum()):>9} "
+            f"{part['p_expire'].sum():>10.2f} {part['plan_expire'].sum():>8.2f} "
             f"{int((part['outcome'] == 'draft_expired').sum()):>8} {int(part['outcome'].isna().sum()):>8}"
         )
     return lines
@@ -128,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 df = projected(
                     seed, shape, days, per_day, int(advance * 86400), Path(tmp), args.readings, int(args.every * 3600)
                 )
+                df["plan_cancel"], df["plan_expire"] = planned(df, shape)
                 totals.setdefault(shape, []).append(df.assign(seed=seed))
                 print(
                     f"shape {shape}, seed {seed}: drafts waiting at {args.readings} reading(s) {args.every:g} h apart "
