@@ -34,9 +34,11 @@ is ``(known + m) / operations`` with ``m`` the **median** number of the waiting 
 each independently with its chance (:func:`~.stats.count_median`): the guess off by the least in expectation.
 The chances are calibrated (issue 39: projected 20.0 cancellations, 20.5 by the sandbox's own plan, 22 happened,
 over 938 waiting drafts of six messy seeds), but a cancellation is a rare outcome of a few young drafts, so in most
-cohorts none happens, and the mean sat above the final value in most rows and below it in the few with one. The interval is :func:`~.inflight.ratio_interval`'s, with the units grouped into cells of the
-same curve and twentieth of the window (cancellation: doubling of age), each cell's estimation error from the drafts
-still at risk after it.
+cohorts none happens, and the mean sat above the final value in most rows and below it in the few with one.
+
+The interval (of both) is :func:`~.inflight.ratio_interval`'s around the mean, with the units grouped into cells of
+the same curve and twentieth of the window (cancellation: doubling of age), each cell's estimation error from the
+drafts still at risk after it; it holds the median too (its bounds are taken at the whole counts either side).
 """
 
 from __future__ import annotations
@@ -312,6 +314,7 @@ def _moments_table(summary: pd.DataFrame, df: pd.DataFrame, names: list[str]) ->
     aggs = {f"known_{EVERY}": ("done", "sum"), f"e_{EVERY}": ("open", "sum")}
     for x in inds:
         aggs |= {f"known_{x}": (f"known_{x}", "sum"), f"e_{x}": (f"p_{x}", "sum"), f"e_{x}__{x}": (f"p2_{x}", "sum")}
+    aggs[f"median_{DRAFT_CANCEL.numerator}"] = (f"p_{DRAFT_CANCEL.numerator}", count_median)  # the finished add 0s
     moments = units_df.groupby(gkeys, dropna=False, sort=False).agg(**aggs)
     moments[f"e_{EVERY}__{EVERY}"] = moments[f"e_{EVERY}"]
     for x in inds:
@@ -336,8 +339,7 @@ def _moments_table(summary: pd.DataFrame, df: pd.DataFrame, names: list[str]) ->
     for r in DRAFT_RATES:
         est, low, high = ratio_interval(moments, r)
         if r is DRAFT_CANCEL:  # the known count and the median count of the waiting drafts (the module docstring)
-            medians = df.groupby(gkeys, dropna=False, sort=False)[f"p_{r.numerator}"].agg(count_median)
-            waiting = moments.join(medians.rename("m"), on=gkeys)["m"].fillna(0.0).to_numpy(dtype=float)
+            waiting = moments[f"median_{r.numerator}"].to_numpy(dtype=float)
             with np.errstate(invalid="ignore", divide="ignore"):
                 point = (moments[f"known_{r.numerator}"].to_numpy(dtype=float) + waiting) / operations
             est = np.clip(point, low, high)
