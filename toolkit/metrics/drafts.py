@@ -38,7 +38,7 @@ cohorts none happens, and the mean sat above the final value in most rows and be
 
 The interval (of both) is :func:`~.inflight.ratio_interval`'s around the mean, with the units grouped into cells of
 the same curve and twentieth of the window (cancellation: doubling of age), each cell's estimation error from the
-drafts still at risk after it; it holds the median too (its bounds are taken at the whole counts either side).
+drafts still at risk after it. The median point is kept inside that interval (clipped to it).
 """
 
 from __future__ import annotations
