@@ -30,12 +30,13 @@ from typing import Any
 from benchmarks.support import inflight
 
 #: Each shape's reading: seeds, days of history, operations a day, windows (hours), days the clock advances. The
-#: messy and query-heavy seeds are those of issue 39 (their drafts are live at the reading).
+#: messy and query-heavy seeds lead with those of issue 39 (their drafts are live at the reading); three seeds a shape,
+#: so that no figure rests on one sandbox.
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {"seeds": (1, 2, 3), "days": 3, "per_day": 1200, "periods": (0.5, 1, 3, 12, 48), "advance": 3},
     "long-lived": {"seeds": (1, 2, 3), "days": 5, "per_day": 600, "periods": (0.5, 1, 3, 12, 48), "advance": 6},
-    "messy": {"seeds": (5151,), "days": 3, "per_day": 1200, "periods": (0.5, 1, 3, 6, 12, 48), "advance": 3},
-    "query-heavy": {"seeds": (2323,), "days": 3, "per_day": 800, "periods": (0.5, 1, 3, 6, 12, 48), "advance": 3},
+    "messy": {"seeds": (5151, 1, 2), "days": 3, "per_day": 1200, "periods": (0.5, 1, 3, 6, 12, 48), "advance": 3},
+    "query-heavy": {"seeds": (2323, 1, 2), "days": 3, "per_day": 800, "periods": (0.5, 1, 3, 6, 12, 48), "advance": 3},
 }
 
 

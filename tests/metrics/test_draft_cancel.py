@@ -6,15 +6,26 @@ factor of two wide counts the cancellations a draft has already outlived. Here t
 flight (broadcasting), and ten cancellations fall in the waiting draft's age bin but before its age: the finished
 operations of that bin and later are 14 cancelled and 5 expired, so the old projection gave the waiting draft a
 14/19 chance of being cancelled. The expectation is worked by hand (Aalen–Johansen, events before censorings).
+
+The point estimate is the known count plus the *median* number of the waiting drafts that will be cancelled (each
+with its chance, independently): the single guess off by the least in expectation, where the mean (the sum of the
+chances) read above the final value in most cohorts, a cancellation being a rare outcome of a few young drafts.
 """
 
 from __future__ import annotations
 
+import itertools
+from fractions import Fraction
+
 import pandas as pd
 import pytest
 
-from tests.support.builders import BASE, ETHEREUM, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
+from tests.support.builders import BASE, ETHEREUM, RELAY, SEPOLIA, T0, build, ladder, op_event, op_record, refresh
 from toolkit import metrics
+from toolkit.metrics.common import Sql
+from toolkit.metrics.drafts import projected_units
+from toolkit.metrics.outcomes import operation_cohort
+from toolkit.metrics.stats import count_median
 
 WINDOW = 10_000  # each draft with a deadline has 10,000 s to be signed
 WAITING_AT = 50_000  # the waiting drafts are created here
@@ -31,7 +42,9 @@ def _draft(op: str, created: int, *, status: str, chain: str = ETHEREUM, deadlin
     return record
 
 
-def _warehouse(path):
+def _warehouse(path, waiting: int = 1, finished: bool = False):
+    """The drafts above; ``waiting`` Ethereum drafts created at ``WAITING_AT`` + 0, 1, ... s; ``finished`` adds, in
+    the cohort's window, a draft cancelled after 80 s and four signed operations (never drafts) confirmed."""
     events, records = [], []
     relay = ("accepted", "sending", "sent", "broadcasting")
     for i in range(10):  # cancelled at u = 0.08 (800 s)
@@ -50,8 +63,17 @@ def _warehouse(path):
         c = 3_000 + 100 * i
         events += ladder(f"expired-{i}", ("pending_signature", "expired"), (c, c + WINDOW))
         records.append(_draft(f"expired-{i}", c, status="expired"))
-    events += ladder("waiting", ("pending_signature",), (WAITING_AT,))
-    records.append(_draft("waiting", WAITING_AT, status="pending_signature"))
+    for k in range(waiting):  # 1,000 - k s old when read: u0 just under 0.1, after the quick cancellations
+        op = "waiting" if k == 0 else f"waiting-{k}"
+        events += ladder(op, ("pending_signature",), (WAITING_AT + k,))
+        records.append(_draft(op, WAITING_AT + k, status="pending_signature"))
+    if finished:
+        events += ladder("gone", ("pending_signature", "cancelled"), (WAITING_AT + 10, WAITING_AT + 90))
+        records.append(_draft("gone", WAITING_AT + 10, status="cancelled"))
+        for i in range(4):
+            c = WAITING_AT + 20 + i
+            events += ladder(f"signed-ok-{i}", RELAY, tuple(range(c, c + len(RELAY))))
+            records.append(op_record(f"signed-ok-{i}", "confirmed", created=c, updated=c + len(RELAY)))
     # drafts without a deadline (Sepolia): timed in seconds since creation
     for i, (fate, after) in enumerate([("cancelled", 100)] * 12 + [("cancelled", 1_000)] * 4):
         events += ladder(f"free-{i}", ("pending_signature", fate), (10 * i, 10 * i + after), chain=SEPOLIA)
@@ -70,12 +92,33 @@ def _warehouse(path):
     return refresh(build(path, events=events, operations=records))
 
 
+def _chances(wh, since: pd.Timestamp, until: pd.Timestamp) -> dict[str, tuple[float, float]]:
+    """Each waiting draft of the operations created in ``[since, until)``: its (cancel, expiry) chance."""
+    cohort = operation_cohort(Sql().period("created_at", since, until), [], {}, {})
+    _, units = projected_units(wh, cohort.ctes, cohort.units, [], cohort.params)
+    units = units[units["waiting"]]
+    pairs = zip(units["p_draft_cancelled"], units["p_draft_expired"], strict=True)
+    return dict(zip(units["unit_id"], pairs, strict=True))
+
+
+def _median(chances: list[Fraction]) -> int:
+    """The median count of independent events, by listing every outcome (exact fractions)."""
+    mass = [Fraction(0)] * (len(chances) + 1)
+    for outcome in itertools.product((0, 1), repeat=len(chances)):
+        weight = Fraction(1)
+        for hit, p in zip(outcome, chances, strict=True):
+            weight *= p if hit else 1 - p
+        mass[sum(outcome)] += weight
+    return next(m for m in range(len(mass)) if sum(mass[: m + 1]) >= Fraction(1, 2))
+
+
 def test_a_waiting_draft_is_projected_on_every_drafts_exit(tmp_path) -> None:
     wh = _warehouse(tmp_path / "w.duckdb")
     since, until = (_at(WAITING_AT), _at(WAITING_AT + 600))
     df = metrics.failure_rates(wh, since=since, until=until).set_index("network")
     eth, sep = df.loc["Ethereum Mainnet"], df.loc["Ethereum Sepolia"]
     assert (eth.operations, eth.in_flight, sep.operations, sep.in_flight) == (1, 1, 1, 1)
+    chances = _chances(wh, since, until)
     # Ethereum, on the deadline clock (u = share of the 10,000 s window): 30 drafts, the waiting one at u0 = 0.1.
     #   u=0.08: at risk 30, 10 leave (all cancelled)   S = 20/30
     #   (the waiting draft censored at 0.1)
@@ -83,15 +126,59 @@ def test_a_waiting_draft_is_projected_on_every_drafts_exit(tmp_path) -> None:
     #   u=0.5:  at risk 15, 10 leave (signed)           S = 20/30 * 15/19 * 5/15
     #   the 5 left reach u = 1 and expire.
     # From u0 = 0.1: cancelled S(0.3-)/S(0.1) * 4/19 = 4/19; expired S(1-)/S(0.1) = 15/19 * 5/15 = 5/19.
-    assert eth.draft_cancel_rate == pytest.approx(4 / 19)
+    assert chances["waiting"] == pytest.approx((4 / 19, 5 / 19))
+    # the point: no cancellation known, and one chance of 4/19 makes a median of 0 cancelled (the mean was 4/19)
+    assert eth.draft_cancel_rate == 0.0
     assert eth.draft_expiry_rate == pytest.approx(5 / 19)
-    assert eth.draft_cancel_rate_low < 4 / 19 < eth.draft_cancel_rate_high  # a projection carries uncertainty
+    assert eth.draft_cancel_rate_low == 0.0 < 4 / 19 < eth.draft_cancel_rate_high  # a projection carries uncertainty
     # Sepolia, no deadline, in seconds: 22 drafts (free-old censored at 5,000 s, free-waiting at 500 s).
     #   100 s:   at risk 22, 12 cancelled                           S = 10/22
     #   1000 s:  at risk 9 (22 - 12 - free-waiting), 4 cancelled    S = 10/22 * 5/9
     #   2000 s:  at risk 5, 4 signed                                S = 10/22 * 5/9 * 1/5
     # From 500 s: cancelled S(1000-)/S(500) * 4/9 = 4/9, signed 5/9 * 4/5 = 4/9, still a draft 1/9; never expires.
-    assert sep.draft_cancel_rate == pytest.approx(4 / 9)
+    assert chances["free-waiting"] == pytest.approx((4 / 9, 0.0))
+    assert sep.draft_cancel_rate == 0.0  # 4/9 < 1/2
     assert sep.draft_expiry_rate == 0.0
     # the relayed rates are not touched by a waiting draft
     assert (eth.relayed, sep.relayed) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("start", "waiting"),
+    [(WAITING_AT, 3), (WAITING_AT + 1, 2)],  # the three waiting drafts, or the two created a second later
+)
+def test_the_point_is_the_known_count_and_the_median_count_still_to_come(tmp_path, start, waiting) -> None:
+    """Three waiting drafts, each cancelled with chance 4/19 (the curve is the one worked above: the quick
+    cancellations at 800 s come before their ~1,000 s, the next at 3,000 s after), beside one draft cancelled and
+    four operations confirmed in the same window."""
+    wh = _warehouse(tmp_path / "w.duckdb", waiting=3, finished=True)
+    since, until = _at(start), _at(WAITING_AT + 600)
+    row = metrics.failure_rates(wh, since=since, until=until).set_index("network").loc["Ethereum Mainnet"]
+    chances = {op: c for op, c in _chances(wh, since, until).items() if op.startswith("waiting")}  # Ethereum's
+    assert len(chances) == waiting and all(c == pytest.approx(4 / 19) for c, _ in chances.values())
+    operations = waiting + 1 + 4
+    assert (row.operations, row.draft_cancelled, row.in_flight) == (operations, 1, waiting)
+    # three chances of 4/19: P(none) = (15/19)^3 = 3375/6859 < 1/2, median 1; two: (15/19)^2 = 225/361, median 0
+    median = _median([Fraction(4, 19)] * waiting)
+    assert median == {3: 1, 2: 0}[waiting]
+    assert row.draft_cancel_rate == pytest.approx((1 + median) / operations)
+    mean = (1 + waiting * 4 / 19) / operations  # what the point was: the interval is still the mean's
+    assert row.draft_cancel_rate_low < row.draft_cancel_rate < row.draft_cancel_rate_high
+    assert row.draft_cancel_rate_low < mean < row.draft_cancel_rate_high
+
+
+@pytest.mark.parametrize(
+    "chances",
+    [
+        [],
+        [Fraction(1, 2)],
+        [Fraction(3, 5)],
+        [Fraction(3, 10)] * 2,
+        [Fraction(1, 10)] * 6,
+        [Fraction(1), Fraction(1, 5), Fraction(0)],
+        [Fraction(9, 10), Fraction(1, 20), Fraction(2, 5), Fraction(7, 10), Fraction(1, 3), Fraction(1, 4)],
+        [Fraction(7, 10)] * 10,
+    ],
+)
+def test_count_median_against_every_outcome_listed(chances) -> None:
+    assert count_median([float(c) for c in chances]) == _median(chances)

@@ -155,10 +155,12 @@ METRICS: tuple[Metric, ...] = (
             cancel_rate proportion* | cancel rate | share of relayed operations cancelled, in-flight ones projected
             cancel_rate_low proportion | cancel rate low | lower bound of the cancel rate's 95% interval
             cancel_rate_high proportion | cancel rate high | upper bound of the cancel rate's 95% interval
-            draft_expiry_rate proportion* | draft expiry rate | share of drafts that expire before being relayed
+            draft_expiry_rate proportion* | draft expiry rate | share of operations that expired as drafts, the waiting
+            + drafts projected
             draft_expiry_rate_low proportion | draft expiry low | lower bound of the draft expiry rate's 95% interval
             draft_expiry_rate_high proportion | draft expiry high | upper bound of the draft expiry rate's 95% interval
-            draft_cancel_rate proportion* | draft cancel rate | share of drafts cancelled before being relayed
+            draft_cancel_rate proportion* | draft cancel rate | share of operations cancelled as drafts, the waiting
+            + drafts at the median count of their cancellations
             draft_cancel_rate_low proportion | draft cancel low | lower bound of the draft cancel rate's 95% interval
             draft_cancel_rate_high proportion | draft cancel high | upper bound of the draft cancel rate's 95% interval
             """

@@ -1,4 +1,5 @@
-"""Statistics of the metrics: binomial intervals (Wilson, Newcombe) and the two-proportion test."""
+"""Statistics of the metrics: binomial intervals (Wilson, Newcombe), the two-proportion test, and the median of a
+count of independent chances."""
 
 from __future__ import annotations
 
@@ -30,6 +31,32 @@ def wilson_interval(successes: Any, trials: Any, z: float = Z95) -> tuple[np.nda
         low = np.where(n > 0, np.where(p <= 0, 0.0, np.clip(center - half, 0, 1)), np.nan)
         high = np.where(n > 0, np.where(p >= 1, 1.0, np.clip(center + half, 0, 1)), np.nan)
     return low, high
+
+
+def count_median(chances: Any) -> int:
+    """The median of the number of independent events with probabilities ``chances`` (a Poisson-binomial
+    distribution): the smallest count ``m`` with ``P(count <= m) >= 1/2``.
+
+    The single guess of a count that is off by the least in expectation (the mean is the guess of least squared
+    error). Arguments: ``chances`` (each in [0, 1]). Returns the count.
+    """
+    p = np.asarray(chances, dtype=float)
+    certain = int((p >= 1).sum())
+    p = p[(p > 0) & (p < 1)]
+    if not len(p):
+        return certain
+    mean, sd = float(p.sum()), math.sqrt(float((p * (1 - p)).sum()))
+    # the distribution up to far past its median; what lies beyond stays in the last cell
+    size = min(len(p), math.ceil(mean + 8 * sd + 8)) + 1
+    pmf = np.zeros(size)
+    pmf[0] = 1.0
+    for q in p:
+        moved = pmf * q
+        pmf = pmf - moved
+        pmf[1:] += moved[:-1]
+        pmf[-1] += moved[-1]
+    # a hair under one half: a median exactly between two counts (one chance of 1/2) is the lower one, not rounding
+    return certain + int(np.searchsorted(np.cumsum(pmf), 0.5 - 1e-12))
 
 
 def rates(df: pd.DataFrame, counts: Sequence[str], total: str, names: Sequence[str]) -> pd.DataFrame:
