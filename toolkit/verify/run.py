@@ -306,8 +306,8 @@ def _verified(
     next batch's shares are sent before this process checks its share of the current one, so a worker finishing
     one share starts the next at once instead of waiting for this process to store, read and send (at most two
     batches in flight, and the one being stored). This process's share adapts to who finishes first (it also reads
-    and writes). Once ``stop()`` says so (checked before each batch is read), no further batch is read and those in
-    flight are finished."""
+    and writes; :meth:`_Feeder.adapt`). Once ``stop()`` says so (checked before each batch is read), no further
+    batch is read and those in flight are finished."""
     if pool is None:
         while not stop():
             batch = next(batches, None)
@@ -317,19 +317,22 @@ def _verified(
                 results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
             yield batch, results
         return
-    feeder = _Feeder(batches, pool, 0.8 / processes, 1 / processes, clock)
+    feeder = _Feeder(batches, pool, 0.9 / processes, 0.9, clock)
     feeder.feed(stop)
     while feeder.in_flight:
         feeder.feed(stop)  # the workers get the next batch before they finish this one
         batch, own, shares = feeder.in_flight.popleft()
+        checking = time.perf_counter()
         with clock("verify in this process"):
             mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
+        checking = time.perf_counter() - checking
         with clock("wait for the pool"):
-            idle = pool.answered(shares)  # the workers were done first: they get more next time
             waited = time.perf_counter()
             theirs = _results(pool, shares)
             waited = time.perf_counter() - waited
-        feeder.adapt(idle, waited)
+            # the workers are idle when the next batch's answers are there already (they had nothing queued)
+            idle = bool(feeder.in_flight) and pool.answered(feeder.in_flight[0][2])
+        feeder.adapt(idle, waited, checking / own, batch.num_rows)
         yield batch, mine + theirs
 
 
@@ -363,13 +366,15 @@ class _Feeder:
                 self._pool.send(worker, *_share(batch.slice(start, step)))
         self.in_flight.append((batch, own, len(starts)))
 
-    def adapt(self, idle: bool, waited: float) -> None:
-        """This process takes less of the next batch when the workers had answered before it asked (``idle``), more
-        when it waited for them."""
-        if idle:
+    def adapt(self, idle: bool, waited: float, per_event: float, rows: int) -> None:
+        """This process's share of the next batches, from how the last one went: when it ``waited`` for the
+        workers, it takes half the rows it could have checked meanwhile (``per_event`` seconds each) from them; when
+        the workers were ``idle``, it gives them a little more."""
+        if waited > 0.002:
+            more = waited / per_event / 2 / rows if per_event > 0 else 0.02
+            self.own_share = min(self._most, self.own_share + min(0.1, more))
+        elif idle:
             self.own_share = max(0.05, self.own_share - 0.02)
-        elif waited > 0.002:
-            self.own_share = min(self._most, self.own_share + 0.02)
 
 
 def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
