@@ -7,6 +7,7 @@ The expected values come from pycryptodome's ``keccak.new`` and coincurve's ``Pu
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 from coincurve import PrivateKey, PublicKey
@@ -75,3 +76,31 @@ def test_a_malformed_signature_or_digest_recovers_nothing() -> None:
     for sig, dig in [(good[:64], digest), (good + b"\x00", digest), (good[:64] + b"\x04", digest), (good, digest[:31])]:
         with pytest.raises(ValueError):
             crypto.recover_address(sig, dig)
+
+
+def test_threads_at_once_each_get_their_own_answers() -> None:
+    """The bindings keep their C buffers per thread: threads hashing and recovering at once (cffi lets go of the GIL
+    in each C call) never read another's result."""
+    rng = random.Random(7)
+    keys = [PrivateKey(rng.randbytes(32)) for _ in range(8)]
+    cases = []
+    for i in range(800):
+        key, digest, data = keys[i % 8], rng.randbytes(32), rng.randbytes(rng.randrange(0, 600))
+        cases.append((key.sign_recoverable(digest, hasher=None), digest, data))
+    expected = [(_recovered(sig, digest), _keccak(data)) for sig, digest, data in cases]
+    wrong: list[int] = []
+
+    def check(part: int) -> None:
+        for _ in range(3):
+            for i in range(part, len(cases), 4):
+                sig, digest, data = cases[i]
+                crypto._ADDRESSES.clear()  # each recovery serializes its key, as for a key not seen yet
+                if (crypto.recover_address(sig, digest), crypto.keccak256(data)) != expected[i]:
+                    wrong.append(i)
+
+    threads = [threading.Thread(target=check, args=(part,)) for part in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong

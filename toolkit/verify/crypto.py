@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import binascii
 import struct
+import threading
 from collections.abc import Callable
+from typing import Any
 
 from coincurve import PublicKey
 from Crypto.Hash import keccak
@@ -39,11 +41,18 @@ def _keccak256_oneshot() -> Callable[[bytes], bytes] | None:
     except (ImportError, AttributeError):
         return None
 
+    scratch = threading.local()  # the output buffer, made once a thread (made per call, it cost 0.4 of 1.3 µs)
+
     def digest(data: bytes) -> bytes:
-        out = ffi.new("uint8_t[32]")
+        try:
+            out, view = scratch.out
+        except AttributeError:
+            out = ffi.new("uint8_t[32]")
+            view = ffi.buffer(out)
+            scratch.out = (out, view)
         if oneshot(data, len(data), out, 32, _KECCAK_CAPACITY, _KECCAK_ROUNDS, _KECCAK_PADDING):
             return _keccak256_public(data)
-        return ffi.buffer(out)[:]
+        return view[:]
 
     return digest
 
@@ -118,18 +127,33 @@ def _recover_point_bound() -> Callable[[bytes, bytes], bytes] | None:
     except (ImportError, AttributeError):
         return None
 
+    scratch = threading.local()  # the C structures, made once a thread (per call they cost ~0.7 µs a signature)
+
+    def structures() -> tuple[Any, Any, Any, Any, Any]:
+        try:
+            return scratch.made
+        except AttributeError:
+            out = ffi.new("unsigned char[65]")
+            scratch.made = (
+                ffi.new("secp256k1_ecdsa_recoverable_signature *"),
+                ffi.new("secp256k1_pubkey *"),
+                out,
+                ffi.new("size_t *", 65),
+                ffi.buffer(out, 65),
+            )
+            return scratch.made
+
     def point(signature: bytes, digest: bytes) -> bytes:
         if len(signature) != 65 or signature[64] > 3 or len(digest) != 32:
             raise ValueError("no public key recovers from the signature (malformed signature or digest)")
-        parsed = ffi.new("secp256k1_ecdsa_recoverable_signature *")
+        parsed, key, out, size, view = structures()
         if not parse(ctx, parsed, signature[:64], signature[64]):
             raise ValueError("no public key recovers from the signature (failed to parse it)")
-        key = ffi.new("secp256k1_pubkey *")
         if not recover(ctx, key, parsed, digest):
             raise ValueError("no public key recovers from the signature (failed to recover the key)")
-        out, size = ffi.new("unsigned char[65]"), ffi.new("size_t *", 65)
+        size[0] = 65
         serialize(ctx, out, size, key, uncompressed)
-        return ffi.buffer(out, 65)[1:]
+        return view[1:]
 
     return point
 

@@ -56,7 +56,7 @@ EXECUTION_ID_FIELDS: dict[str, tuple[str, ...]] = {
 #: Appended to the stored ``workflow_owner`` of verdicts checked with :attr:`Policy.check_workflow`, so a run with
 #: the check re-verifies events verified without it, and the other way round.
 WORKFLOW_CHECKED = "+workflow_execution_id"
-_OCR_FIELDS = ("ocr_report", "ocr_context", "signatures")
+_OCR_KEYS = frozenset(("ocr_report", "ocr_context", "signatures"))
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _invalid(reason: str, valid: int = 0, matches: bool | None = None) -> Result
 
 def is_ocr_proof(item: Any) -> bool:
     """Whether a proof item is an OCR proof (carries the OCR fields); other proof objects are skipped."""
-    return isinstance(item, dict) and all(k in item for k in _OCR_FIELDS)
+    return isinstance(item, dict) and item.keys() >= _OCR_KEYS
 
 
 def decode_bytes(value: Any) -> bytes | None:

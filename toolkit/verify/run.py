@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ from ..warehouse import Warehouse, sync_lock
 from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
+from . import columns
 from .messages import Share
 from .pool import Pool
 from .rules import Policy, Result
@@ -172,6 +174,9 @@ def _verify_opened(
             if not holds_sync_lock(warehouse):  # held under this name, a reader kept waiting is told who holds it
                 stack.enter_context(sync_lock(warehouse, holder=HOLDER))
             wh = stack.enter_context(Warehouse(Path(warehouse)))
+            # verify writes only its verdicts: merging the events' partial row groups a first sync leaves (most of
+            # its checkpoint otherwise) is left to the next sync, as that sync leaves it (loader.tuning)
+            wh.configure(max_vacuum_tasks=0)
         return _verify(wh, policy, all_events, pool, wanted, batch_rows, clock)
 
 
@@ -297,10 +302,12 @@ def _verified(
     clock: _Clock,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
     """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
-    share of each batch itself while the workers verify the rest, then stores the batch before while they finish
-    (two batches in flight at most). Its share adapts to who finishes first (it also reads and writes). Once
-    ``stop()`` says so (checked before each batch is read), no further batch is read and those in flight are
-    finished."""
+    share of each batch itself while the workers verify the rest, and the workers are always a batch ahead: the
+    next batch's shares are sent before this process checks its share of the current one, so a worker finishing
+    one share starts the next at once instead of waiting for this process to store, read and send (at most two
+    batches in flight, and the one being stored). This process's share adapts to who finishes first (it also reads
+    and writes; :meth:`_Feeder.adapt`). Once ``stop()`` says so (checked before each batch is read), no further
+    batch is read and those in flight are finished."""
     if pool is None:
         while not stop():
             batch = next(batches, None)
@@ -310,35 +317,64 @@ def _verified(
                 results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
             yield batch, results
         return
-    own_share = 0.8 / processes  # of each batch, verified here (it also reads and writes); the rest: the workers
-    pending: tuple[pa.RecordBatch, list[Result]] | None = None
-    while not stop():
-        batch = next(batches, None)
-        if batch is None:
-            break
-        n = batch.num_rows
-        own = min(n, max(1, round(n * own_share)))
-        with clock("hand to the pool"):
-            step = max(1, -(-(n - own) // pool.size))
-            starts = range(own, n, step)
-            for worker, start in enumerate(starts):
-                pool.send(worker, *_share(batch.slice(start, step)))
+    feeder = _Feeder(batches, pool, 0.9 / processes, 0.9, clock)
+    feeder.feed(stop)
+    while feeder.in_flight:
+        feeder.feed(stop)  # the workers get the next batch before they finish this one
+        batch, own, shares = feeder.in_flight.popleft()
+        checking = time.perf_counter()
         with clock("verify in this process"):
             mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
-        if pending is not None:
-            yield pending  # stored while the workers finish this batch
+        checking = time.perf_counter() - checking
         with clock("wait for the pool"):
-            idle = pool.answered(len(starts))  # the workers were done first: they get more next time
             waited = time.perf_counter()
-            theirs = _results(pool, len(starts))
+            theirs = _results(pool, shares)
             waited = time.perf_counter() - waited
-        if idle:
-            own_share = max(0.05, own_share - 0.02)
-        elif waited > 0.002:  # this process was done first: it takes more of the next batch
-            own_share = min(1 / processes, own_share + 0.02)
-        pending = (batch, mine + theirs)
-    if pending is not None:
-        yield pending
+            # the workers are idle when the next batch's answers are there already (they had nothing queued)
+            idle = bool(feeder.in_flight) and pool.answered(feeder.in_flight[0][2])
+        feeder.adapt(idle, waited, checking / own, batch.num_rows)
+        yield batch, mine + theirs
+
+
+class _Feeder:
+    """Reads the batches and sends each one's shares to the workers as it is read, keeping the batches in flight
+    (each with the rows this process checks itself, the first ``own``, and how many workers have a share)."""
+
+    def __init__(
+        self, batches: Iterator[pa.RecordBatch], pool: Pool, own_share: float, most: float, clock: _Clock
+    ) -> None:
+        self._batches = batches
+        self._pool = pool
+        self._clock = clock
+        self.own_share = own_share  # of each batch, verified here (it also reads and writes); the rest: the workers
+        self._most = most
+        self.in_flight: deque[tuple[pa.RecordBatch, int, int]] = deque()
+
+    def feed(self, stop: Callable[[], bool]) -> None:
+        """Read the next batch, if any and ``stop()`` does not say otherwise, and send the workers their shares."""
+        if stop():
+            return
+        batch = next(self._batches, None)
+        if batch is None:
+            return
+        n = batch.num_rows
+        own = min(n, max(1, round(n * self.own_share)))
+        with self._clock("hand to the pool"):
+            step = max(1, -(-(n - own) // self._pool.size))
+            starts = range(own, n, step)
+            for worker, start in enumerate(starts):
+                self._pool.send(worker, *_share(batch.slice(start, step)))
+        self.in_flight.append((batch, own, len(starts)))
+
+    def adapt(self, idle: bool, waited: float, per_event: float, rows: int) -> None:
+        """This process's share of the next batches, from how the last one went: when it ``waited`` for the
+        workers, it takes half the rows it could have checked meanwhile (``per_event`` seconds each) from them; when
+        the workers were ``idle``, it gives them a little more."""
+        if waited > 0.002:
+            more = waited / per_event / 2 / rows if per_event > 0 else 0.02
+            self.own_share = min(self._most, self.own_share + min(0.1, more))
+        elif idle:
+            self.own_share = max(0.05, self.own_share - 0.02)
 
 
 def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
@@ -382,14 +418,13 @@ def _results(pool: Pool, shares: int) -> list[Result]:
 def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: Policy) -> None:
     """A batch's verdicts written in a transaction of their own: one Arrow table of what differs by event, what is
     the same for the batch (the policy, the time) bound as parameters."""
-    pool = pa.system_memory_pool()  # freed at once: Arrow's default pool keeps what a batch used (~14 MB in all)
     table = pa.table(
         {
             "event_id": batch.column("event_id"),
-            "verdict": pa.array([str(r.verdict) for r in results], pa.string(), memory_pool=pool),
-            "reason": pa.array([r.reason for r in results], pa.string(), memory_pool=pool),
-            "valid_signers": pa.array([r.valid_signers for r in results], pa.int32(), memory_pool=pool),
-            "event_hash_matches": pa.array([r.event_hash_matches for r in results], pa.bool_(), memory_pool=pool),
+            "verdict": columns.texts([str(r.verdict) for r in results]),
+            "reason": columns.texts([r.reason for r in results]),
+            "valid_signers": columns.int32s([r.valid_signers for r in results]),
+            "event_hash_matches": columns.bools([r.event_hash_matches for r in results]),
             "event_write_seq": batch.column("write_seq"),
         }
     )

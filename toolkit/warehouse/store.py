@@ -21,11 +21,10 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import filelock
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -55,6 +54,9 @@ from .views import (
     view_statements,
 )
 from .write_seq import next_write_seq
+
+if TYPE_CHECKING:  # loaded by query() through Arrow when it runs: verify and the sync never need it
+    import pandas as pd
 
 #: Seconds a reader waits for a running sync to make room before giving up.
 DEFAULT_READER_WAIT = 30.0
