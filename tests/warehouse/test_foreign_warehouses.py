@@ -94,3 +94,36 @@ def test_a_damaged_warehouse_is_never_synced_into_and_every_command_meeting_it_s
     assert digest(path) == before  # the sync and verify wrote nothing: no run recorded at all, let alone `ok`
     with Warehouse(path, read_only=True) as wh:
         assert wh.con.execute("SELECT count(*) FROM sync_runs").fetchall()[0][0] == runs
+
+
+def test_the_block_check_reads_under_its_own_small_limit_and_puts_the_connections_back(tmp_path, monkeypatch) -> None:
+    """Under DuckDB's default limit every block the check read stayed cached: a sync or verify opening a 1.4 GB
+    warehouse grew to 1.6 GB before it began. The check reads under CHECK_MEMORY_LIMIT, doubled where a table needs
+    more (here 4 MB of text in rows of 400 kB against a 1 MB start), and the connection's own limit and threads are
+    as they were after it, also for a reader sharing DuckDB's instance of the file in this process."""
+    from toolkit.warehouse import identity, memory
+
+    path = tmp_path / "big.duckdb"
+    with duckdb.connect(str(path)) as con:
+        letter = "chr(CAST(65 + i % 26 AS INTEGER))"
+        con.execute(f"CREATE TABLE t AS SELECT i, repeat({letter}, 400000) || i AS text FROM range(10) r(i)")
+    seen: list[str] = []
+    real = identity._read_every_block
+
+    def spied(con, where):
+        seen.append(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        real(con, where)
+
+    monkeypatch.setattr(identity, "CHECK_MEMORY_LIMIT", "1MB")
+    monkeypatch.setattr(identity, "_read_every_block", spied)
+    with duckdb.connect(str(path), read_only=True) as reader:
+        reader.execute("SET memory_limit = '300MB'")
+        reader.execute("SET threads = 2")
+        settings = "SELECT current_setting('memory_limit'), current_setting('threads')"
+        before = reader.execute(settings).fetchall()[0]
+        with duckdb.connect(str(path), read_only=True) as con:  # the same instance as the reader's
+            identity.check_blocks(con, path)
+        after = reader.execute(settings).fetchall()[0]
+    assert seen and memory.parse_bytes(seen[0]) <= 1_000_000
+    # put back as DuckDB shows it (to a tenth of a MiB: 300MB reads 286.1 MiB, and set so, 286.0)
+    assert abs(memory.parse_bytes(after[0]) - memory.parse_bytes(before[0])) <= 2**20 and after[1] == before[1] == 2
