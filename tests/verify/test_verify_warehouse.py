@@ -353,3 +353,26 @@ def test_a_full_disk_during_verify_says_so_and_the_next_run_completes(world, ver
     again = verify_warehouse(path, resolve_policy(org_id=info["org_id"], signers=env["CREC_DON_SIGNERS"], env={}))
     assert again.checked == len(_proof_bearing(verified)) - stored[0]
     assert _verdicts(path) == _verdicts(verified)
+
+
+def test_verify_reads_under_a_memory_limit_of_its_own(world, tmp_path, monkeypatch) -> None:
+    """verify's connection had DuckDB's default limit (80% of the machine), which keeps every block read: 1.2 GB on
+    a warehouse of ten million events. Its statements now run under VERIFY_MEMORY_LIMIT (spilling past it)."""
+    from toolkit.verify import run
+
+    _, info, _, synced = world
+    path = tmp_path / "w.duckdb"
+    shutil.copy(synced, path)
+    limits: list[str] = []
+    real = run._verify
+
+    def spied(wh, *args, **kwargs):
+        limits.append(wh.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        return real(wh, *args, **kwargs)
+
+    monkeypatch.setattr(run, "_verify", spied)
+    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
+    assert verify_warehouse(path, policy, workers=1).checked > 0
+    from toolkit.warehouse.memory import parse_bytes
+
+    assert len(limits) == 1 and parse_bytes(limits[0]) <= parse_bytes(run.VERIFY_MEMORY_LIMIT)
