@@ -407,6 +407,16 @@ def params_in(sql: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if re.search(rf"\${re.escape(k)}\b", sql)}
 
 
+def deadlines_sql(ids: str) -> str:
+    """SQL of the deadline of each operation whose id ``ids`` (SQL giving one column of ids) gives: columns
+    ``operation_id`` and ``deadline_at``, one row an operation (an id listed in two channels has a row in each), read
+    only for those ids rather than the whole operations table grouped."""
+    return (
+        "SELECT operation_id, any_value(deadline_at) AS deadline_at FROM operations "
+        f"WHERE operation_id IN ({ids}) GROUP BY operation_id"
+    )
+
+
 def run(warehouse: WarehouseLike, sql: str, params: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Run one bound statement on the warehouse; returns its result."""
     with open_warehouse(warehouse) as wh:

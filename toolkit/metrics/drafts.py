@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from ..warehouse import Warehouse
-from .common import WarehouseLike, latest_event_time, params_in, run
+from .common import WarehouseLike, deadlines_sql, latest_event_time, params_in, run
 from .inflight import EVERY, MIN_REFERENCE, Ratio, ratio_interval
 from .stats import count_median
 
@@ -76,12 +76,11 @@ def _reference(warehouse: WarehouseLike, ctes: str, params: dict, as_of: float) 
         WITH {ctes}, drafts AS (
             SELECT * FROM ops_all o WHERE o.pending_signature_at IS NOT NULL OR o.last_status = 'pending_signature'
         ),
-        dl AS (SELECT operation_id AS oid, any_value(deadline_at) AS deadline_at FROM operations
-               WHERE operation_id IN (SELECT operation_id FROM drafts) GROUP BY 1)
+        dl AS ({deadlines_sql("SELECT operation_id FROM drafts")})
         SELECT o.chain_selector, epoch(o.created_at) AS c,
             CASE WHEN dl.deadline_at > o.created_at THEN epoch(dl.deadline_at) END AS d, o.outcome,
             epoch({_LEFT}) AS relayed_s, epoch(o.terminal_at) AS terminal_s
-        FROM drafts o LEFT JOIN dl ON dl.oid = o.operation_id
+        FROM drafts o LEFT JOIN dl ON dl.operation_id = o.operation_id
     """
     used = params_in(sql, params)
     if isinstance(warehouse, Warehouse):  # the same for every question a report asks of an open warehouse
@@ -128,10 +127,7 @@ def _deadlines(warehouse: WarehouseLike, ids: pd.Series) -> pd.Series:
     ids = ids.dropna()
     if ids.empty:
         return pd.Series(dtype=float)
-    sql = """
-        SELECT operation_id, epoch(any_value(deadline_at)) AS d FROM operations
-        WHERE operation_id IN (SELECT unnest($ids::VARCHAR[])) GROUP BY operation_id
-    """
+    sql = f"SELECT operation_id, epoch(deadline_at) AS d FROM ({deadlines_sql('SELECT unnest($ids::VARCHAR[])')})"
     df = run(warehouse, sql, {"ids": ids.astype(str).tolist()})
     return df.set_index("operation_id")["d"]
 

@@ -14,6 +14,7 @@ from .common import (
     Filters,
     Sql,
     WarehouseLike,
+    deadlines_sql,
     grouping,
     latest_event_time,
     open_warehouse,
@@ -136,12 +137,8 @@ def _stuck_rows(
               AND NOT list_contains({terminal}, t.status)
               AND NOT (t.status = 'confirmed_latest' AND t.chain_selector IN (SELECT chain_selector FROM latest_only))
         ),
-        -- only a draft's threshold reads its deadline: not the whole operations table grouped
-        deadlines AS (
-            SELECT operation_id, any_value(deadline_at) AS deadline_at FROM operations
-            WHERE operation_id IN (SELECT operation_id FROM current WHERE status = 'pending_signature')
-            GROUP BY operation_id
-        ),
+        -- only a draft's threshold reads its deadline
+        deadlines AS ({deadlines_sql("SELECT operation_id FROM current WHERE status = 'pending_signature'")}),
         judged AS (
             SELECT cur.*, p.p90_s AS network_p90_s,
                 CASE WHEN x.seconds IS NOT NULL THEN x.seconds
