@@ -56,7 +56,17 @@ EXECUTION_ID_FIELDS: dict[str, tuple[str, ...]] = {
 #: Appended to the stored ``workflow_owner`` of verdicts checked with :attr:`Policy.check_workflow`, so a run with
 #: the check re-verifies events verified without it, and the other way round.
 WORKFLOW_CHECKED = "+workflow_execution_id"
-_OCR_KEYS = frozenset(("ocr_report", "ocr_context", "signatures"))
+#: The fields of a proof item the rules read; an item with all three is an OCR proof.
+OCR_FIELDS = ("ocr_report", "ocr_context", "signatures")
+_OCR_KEYS = frozenset(OCR_FIELDS)
+#: The payload fields the rules read (:func:`blob_field`'s two, the stated hash, the execution ids): no other field
+#: of a payload decides a verdict.
+PAYLOAD_FIELDS = (
+    "verifiable_event",
+    "verifiable_result",
+    "event_hash",
+    *dict.fromkeys(name for names in EXECUTION_ID_FIELDS.values() for name in names),
+)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,8 @@
 
 The warehouse keeps the payload and ``headers.proofs`` as the JSON text the service sent. orjson reads nearly all of
 them; it refuses valid JSON that holds a number past a double's range (``1e400``), which a field verification never
-reads may carry. Such a text is read again by msgspec into just the fields the rules use (the payload's
-``verifiable_event``, ``verifiable_result``, ``event_hash`` and workflow execution ids; each proof item's
-``ocr_report``, ``ocr_context``, ``signatures`` and ``alg``), skipping every other value, so an unrelated field
+reads may carry. Such a text is read again by msgspec into just the fields the rules use (their lists,
+:data:`~.rules.PAYLOAD_FIELDS` and :data:`~.rules.OCR_FIELDS`), skipping every other value, so an unrelated field
 cannot make a proof invalid. A text that is not JSON at all, or whose needed fields are themselves unreadable, is
 still refused (:class:`Unreadable`).
 """
@@ -18,25 +17,16 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
+from .rules import OCR_FIELDS, PAYLOAD_FIELDS
+
 
 class Unreadable(ValueError):
     """A stored payload or proofs text that is not JSON."""
 
 
-class _Payload(Struct):
-    verifiable_event: Raw | UnsetType = UNSET
-    verifiable_result: Raw | UnsetType = UNSET
-    event_hash: Raw | UnsetType = UNSET
-    # read by the workflow check (chainops verify --check-workflow)
-    workflow_execution_id: Raw | UnsetType = UNSET
-    operation_status_workflow_execution_id: Raw | UnsetType = UNSET
-    operation_writer_workflow_execution_id: Raw | UnsetType = UNSET
-
-
-class _Proof(Struct):
-    ocr_report: Raw | UnsetType = UNSET
-    ocr_context: Raw | UnsetType = UNSET
-    signatures: Raw | UnsetType = UNSET
+# each field the rules read (and no other) kept as its raw JSON text, to be read alone
+_Payload = msgspec.defstruct("_Payload", [(name, Raw | UnsetType, UNSET) for name in PAYLOAD_FIELDS])
+_Proof = msgspec.defstruct("_Proof", [(name, Raw | UnsetType, UNSET) for name in OCR_FIELDS])
 
 
 def _fields(item: Struct) -> dict[str, Any]:
