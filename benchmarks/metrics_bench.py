@@ -423,7 +423,11 @@ def generate(path: str | os.PathLike[str], *, n_events: int = 10_000_000, days: 
 def _number_writes(con: duckdb.DuckDBPyConnection) -> None:
     """Give every generated row the ``write_seq`` a sync would have given it: one number per (hourly) write, in the
     order of ``synced_at`` (``toolkit.warehouse.write_seq``), and the counter the next write continues from.
-    Without it every row looks unrefreshed to the models (``write_seq`` NULL), which no sync leaves behind."""
+    Without it every row looks unrefreshed to the models (``write_seq`` NULL), which no sync leaves behind. Also the
+    patch's watermark at the newest event: the generated operations and queries already hold what their events say
+    (applying all 10.8M events of the 10M warehouse again changed no row), and without it the first real sync into
+    the file applied every event again (22 s)."""
+    from toolkit.warehouse.patch import PATCH_STREAM
     from toolkit.warehouse.schema import WRITE_SEQ_TABLES
     from toolkit.warehouse.write_seq import STREAM
 
@@ -435,6 +439,9 @@ def _number_writes(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute("DELETE FROM sync_state WHERE stream = ?", [STREAM])
     con.execute("INSERT INTO sync_state VALUES (?, json_object('last', ?), now())", [STREAM, int(top)])
+    patched = con.execute("SELECT coalesce(max(write_seq), 0) FROM events").fetchone()[0]
+    con.execute("DELETE FROM sync_state WHERE stream = ?", [PATCH_STREAM])
+    con.execute("INSERT INTO sync_state VALUES (?, json_object('write_seq', ?), now())", [PATCH_STREAM, int(patched)])
 
 
 # ---- the sync-time refresh -----------------------------------------------------------------------------------------
