@@ -26,8 +26,6 @@ from .declarations import BY_NAME
 from .outcomes import latest_only_sql
 from .survival import uncensored_percentiles_sql
 
-_BY_STATUS = "SELECT status, duration, sum(k) AS k FROM left_by_now GROUP BY status, duration"
-
 #: The columns it can group by, as declared (:mod:`.declarations`).
 STUCK_GROUPS = BY_NAME["stuck-operations"].by
 
@@ -118,6 +116,7 @@ def _stuck_rows(
     mult, floor = q.bind(float(multiple)), q.bind(float(min_seconds))
     defaults = q.bind(["pending_signature", *RELAY_STATUSES])
     default_s = q.bind(STATE_MACHINE_DEFAULT_S)
+    by_status = "SELECT status, duration, sum(k) AS k FROM left_by_now GROUP BY status, duration"
     sql = f"""
         WITH latest_only AS ({latest_only_sql()}),
         left_by_now AS (
@@ -127,7 +126,7 @@ def _stuck_rows(
         ),
         -- the p90 status_latency reads off its curve, which with nothing censored is Hyndman–Fan type 2
         p90 AS ({uncensored_percentiles_sql("SELECT * FROM left_by_now", ["chain_selector", "status"], [0.9])}),
-        p90_any AS ({uncensored_percentiles_sql(_BY_STATUS, ["status"], [0.9])}),
+        p90_any AS ({uncensored_percentiles_sql(by_status, ["status"], [0.9])}),
         explicit AS (SELECT unnest({thr_status}::VARCHAR[]) AS status, unnest({thr_seconds}::DOUBLE[]) AS seconds),
         current AS (
             SELECT t.operation_id, t.channel_id, t.chain_selector, t.network, t.address, t.status, t.entered_at,
