@@ -79,6 +79,39 @@ class WirePayload(Struct, gc=False):
     timestamp: Seconds | None = None
 
 
+_Text = str | None | UnsetType
+
+
+class WireTransaction(Struct, gc=False, omit_defaults=True):
+    """An item of an ``operation.status`` payload's ``transactions``, as documented (``preview_snapshot`` is left
+    out: its ``execution_values`` object has no fixed shape)."""
+
+    to: _Text = UNSET
+    value: _Text = UNSET
+    data: _Text = UNSET
+
+
+class WireFullPayload(WirePayload, gc=False, omit_defaults=True):
+    """:class:`WirePayload` with every other documented payload field (of any event type) read as well, so that the
+    struct written again as JSON holds every name-value pair the payload sent when it sent no other name: the
+    repeated-names check (:mod:`toolkit.warehouse.repeated_names`) compares the two. A payload whose documented
+    fields hold values of another type is decoded as :class:`WirePayload` instead."""
+
+    wallet_operation_id: _Text = UNSET
+    digest: _Text = UNSET
+    transactions: list[WireTransaction] | None | UnsetType = UNSET
+    target: _Text = UNSET
+    service: _Text = UNSET
+    verifiable_event: _Text = UNSET
+    verifiable_result: _Text = UNSET
+    workflow_id: _Text = UNSET
+    workflow_execution_id: _Text = UNSET
+    operation_writer_workflow_id: _Text = UNSET
+    operation_writer_workflow_execution_id: _Text = UNSET
+    operation_status_workflow_id: _Text = UNSET
+    operation_status_workflow_execution_id: _Text = UNSET
+
+
 #: Payload fields stored in text columns of their own name.
 PAYLOAD_TEXT_FIELDS = (
     "status",
@@ -138,6 +171,9 @@ class EventColumns:
     channel_ids: Mapping[int, Any] | None = None
     kept: list[int] | None = None
     rejected: tuple[RejectedEvent, ...] = ()
+    #: each payload as decoded (:class:`WireFullPayload` or :class:`WirePayload`), for the repeated-names check;
+    #: ``None``: not decoded (the generic parse)
+    decoded: Sequence[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.event_ids)
@@ -191,6 +227,7 @@ class EventColumns:
             proofs=joined(attrgetter("proofs")),
             payloads=joined(attrgetter("payloads")),
             typed=True,
+            decoded=joined(attrgetter("decoded")) if all(p.decoded is not None for p in parts) else None,
         )
 
 
@@ -390,6 +427,7 @@ def columns_from_structs(
         typed=True,
         kept=kept,
         rejected=rejected,
+        decoded=payloads,
     )
 
 

@@ -135,7 +135,8 @@ def columns_batch(
     arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
     columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
     batch = pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema)
-    return settle_repeated_names(batch, payloads, joined), rejected
+    decoded = None if cols.decoded is None else pick(cols.decoded)
+    return settle_repeated_names(batch, payloads, joined, decoded), rejected
 
 
 def _named_by_offset(cols: EventColumns, channel_id: str | None, stream: bool) -> EventColumns:
