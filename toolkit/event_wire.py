@@ -99,7 +99,7 @@ class WireFullPayload(WirePayload, gc=False, omit_defaults=True):
 
     wallet_operation_id: _Text = UNSET
     digest: _Text = UNSET
-    transactions: list[WireTransaction] | None | UnsetType = UNSET
+    transactions: list[WireTransaction] | UnsetType | None = UNSET
     target: _Text = UNSET
     service: _Text = UNSET
     verifiable_event: _Text = UNSET
