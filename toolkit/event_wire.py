@@ -171,9 +171,9 @@ class EventColumns:
     channel_ids: Mapping[int, Any] | None = None
     kept: list[int] | None = None
     rejected: tuple[RejectedEvent, ...] = ()
-    #: each payload as decoded (:class:`WireFullPayload` or :class:`WirePayload`), for the repeated-names check;
-    #: ``None``: not decoded (the generic parse)
-    decoded: Sequence[Any] | None = None
+    #: per row, whether its payload may repeat a name inside one object (``False`` is certain: see
+    #: :func:`payloads_may_repeat`); ``None``: not told (the generic parse), every payload is checked
+    may_repeat: list[bool] | None = None
 
     def __len__(self) -> int:
         return len(self.event_ids)
@@ -227,7 +227,7 @@ class EventColumns:
             proofs=joined(attrgetter("proofs")),
             payloads=joined(attrgetter("payloads")),
             typed=True,
-            decoded=joined(attrgetter("decoded")) if all(p.decoded is not None for p in parts) else None,
+            may_repeat=joined(attrgetter("may_repeat")) if all(p.may_repeat is not None for p in parts) else None,
         )
 
 
@@ -383,6 +383,26 @@ def key_problem(value: Any) -> str | None:
 
 # ---- a page decoded in the documented shape ---------------------------------------------------------------------
 
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def payloads_may_repeat(texts: Sequence[Raw], decoded: Sequence[WirePayload]) -> list[bool]:
+    """Per payload (``texts``: each as sent; ``decoded``: each as the typed decode read it), whether it may repeat a
+    name inside one object; ``False`` is certain.
+
+    The struct written again as JSON is never longer than the text sent: msgspec writes each string with the
+    fewest characters JSON allows, each integer without ``-0``'s sign, a field name unescaped, and no spaces. It is
+    shorter by at least ``"":0`` for every name-value pair it does not hold: a repeated name (one value kept), a
+    name the struct does not read, or ``null`` in a field whose absence it writes as nothing. Every object of a
+    payload the struct reads whole is a struct (a field of another type fails the decode), so a text exactly as
+    long as its struct repeats no name. Told for a whole page at once, and payload by payload only when the sums
+    differ."""
+    if not texts:
+        return []
+    if sum(map(len, texts)) == len(_ENCODE(decoded)) - len(texts) - 1:
+        return [False] * len(texts)
+    return [len(text) != len(_ENCODE(value)) for text, value in zip(texts, decoded, strict=True)]
+
 
 def _first_signature_count(proofs: Sequence[WireProof]) -> int | None:
     for proof in proofs:
@@ -427,7 +447,7 @@ def columns_from_structs(
         typed=True,
         kept=kept,
         rejected=rejected,
-        decoded=payloads,
+        may_repeat=payloads_may_repeat([e.payload for e in events], payloads),
     )
 
 

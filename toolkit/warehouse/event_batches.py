@@ -135,8 +135,8 @@ def columns_batch(
     arrays["extra"] = _extras(cols, positions, channel_id if stream else None, invalid)
     columns = [arrays[c.name] for c in EVENTS.columns] + [arrays["extra"]]
     batch = pa.RecordBatch.from_arrays(columns, schema=EVENTS.schema)
-    decoded = None if cols.decoded is None else pick(cols.decoded)
-    return settle_repeated_names(batch, payloads, joined, decoded), rejected
+    may_repeat = None if cols.may_repeat is None else pick(cols.may_repeat)
+    return settle_repeated_names(batch, payloads, joined, may_repeat), rejected
 
 
 def _named_by_offset(cols: EventColumns, channel_id: str | None, stream: bool) -> EventColumns:

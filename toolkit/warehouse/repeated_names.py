@@ -24,7 +24,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
 import numpy as np
 import orjson
 import pyarrow as pa
@@ -128,39 +127,25 @@ def _none_may_repeat(column: pa.Array, texts: Sequence[Any], joined: bytes | Non
     return sent == again
 
 
-def _decoded_suspects(texts: Sequence[Any], decoded: Sequence[Any], joined: bytes | None) -> list[int]:
-    """The rows whose payload (``texts``, row by row, bytes-like or ``None``; ``joined``: the same texts one after
-    the other, when the caller has them) may repeat a name, told from the structs the typed decode read them into
-    (``decoded``, row by row): those written again shorter than sent."""
-    encode = msgspec.json.encode
-    sent = len(joined) if joined is not None else sum(len(text) for text in texts if text is not None)
-    if sent == len(encode(decoded if isinstance(decoded, list) else list(decoded))) - len(decoded) - 1:
-        return []  # the common case, told for the whole batch at once: no text is longer than its struct's
-    return [
-        i
-        for i, (text, value) in enumerate(zip(texts, decoded, strict=True))
-        if text is not None and len(text) != len(encode(value))
-    ]
-
-
 def settle_repeated_names(
     batch: pa.RecordBatch,
     texts: Sequence[Any] | None = None,
     joined: bytes | None = None,
-    decoded: Sequence[Any] | None = None,
+    may_repeat: Sequence[bool] | None = None,
 ) -> pa.RecordBatch:
     """``batch`` of the events table with every payload that repeats a name stored as its last-value reading, the
     text as sent and the names kept in ``extra`` (see the module's docstring); the batch itself when none does.
     ``texts``: the payloads the column was built from, row by row (bytes-like or ``None``), when the caller has
     them, so that they are not taken out of the array again; ``joined``: those texts one after the other (the
-    column's data), when the caller has it; ``decoded``: with both, the structs the typed decode read those
-    payloads into, row by row."""
+    column's data), when the caller has it; ``may_repeat``: with ``texts``, whether each may repeat a name as the
+    typed decode told it (:func:`~toolkit.event_wire.payloads_may_repeat`; ``False`` is certain)."""
     column = batch.column("payload")
     if not len(column) or column.null_count == len(column):
         return batch
-    if decoded is not None and texts is not None:
-        may_repeat = _may_repeat
-        suspects = [i for i in _decoded_suspects(texts, decoded, joined) if may_repeat(bytes(texts[i]))]
+    if may_repeat is not None and texts is not None:
+        if not any(may_repeat):
+            return batch
+        suspects = [i for i, text in enumerate(texts) if may_repeat[i] and text and _may_repeat(bytes(text))]
     elif _none_may_repeat(column, _row_texts(column) if texts is None else texts, None if texts is None else joined):
         return batch
     else:
