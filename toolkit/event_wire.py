@@ -153,9 +153,9 @@ class EventColumns:
     event_ids: list[Any]
     types: list[Any]
     offsets: list[Any]
-    timestamps: list[Any]
+    timestamps: Sequence[Any]
     #: one list per name of :data:`PAYLOAD_TEXT_FIELDS` (those of :data:`ONLY_FOR_TYPE` need not be masked)
-    fields: dict[str, list[Any]]
+    fields: dict[str, Sequence[Any]]
     proof_counts: list[int]
     signature_counts: list[int | None]
     #: ``headers.proofs`` as the JSON text the service sent (``None``: the event had none)
@@ -384,6 +384,9 @@ def key_problem(value: Any) -> str | None:
 # ---- a page decoded in the documented shape ---------------------------------------------------------------------
 
 _ENCODE = msgspec.json.Encoder().encode
+#: The payload fields with columns, in the order a :class:`WirePayload` holds them: its text fields, then the time.
+_COLUMN_FIELDS = (*PAYLOAD_TEXT_FIELDS, "timestamp")
+_column_fields = attrgetter(*_COLUMN_FIELDS)
 
 
 def payloads_may_repeat(texts: Sequence[Raw], decoded: Sequence[WirePayload]) -> list[bool]:
@@ -425,6 +428,8 @@ def columns_from_structs(
     ``event_id`` is kept, its id ``None`` until the converter makes one from its channel and offset."""
     heads = [e.headers for e in events]
     ids = [e.event_id for e in events]
+    # the payloads' columns in one transposition
+    columns = list(zip(*map(_column_fields, payloads), strict=True)) if payloads else [()] * len(_COLUMN_FIELDS)
     rejected: tuple[RejectedEvent, ...] = ()
     kept = None
     if _any_blank(ids):
@@ -438,8 +443,8 @@ def columns_from_structs(
         event_ids=ids,
         types=[h.type for h in heads],
         offsets=[h.offset for h in heads],
-        timestamps=[p.timestamp for p in payloads],
-        fields={name: list(map(attrgetter(name), payloads)) for name in PAYLOAD_TEXT_FIELDS},
+        timestamps=columns[-1],
+        fields=dict(zip(PAYLOAD_TEXT_FIELDS, columns, strict=False)),
         proof_counts=[len(x) for x in proofs],
         signature_counts=[_first_signature_count(x) if x else None for x in proofs],
         proofs=[h.proofs for h in heads],
