@@ -186,6 +186,8 @@ class EventColumns:
     @property
     def payload_bytes(self) -> int:
         """The size of the payload texts."""
+        if self.typed:  # every event has one
+            return sum(map(len, self.payloads))
         return sum(len(p) for p in self.payloads if p is not None)
 
     def served_offsets(self) -> list[int]:

@@ -55,6 +55,9 @@ class RejectedRecord:
 # ---- value coercion (the slow path, used only for a column that holds a bad value) ------------------------------
 
 _INVALID = object()
+#: The Python types of a column of integers that Arrow converts as they are (``bool`` is not one: a typed conversion
+#: would refuse it, and a ``float`` would be truncated).
+_INTS = frozenset({int, type(None)})
 #: ASCII digits only: str.isdigit() also accepts characters such as '²' that int() refuses.
 _INTEGER_TEXT = re.compile(r"-?[0-9]{1,20}")
 
@@ -101,7 +104,9 @@ def _build_column(col: Column, values: Sequence[Any], invalid: dict[int, dict[st
             return pa.array([json_text(v) for v in values], pa.string())
     fast_type = {"text": pa.string(), "ts": pa.int64(), "int": pa.int64(), "bool": pa.bool_()}[col.kind]
     try:
-        if fast_type == pa.int64():
+        if fast_type == pa.int64() and set(map(type, values)) <= _INTS:
+            arr = pa.array(values, fast_type)  # only ints (no bool, no float): nothing to infer
+        elif fast_type == pa.int64():
             # inferred first: a typed conversion would truncate a fractional number silently
             arr = pa.array(values)
             if not (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
