@@ -147,8 +147,9 @@ def table_batch(
     """
     tspec = RAW_TABLES[table]
     rejected: list[RejectedRecord] = []
-    kept: dict[Any, int] = {}
-    for i, rec in enumerate(records):
+    keys = _usable_keys(records, tspec.key, defaults)
+    kept: dict[Any, int] = {} if keys is None else dict(zip(keys, range(len(records)), strict=True))
+    for i, rec in enumerate(records if keys is None else ()):
         if not isinstance(rec, dict):
             rejected.append(RejectedRecord(table, i, "<record>", f"is a {type(rec).__name__}, not an object"))
             continue
@@ -189,6 +190,32 @@ def table_batch(
         extras.append(json_text(unknown) if unknown else None)
     arrays.append(pa.array(extras, pa.string()))
     return pa.RecordBatch.from_arrays(arrays, schema=tspec.schema), rejected
+
+
+def _usable_keys(records: Sequence[Any], key: Sequence[str], defaults: dict[str, Any] | None) -> list[Any] | None:
+    """Each record's key as :func:`table_batch` reads it (the tuple of its parts as text), when every record is an
+    object whose key is usable (text that is not blank, or an integer), told in C loops; ``None`` otherwise (each
+    record is then read on its own, and those that cannot be stored are named)."""
+    if not all(type(rec) is dict for rec in records):
+        return None
+    parts = []
+    for k in key:
+        if k == "channel_id" and defaults:
+            values = [rec.get(k, defaults.get(k)) for rec in records]
+        else:
+            values = [rec.get(k) for rec in records]
+        kinds = set(map(type, values))
+        if not kinds <= _KEY_TYPES:
+            return None
+        texts = values if int not in kinds else [v for v in values if type(v) is str]
+        if "" in texts or any(map(str.isspace, texts)):
+            return None
+        parts.append(values if int not in kinds else list(map(str, values)))
+    return list(zip(*parts, strict=True))
+
+
+#: The types of a key's parts that :func:`_usable_keys` reads in C (a subclass, ``bool`` say, is read on its own).
+_KEY_TYPES = frozenset({str, int})
 
 
 def _short(rec: Record, field: str) -> str | None:
