@@ -102,6 +102,29 @@ def test_records_without_a_key_are_rejected_by_name_and_the_rest_kept() -> None:
     assert "channels record #1: field 'channel_id' is missing" in str(rejected[0])
 
 
+def test_a_page_of_objects_with_one_unusable_key_rejects_that_record_only() -> None:
+    """Every record an object (the keys read for the whole page at once): a blank, boolean or null key still
+    rejects its record by name; an integer key is stored as its digits, the same key as that text."""
+    recs = [
+        {"operation_id": "a", "status": "sent"},
+        {"operation_id": " \t", "status": "sent"},
+        {"operation_id": True, "status": "sent"},
+        {"operation_id": 7, "status": "old"},
+        {"operation_id": "7", "status": "new"},
+    ]
+    batch, rejected = to_batch("operations", recs)
+    assert batch.column("operation_id").to_pylist() == ["a", "7"]
+    assert batch.column("status").to_pylist() == ["sent", "new"]
+    assert [(r.index, r.field, r.reason) for r in rejected] == [
+        (1, "operation_id", "is empty"),
+        (2, "operation_id", "is not a string (bool)"),
+    ]
+    blank, _ = to_batch("channels", [{"channel_id": "c"}, {"channel_id": ""}])
+    assert blank.column("channel_id").to_pylist() == ["c"]
+    digits, _ = to_batch("operations", [{"operation_id": 7, "status": "old"}, {"operation_id": "7", "status": "new"}])
+    assert digits.column("operation_id").to_pylist() == ["7"] and digits.column("status").to_pylist() == ["new"]
+
+
 def test_same_key_twice_keeps_the_last() -> None:
     recs = [{"channel_id": "c", "name": "old"}, {"channel_id": "c", "name": "new"}]
     batch, _ = to_batch("channels", recs)
