@@ -4,9 +4,13 @@ The event log is the one high-volume stream, and most of an event's bytes are it
 exactly the documented shape (``{events, has_more}``; each event ``{event_id, headers{type, offset, proofs},
 payload}``) is decoded here into the small typed structs of :mod:`toolkit.event_wire` and put in its columns
 (:class:`~toolkit.event_wire.EventColumns`): the proofs kept as the raw JSON text the service sent (stored verbatim
-for verification) and decoded only as far as counting them and their signatures, and each payload twice cheaply,
-once kept as the raw JSON text the service sent (stored verbatim, never serialised again) and once into the few
-fields the warehouse has columns for.
+for verification) and decoded only as far as counting them and their signatures (a page's in one call), and each
+payload twice cheaply, once kept as the raw JSON text the service sent (stored verbatim, never serialised again) and
+once into every documented payload field (:class:`~toolkit.event_wire.WireFullPayload`): the warehouse has columns
+for a few, and the struct written again tells whether the payload may repeat a name
+(:func:`~toolkit.event_wire.payloads_may_repeat`). A payload whose other documented fields hold values of another
+type is read into the column fields only (:class:`~toolkit.event_wire.WirePayload`; its repeat then judged by the
+warehouse's generic check).
 
 A page in any other shape (an unknown field, a value of another type, a ``data`` envelope, a payload that is not an
 object) is not an error here: :func:`decode_event_page` returns ``None`` and the caller parses the page generically,

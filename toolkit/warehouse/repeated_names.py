@@ -8,8 +8,14 @@ JSON of that reading, every number written with the digits it was sent with (so 
 typed column agree), and the text as sent is kept beside it in ``extra._sent_payload`` with the repeated names, by
 path, in ``extra._repeated_names``. The sync names the events in a problem (the run ends ``partial``).
 
-Finding them costs one generic parse and serialisation of each payload (orjson, in C; about 2 µs per 1 KB
-payload): a repeated name is the only way the structural ``:`` of the text as sent can outnumber those of the
+A page in the documented shape has been told already, at decode: a payload whose struct (every documented field
+read) written again is exactly as long as its text repeats no name (:func:`toolkit.event_wire.payloads_may_repeat`,
+``EventColumns.may_repeat``); only the payloads it flags are judged here. For the 200,000 payloads of
+``benchmarks.cpu_bench`` that costs about 0.15 CPU-s (each page's structs written again, 0.06, and the documented
+fields read beyond the columns' own, 0.1), where the check below cost 0.45.
+
+Any other payload (a page read generically) costs one generic parse and serialisation (orjson, in C; about 2 µs per
+1 KB payload): a repeated name is the only way the structural ``:`` of the text as sent can outnumber those of the
 re-serialised value. The ``:`` are counted for a whole batch at once; only in a batch where the counts differ (or
 whose texts escape a ``:``, or that orjson cannot read) is each payload judged on its own, and those it flags read
 again with the standard library. Each payload is parsed on its own rather than a batch's payloads joined into one
