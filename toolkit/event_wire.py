@@ -386,9 +386,6 @@ def key_problem(value: Any) -> str | None:
 # ---- a page decoded in the documented shape ---------------------------------------------------------------------
 
 _ENCODE = msgspec.json.Encoder().encode
-#: The payload fields with columns, in the order a :class:`WirePayload` holds them: its text fields, then the time.
-_COLUMN_FIELDS = (*PAYLOAD_TEXT_FIELDS, "timestamp")
-_column_fields = attrgetter(*_COLUMN_FIELDS)
 
 
 def payloads_may_repeat(texts: Sequence[Raw], decoded: Sequence[WirePayload]) -> list[bool]:
@@ -430,8 +427,6 @@ def columns_from_structs(
     ``event_id`` is kept, its id ``None`` until the converter makes one from its channel and offset."""
     heads = [e.headers for e in events]
     ids = [e.event_id for e in events]
-    # the payloads' columns in one transposition
-    columns = list(zip(*map(_column_fields, payloads), strict=True)) if payloads else [()] * len(_COLUMN_FIELDS)
     rejected: tuple[RejectedEvent, ...] = ()
     kept = None
     if _any_blank(ids):
@@ -445,8 +440,8 @@ def columns_from_structs(
         event_ids=ids,
         types=[h.type for h in heads],
         offsets=[h.offset for h in heads],
-        timestamps=columns[-1],
-        fields=dict(zip(PAYLOAD_TEXT_FIELDS, columns, strict=False)),
+        timestamps=[p.timestamp for p in payloads],
+        fields={name: list(map(attrgetter(name), payloads)) for name in PAYLOAD_TEXT_FIELDS},
         proof_counts=[len(x) for x in proofs],
         signature_counts=[_first_signature_count(x) if x else None for x in proofs],
         proofs=[h.proofs for h in heads],
