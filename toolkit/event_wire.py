@@ -427,6 +427,7 @@ def columns_from_structs(
     ``event_id`` is kept, its id ``None`` until the converter makes one from its channel and offset."""
     heads = [e.headers for e in events]
     ids = [e.event_id for e in events]
+    texts = [e.payload for e in events]
     rejected: tuple[RejectedEvent, ...] = ()
     kept = None
     if _any_blank(ids):
@@ -445,11 +446,11 @@ def columns_from_structs(
         proof_counts=[len(x) for x in proofs],
         signature_counts=[_first_signature_count(x) if x else None for x in proofs],
         proofs=[h.proofs for h in heads],
-        payloads=[e.payload for e in events],
+        payloads=texts,
         typed=True,
         kept=kept,
         rejected=rejected,
-        may_repeat=payloads_may_repeat([e.payload for e in events], payloads),
+        may_repeat=payloads_may_repeat(texts, payloads),
     )
 
 
