@@ -134,3 +134,15 @@ def test_an_event_without_event_id_is_rejected_by_name_only_when_it_cannot_be_na
     # an event naming its own channel is named by it
     batch, rejected = columns_batch(columns_from_records([{**records[1], "channel_id": "own"}]), channel_id=None)
     assert not rejected and batch.column("event_id").to_pylist() == ["offset:own:2"]
+
+
+@pytest.mark.parametrize("proofs", ['""', "12", "{}", '[{"signatures":"x"}]'], ids=["text", "number", "object", "sigs"])
+def test_proofs_of_another_shape_send_the_page_to_the_generic_parse(proofs: str) -> None:
+    """A page's proofs are decoded in one call, and skipped when every one is ``[]``: a two-character text that is
+    not a list (``""``, ``12``, ``{}``) is not taken for one, and the page is read generically as before."""
+    events = [_event(1), _event(2)]
+    body = json.dumps({"events": events, "has_more": False}).encode()
+    decoded = decode_event_page(body)
+    assert decoded is not None and decoded[0].proof_counts == [0, 0] and decoded[0].signature_counts == [None, None]
+    odd = body.replace(b'"proofs": []', b'"proofs": ' + proofs.encode(), 1)
+    assert odd != body and decode_event_page(odd) is None
