@@ -80,6 +80,8 @@ class WirePayload(Struct, gc=False):
 
 
 _Text = str | None | UnsetType
+#: A raw field the payload did not send: equal to the default, so written as nothing.
+_NOT_SENT = Raw(b"")
 
 
 class WireTransaction(Struct, gc=False, omit_defaults=True):
@@ -102,8 +104,9 @@ class WireFullPayload(WirePayload, gc=False, omit_defaults=True):
     transactions: list[WireTransaction] | UnsetType | None = UNSET
     target: _Text = UNSET
     service: _Text = UNSET
-    verifiable_event: _Text = UNSET
-    verifiable_result: _Text = UNSET
+    #: base64 texts, the largest part of a payload: read raw, no string made of each (see payloads_may_repeat)
+    verifiable_event: Raw = _NOT_SENT
+    verifiable_result: Raw = _NOT_SENT
     workflow_id: _Text = UNSET
     workflow_execution_id: _Text = UNSET
     operation_writer_workflow_id: _Text = UNSET
@@ -396,14 +399,27 @@ def payloads_may_repeat(texts: Sequence[Raw], decoded: Sequence[WirePayload]) ->
     fewest characters JSON allows, each integer without ``-0``'s sign, a field name unescaped, and no spaces. It is
     shorter by at least ``"":0`` for every name-value pair it does not hold: a repeated name (one value kept), a
     name the struct does not read, or ``null`` in a field whose absence it writes as nothing. Every object of a
-    payload the struct reads whole is a struct (a field of another type fails the decode), so a text exactly as
-    long as its struct repeats no name. Told for a whole page at once, and payload by payload only when the sums
-    differ."""
+    payload the struct reads whole is a struct (a field of another type fails the decode), or inside one of the two
+    base64 fields it reads raw (written again as sent), which must then hold no ``{``; so a text exactly as long as
+    its struct, its raw fields without a ``{``, repeats no name. Told for a whole page at once, and payload by
+    payload only when that fails."""
     if not texts:
         return []
-    if sum(map(len, texts)) == len(_ENCODE(decoded)) - len(texts) - 1:
+    try:  # the fields read raw are written again as sent: an object in one would hide a repeat
+        raw = b"".join(itertools.chain.from_iterable(map(_raw_fields, decoded)))
+    except AttributeError:  # a WirePayload among them (it reads no field raw)
+        raw = b"{"
+    if b"{" not in raw and sum(map(len, texts)) == len(_ENCODE(decoded)) - len(texts) - 1:
         return [False] * len(texts)
-    return [len(text) != len(_ENCODE(value)) for text, value in zip(texts, decoded, strict=True)]
+    return [
+        len(text) != len(_ENCODE(value)) or b"{" in b"".join(getattr(value, name, b"") for name in _RAW_FIELDS)
+        for text, value in zip(texts, decoded, strict=True)
+    ]
+
+
+#: The fields :class:`WireFullPayload` reads raw.
+_RAW_FIELDS = ("verifiable_event", "verifiable_result")
+_raw_fields = attrgetter(*_RAW_FIELDS)
 
 
 def _first_signature_count(proofs: Sequence[WireProof]) -> int | None:

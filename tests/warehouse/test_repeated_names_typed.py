@@ -54,9 +54,19 @@ def _marked(row: dict) -> list[str] | None:
         ),
         ('{"status":"sent","x":{"y":[1,{"z":{"w":":","w":"::"}}]}}', ["payload.x.y[1].z.w"]),  # deep, unknown
         ('{"status":"sent","transactions":"none","transactions":"none"}', ["payload.transactions"]),  # another type
-        ('{"status":"sent","verifiable_event":{"a":1,"a":2}}', ["payload.verifiable_event.a"]),  # not a string
+        ('{"status":"sent","verifiable_event":{"a":1,"a":2}}', ["payload.verifiable_event.a"]),  # read raw
+        ('{"status":"sent","verifiable_result":[{"b":"x","b":"y"}]}', ["payload.verifiable_result[0].b"]),
     ],
-    ids=["top", "same-value", "unknown-name", "in-a-transaction", "deep-in-an-unknown-field", "other-type", "object"],
+    ids=[
+        "top",
+        "same-value",
+        "unknown-name",
+        "in-a-transaction",
+        "deep-in-an-unknown-field",
+        "other-type",
+        "object-in-a-raw-field",
+        "list-in-a-raw-field",
+    ],
 )
 def test_a_repeat_at_any_depth_is_marked_beside_payloads_that_repeat_nothing(payload: str, paths: list[str]) -> None:
     rows = _rows(_page(PLAIN, payload, PLAIN))
@@ -78,4 +88,11 @@ def test_spaces_and_escapes_that_repeat_nothing_are_stored_as_sent() -> None:
     spaced = '{ "status" : "sent" ,\n "transactions" : [ { "to" : "0x1" } ] , "n" : -0 , "s" : "\\/\\u00e9" }'
     rows = _rows(_page(spaced, PLAIN))
     assert [r["payload"] for r in rows] == [spaced, PLAIN]
+    assert [r["extra"] for r in rows] == [None, None]
+
+
+def test_a_raw_field_holding_an_object_that_repeats_nothing_is_stored_as_sent() -> None:
+    odd = '{"status":"sent","verifiable_event":{"a":{"b":1}},"verifiable_result":"eyJ9"}'
+    rows = _rows(_page(PLAIN, odd))
+    assert [r["payload"] for r in rows] == [PLAIN, odd]
     assert [r["extra"] for r in rows] == [None, None]
