@@ -156,9 +156,9 @@ class EventColumns:
     event_ids: list[Any]
     types: list[Any]
     offsets: list[Any]
-    timestamps: Sequence[Any]
+    timestamps: list[Any]
     #: one list per name of :data:`PAYLOAD_TEXT_FIELDS` (those of :data:`ONLY_FOR_TYPE` need not be masked)
-    fields: dict[str, Sequence[Any]]
+    fields: dict[str, list[Any]]
     proof_counts: list[int]
     signature_counts: list[int | None]
     #: ``headers.proofs`` as the JSON text the service sent (``None``: the event had none)

@@ -155,8 +155,8 @@ def settle_repeated_names(
     elif _none_may_repeat(column, _row_texts(column) if texts is None else texts, None if texts is None else joined):
         return batch
     else:
-        may_repeat = _may_repeat  # the rare batch that may: each payload as the column holds it
-        suspects = [i for i, text in enumerate(_row_texts(column)) if text and may_repeat(text)]
+        judge = _may_repeat  # the rare batch that may: each payload as the column holds it
+        suspects = [i for i, text in enumerate(_row_texts(column)) if text and judge(text)]
     if not suspects:
         return batch
     payloads = column.to_pylist()
