@@ -41,6 +41,7 @@ from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
 from . import columns
+from .ahead import COLUMNS_SQL, read_ahead
 from .messages import Share
 from .pool import Pool
 from .rules import Policy, Result
@@ -52,6 +53,8 @@ __all__ = ["TABLE", "VerifyResult", "requires_proof_sql", "verify_rows", "verify
 log = logging.getLogger("toolkit.verify")
 
 TABLE = "event_verifications"
+#: A batch in flight: the batch, the rows this process checks itself (the first ones), how many workers have a share.
+_InFlight = tuple[pa.RecordBatch, int, int]
 #: What the writer lock file names while a verify holds the warehouse (a waiting reader's message quotes it).
 HOLDER = "chainops verify"
 #: Events read and verified per batch (a batch's rows, payloads and proofs are what a run holds in memory).
@@ -155,6 +158,16 @@ class _Clock:
         return {k: (max(w, 0.0), max(c, 0.0)) for k, (w, c) in self._spent.items()}
 
 
+@dataclass
+class _Start:
+    """How a run starts: the query parameters of what is pending, and, when the pool got a first batch before the
+    warehouse opened for writing (:mod:`toolkit.verify.ahead`), the count read with it and that batch's shares."""
+
+    params: list[Any]
+    todo: int | None = None
+    ahead: _InFlight | None = None
+
+
 def _verify_opened(
     warehouse: str | os.PathLike[str] | Warehouse,
     policy: Policy,
@@ -163,13 +176,14 @@ def _verify_opened(
     batch_rows: int,
     clock: _Clock,
 ) -> VerifyResult:
+    start = _Start([datetime.now(UTC)] if all_events else _policy_params(policy))
     with contextlib.ExitStack() as stack:
         pool = None
         if wanted > 1:
             with clock("start the pool"):
                 pool = stack.enter_context(Pool(wanted - 1, policy))  # this process is the other
         if isinstance(warehouse, Warehouse):
-            return _verify(warehouse, policy, all_events, pool, wanted, batch_rows, clock)
+            return _verify(warehouse, policy, all_events, pool, wanted, batch_rows, clock, start)
         if not Path(warehouse).exists():  # verifying never makes a warehouse
             raise WarehouseError(
                 f"No warehouse at {warehouse}. Run `chainops sync` (or `chainops demo`) first, "
@@ -178,11 +192,26 @@ def _verify_opened(
         with clock("open the warehouse"):
             if not holds_sync_lock(warehouse):  # held under this name, a reader kept waiting is told who holds it
                 stack.enter_context(sync_lock(warehouse, holder=HOLDER))
+        if pool is not None:
+            with clock("read ahead for the pool"):
+                _read_ahead(Path(warehouse), all_events, pool, batch_rows, start)
+        with clock("open the warehouse"):
             wh = stack.enter_context(Warehouse(Path(warehouse), memory_limit=VERIFY_MEMORY_LIMIT))
             # verify writes only its verdicts: merging the events' partial row groups a first sync leaves (most of
             # its checkpoint otherwise) is left to the next sync, as that sync leaves it (loader.tuning)
             wh.configure(max_vacuum_tasks=0)
-        return _verify(wh, policy, all_events, pool, wanted, batch_rows, clock)
+        return _verify(wh, policy, all_events, pool, wanted, batch_rows, clock, start)
+
+
+def _read_ahead(path: Path, all_events: bool, pool: Pool, batch_rows: int, start: _Start) -> None:
+    """Count what is pending and hand its first batch to the pool, before the warehouse opens for writing (the
+    workers check it meanwhile; :mod:`toolkit.verify.ahead`), recording both in ``start``."""
+    ahead = read_ahead(path, _pending_sql(all_events), start.params, batch_rows, POOL_THRESHOLD, VERIFY_MEMORY_LIMIT)
+    if ahead is None:
+        return
+    start.todo = ahead.todo
+    if ahead.batch is not None and ahead.batch.num_rows:
+        start.ahead = (ahead.batch, 0, _hand_out(pool, ahead.batch, 0))
 
 
 def _policy_params(policy: Policy) -> list[Any]:
@@ -214,18 +243,33 @@ def _verify(
     wanted: int,
     batch_rows: int,
     clock: _Clock,
+    start: _Start,
 ) -> VerifyResult:
-    params: list[Any] = [datetime.now(UTC)] if all_events else _policy_params(policy)
+    params = start.params
     pending_sql = _pending_sql(all_events)
-    with clock("count what to verify"):
-        ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
+    todo = start.todo
+    if todo is None:
+        with clock("count what to verify"):
+            ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
     processes = wanted if pool is not None and todo >= POOL_THRESHOLD else 1
     out = VerifyResult(workers=processes)
+    ahead = start.ahead if processes > 1 else None
     while True:  # one stream of what is still to verify, until it ends; a waiting reader closes it early
         stopped = _Stopped(wh.readers_waiting)
         _verify_stream(
-            wh, policy, pool if processes > 1 else None, processes, batch_rows, pending_sql, params, out, stopped, clock
+            wh,
+            policy,
+            pool if processes > 1 else None,
+            processes,
+            batch_rows,
+            pending_sql,
+            params,
+            out,
+            stopped,
+            clock,
+            ahead,
         )
+        ahead = None  # the first stream stores the batch read ahead, however it ends
         if not stopped.asked:
             break
         with clock("let readers in"):
@@ -247,18 +291,25 @@ def _verify_stream(
     out: VerifyResult,
     stop: Callable[[], bool],
     clock: _Clock,
+    ahead: _InFlight | None = None,
 ) -> None:
-    """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so. The
-    stream (its cursor, its result, its Arrow reader) is gone when this returns, so the connection may be closed."""
+    """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so; with
+    ``ahead`` (a batch the pool has already), that batch first, and the stream without its events. The stream (its
+    cursor, its result, its Arrow reader) is gone when this returns, so the connection may be closed."""
     reader = wh.con.cursor()  # its own connection: it streams while the main one writes each batch's verdicts
     try:
         ((database,),) = wh.con.execute("SELECT current_database()").fetchall()
         reader.execute(f'USE "{database}"')
-        result = reader.sql(f"SELECT e.event_id, e.type, e.payload, e.proofs, e.write_seq {pending_sql}", params=params)
+        sql = f"{COLUMNS_SQL} {pending_sql}"
+        if ahead is not None:
+            # read before this stream's snapshot, its verdicts are written after it began: the stream leaves it out
+            reader.register(_AHEAD_VIEW, pa.table({"event_id": ahead[0].column("event_id")}))
+            sql += f" AND e.event_id NOT IN (SELECT event_id FROM {_AHEAD_VIEW})"
+        result = reader.sql(sql, params=params)
         stream = _record_batches(result, batch_rows)
         try:
             batches = _read(stream, clock)
-            for batch, results in _verified(batches, policy, pool, processes, stop, clock):
+            for batch, results in _verified(batches, policy, pool, processes, stop, clock, ahead):
                 with clock("write verdicts"):
                     _store(wh, batch, results, policy)
                     _tally(out, batch, results)
@@ -266,6 +317,10 @@ def _verify_stream(
             stream.close()
     finally:
         reader.close()
+
+
+#: The view of the events read ahead, on the stream's connection (:func:`_verify_stream`).
+_AHEAD_VIEW = "_verify_read_ahead"
 
 
 class _Stopped:
@@ -305,6 +360,7 @@ def _verified(
     processes: int,
     stop: Callable[[], bool],
     clock: _Clock,
+    ahead: _InFlight | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
     """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
     share of each batch itself while the workers verify the rest, and the workers are always a batch ahead: the
@@ -312,7 +368,7 @@ def _verified(
     one share starts the next at once instead of waiting for this process to store, read and send (at most two
     batches in flight, and the one being stored). This process's share adapts to who finishes first (it also reads
     and writes; :meth:`_Feeder.adapt`). Once ``stop()`` says so (checked before each batch is read), no further
-    batch is read and those in flight are finished."""
+    batch is read and those in flight are finished. A batch the pool had ``ahead`` (all of it theirs) comes first."""
     if pool is None:
         while not stop():
             batch = next(batches, None)
@@ -323,10 +379,17 @@ def _verified(
             yield batch, results
         return
     feeder = _Feeder(batches, pool, 0.9 / processes, 0.9, clock)
+    if ahead is not None:
+        feeder.in_flight.append(ahead)
     feeder.feed(stop)
     while feeder.in_flight:
         feeder.feed(stop)  # the workers get the next batch before they finish this one
         batch, own, shares = feeder.in_flight.popleft()
+        if not own:  # the batch read ahead: nothing of it here, nothing to learn for the split
+            with clock("wait for the pool"):
+                theirs = _results(pool, shares)
+            yield batch, theirs
+            continue
         checking = time.perf_counter()
         with clock("verify in this process"):
             mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
@@ -353,7 +416,7 @@ class _Feeder:
         self._clock = clock
         self.own_share = own_share  # of each batch, verified here (it also reads and writes); the rest: the workers
         self._most = most
-        self.in_flight: deque[tuple[pa.RecordBatch, int, int]] = deque()
+        self.in_flight: deque[_InFlight] = deque()
 
     def feed(self, stop: Callable[[], bool]) -> None:
         """Read the next batch, if any and ``stop()`` does not say otherwise, and send the workers their shares."""
@@ -362,14 +425,10 @@ class _Feeder:
         batch = next(self._batches, None)
         if batch is None:
             return
-        n = batch.num_rows
-        own = min(n, max(1, round(n * self.own_share)))
+        own = min(batch.num_rows, max(1, round(batch.num_rows * self.own_share)))
         with self._clock("hand to the pool"):
-            step = max(1, -(-(n - own) // self._pool.size))
-            starts = range(own, n, step)
-            for worker, start in enumerate(starts):
-                self._pool.send(worker, *_share(batch.slice(start, step)))
-        self.in_flight.append((batch, own, len(starts)))
+            shares = _hand_out(self._pool, batch, own)
+        self.in_flight.append((batch, own, shares))
 
     def adapt(self, idle: bool, waited: float, per_event: float, rows: int) -> None:
         """This process's share of the next batches, from how the last one went: when it ``waited`` for the
@@ -380,6 +439,17 @@ class _Feeder:
             self.own_share = min(self._most, self.own_share + min(0.1, more))
         elif idle:
             self.own_share = max(0.05, self.own_share - 0.02)
+
+
+def _hand_out(pool: Pool, batch: pa.RecordBatch, own: int) -> int:
+    """Send the rows of ``batch`` after the first ``own`` to the workers, in as even shares as may be, in order;
+    returns how many workers got one."""
+    n = batch.num_rows
+    step = max(1, -(-(n - own) // pool.size))
+    starts = range(own, n, step)
+    for worker, start in enumerate(starts):
+        pool.send(worker, *_share(batch.slice(start, step)))
+    return len(starts)
 
 
 def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
