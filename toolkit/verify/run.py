@@ -25,7 +25,6 @@ import contextlib
 import logging
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,19 +41,20 @@ from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
 from . import columns
 from .ahead import COLUMNS_SQL, read_ahead
-from .messages import Share
 from .pool import Pool
 from .rules import Policy, Result
 from .signers import fingerprint
-from .worker import from_tuple, verify_rows
+from .split import Split, hand_out
+from .split import columns as batch_columns
+from .worker import verify_rows
 
 __all__ = ["TABLE", "VerifyResult", "requires_proof_sql", "verify_rows", "verify_warehouse"]
 
 log = logging.getLogger("toolkit.verify")
 
 TABLE = "event_verifications"
-#: A batch in flight: the batch, the rows this process checks itself (the first ones), how many workers have a share.
-_InFlight = tuple[pa.RecordBatch, int, int]
+#: A batch the pool got before the warehouse opened, all of it, and the rows of each worker's share (split.hand_out).
+_Ahead = tuple[pa.RecordBatch, int]
 #: What the writer lock file names while a verify holds the warehouse (a waiting reader's message quotes it).
 HOLDER = "chainops verify"
 #: Events read and verified per batch (a batch's rows, payloads and proofs are what a run holds in memory).
@@ -165,7 +165,7 @@ class _Start:
 
     params: list[Any]
     todo: int | None = None
-    ahead: _InFlight | None = None
+    ahead: _Ahead | None = None
 
 
 def _verify_opened(
@@ -211,7 +211,7 @@ def _read_ahead(path: Path, all_events: bool, pool: Pool, batch_rows: int, start
         return
     start.todo = ahead.todo
     if ahead.batch is not None and ahead.batch.num_rows:
-        start.ahead = (ahead.batch, 0, _hand_out(pool, ahead.batch, 0))
+        start.ahead = (ahead.batch, hand_out(pool, ahead.batch))
 
 
 def _policy_params(policy: Policy) -> list[Any]:
@@ -260,7 +260,6 @@ def _verify(
             wh,
             policy,
             pool if processes > 1 else None,
-            processes,
             batch_rows,
             pending_sql,
             params,
@@ -284,14 +283,13 @@ def _verify_stream(
     wh: Warehouse,
     policy: Policy,
     pool: Pool | None,
-    processes: int,
     batch_rows: int,
     pending_sql: str,
     params: list[Any],
     out: VerifyResult,
     stop: Callable[[], bool],
     clock: _Clock,
-    ahead: _InFlight | None = None,
+    ahead: _Ahead | None = None,
 ) -> None:
     """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so; with
     ``ahead`` (a batch the pool has already), that batch first, and the stream without its events. The stream (its
@@ -309,7 +307,7 @@ def _verify_stream(
         stream = _record_batches(result, batch_rows)
         try:
             batches = _read(stream, clock)
-            for batch, results in _verified(batches, policy, pool, processes, stop, clock, ahead):
+            for batch, results in _verified(batches, policy, pool, stop, clock, ahead):
                 with clock("write verdicts"):
                     _store(wh, batch, results, policy)
                     _tally(out, batch, results)
@@ -357,137 +355,23 @@ def _verified(
     batches: Iterator[pa.RecordBatch],
     policy: Policy,
     pool: Pool | None,
-    processes: int,
     stop: Callable[[], bool],
     clock: _Clock,
-    ahead: _InFlight | None = None,
+    ahead: _Ahead | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
-    """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
-    share of each batch itself while the workers verify the rest, and the workers are always a batch ahead: the
-    next batch's shares are sent before this process checks its share of the current one, so a worker finishing
-    one share starts the next at once instead of waiting for this process to store, read and send (at most two
-    batches in flight, and the one being stored). This process's share adapts to who finishes first (it also reads
-    and writes; :meth:`_Feeder.adapt`). Once ``stop()`` says so (checked before each batch is read), no further
-    batch is read and those in flight are finished. A batch the pool had ``ahead`` (all of it theirs) comes first."""
-    if pool is None:
-        while not stop():
-            batch = next(batches, None)
-            if batch is None:
-                return
-            with clock("verify in this process"):
-                results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
-            yield batch, results
+    """Each batch with its verdicts, in order: checked here, or, with a pool, here and by the workers together
+    (:mod:`toolkit.verify.split`), a batch the pool had ``ahead`` first. Once ``stop()`` says so (checked before
+    each batch is read), no further batch is read and those in flight are finished."""
+    if pool is not None:
+        yield from Split(batches, pool, policy, stop, clock).verified(ahead)
         return
-    feeder = _Feeder(batches, pool, 0.9 / processes, 0.9, clock)
-    if ahead is not None:
-        feeder.in_flight.append(ahead)
-    feeder.feed(stop)
-    while feeder.in_flight:
-        feeder.feed(stop)  # the workers get the next batch before they finish this one
-        batch, own, shares = feeder.in_flight.popleft()
-        if not own:  # the batch read ahead: nothing of it here, nothing to learn for the split
-            with clock("wait for the pool"):
-                theirs = _results(pool, shares)
-            yield batch, theirs
-            continue
-        checking = time.perf_counter()
-        with clock("verify in this process"):
-            mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
-        checking = time.perf_counter() - checking
-        with clock("wait for the pool"):
-            waited = time.perf_counter()
-            theirs = _results(pool, shares)
-            waited = time.perf_counter() - waited
-            # the workers are idle when the next batch's answers are there already (they had nothing queued)
-            idle = bool(feeder.in_flight) and pool.answered(feeder.in_flight[0][2])
-        feeder.adapt(idle, waited, checking / own, batch.num_rows)
-        yield batch, mine + theirs
-
-
-class _Feeder:
-    """Reads the batches and sends each one's shares to the workers as it is read, keeping the batches in flight
-    (each with the rows this process checks itself, the first ``own``, and how many workers have a share)."""
-
-    def __init__(
-        self, batches: Iterator[pa.RecordBatch], pool: Pool, own_share: float, most: float, clock: _Clock
-    ) -> None:
-        self._batches = batches
-        self._pool = pool
-        self._clock = clock
-        self.own_share = own_share  # of each batch, verified here (it also reads and writes); the rest: the workers
-        self._most = most
-        self.in_flight: deque[_InFlight] = deque()
-
-    def feed(self, stop: Callable[[], bool]) -> None:
-        """Read the next batch, if any and ``stop()`` does not say otherwise, and send the workers their shares."""
-        if stop():
-            return
-        batch = next(self._batches, None)
+    while not stop():
+        batch = next(batches, None)
         if batch is None:
             return
-        own = min(batch.num_rows, max(1, round(batch.num_rows * self.own_share)))
-        with self._clock("hand to the pool"):
-            shares = _hand_out(self._pool, batch, own)
-        self.in_flight.append((batch, own, shares))
-
-    def adapt(self, idle: bool, waited: float, per_event: float, rows: int) -> None:
-        """This process's share of the next batches, from how the last one went: when it ``waited`` for the
-        workers, it takes half the rows it could have checked meanwhile (``per_event`` seconds each) from them; when
-        the workers were ``idle``, it gives them a little more."""
-        if waited > 0.002:
-            more = waited / per_event / 2 / rows if per_event > 0 else 0.02
-            self.own_share = min(self._most, self.own_share + min(0.1, more))
-        elif idle:
-            self.own_share = max(0.05, self.own_share - 0.02)
-
-
-def _hand_out(pool: Pool, batch: pa.RecordBatch, own: int) -> int:
-    """Send the rows of ``batch`` after the first ``own`` to the workers, in as even shares as may be, in order;
-    returns how many workers got one."""
-    n = batch.num_rows
-    step = max(1, -(-(n - own) // pool.size))
-    starts = range(own, n, step)
-    for worker, start in enumerate(starts):
-        pool.send(worker, *_share(batch.slice(start, step)))
-    return len(starts)
-
-
-def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
-    """A share of a batch as it travels to a worker (:data:`toolkit.verify.worker.Share`): the types as a list, the
-    payload and proofs texts as views of their Arrow buffers (no Python text is made here for each event)."""
-    payload_nulls, payload = _text_buffers(batch.column("payload"))
-    proofs_nulls, proofs = _text_buffers(batch.column("proofs"))
-    return (batch.column("type").to_pylist(), payload_nulls, proofs_nulls), [*payload, *proofs]
-
-
-def _text_buffers(column: pa.Array) -> tuple[list[int], list[memoryview]]:
-    """A string column's NULL rows, and views of its offsets (int32, this machine's order) and of the bytes they
-    point into, from the first offset to the last."""
-    if column.type != pa.string():
-        column = column.cast(pa.string())
-    n, first = len(column), column.offset
-    _, offsets, data = column.buffers()
-    bounds = memoryview(offsets).cast("B")[4 * first : 4 * (first + n + 1)] if offsets is not None else memoryview(b"")
-    texts = memoryview(data).cast("B") if data is not None else memoryview(b"")
-    if bounds.nbytes:
-        ints = bounds.cast("i")
-        texts = texts[ints[0] : ints[n]]
-    nulls = [i for i, v in enumerate(column.is_null().to_pylist()) if v] if column.null_count else []
-    return nulls, [bounds, texts]
-
-
-def _columns(batch: pa.RecordBatch) -> tuple[list[str], list[str | None], list[str | None]]:
-    """The types, payload texts and proofs texts of a batch's events, as plain lists."""
-    return (
-        batch.column("type").to_pylist(),
-        batch.column("payload").to_pylist(),
-        batch.column("proofs").to_pylist(),
-    )
-
-
-def _results(pool: Pool, shares: int) -> list[Result]:
-    """A batch's verdicts, from the first ``shares`` workers, in order."""
-    return [from_tuple(v) for worker in range(shares) for v in pool.receive(worker)]
+        with clock("verify in this process"):
+            results = verify_rows(list(zip(*batch_columns(batch), strict=True)), policy)
+        yield batch, results
 
 
 def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: Policy) -> None:
