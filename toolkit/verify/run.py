@@ -2,12 +2,13 @@
 
 One streaming query reads the events still to verify (never verified, verified against another signer set, minimum
 or owner, or re-synced since) in Arrow batches straight from DuckDB, only the columns verification needs, so memory
-stays flat in the number of events. With more than one process, this one verifies a share of each batch and a pool
-of small processes (:mod:`toolkit.verify.pool`, started fresh while the warehouse opens) the rest, each share sent
-as the Arrow buffers of its texts (public-key recovery is the cost, tens of µs a signature, and it holds the GIL);
-with one process, or few events, this process verifies them all. Each batch's verdicts are written to
-``event_verifications`` in a transaction of their own as the next batch is verified. A run stopped part-way keeps
-what it wrote and the next run goes on from there.
+stays flat in the number of events. With more than one process, a pool of small processes
+(:mod:`toolkit.verify.pool`, started fresh first) checks a first batch read ahead while the warehouse opens for
+writing (:mod:`toolkit.verify.ahead`), then this process and the pool share every batch chunk by chunk
+(:mod:`toolkit.verify.split`), each chunk sent as the Arrow buffers of its texts (public-key recovery is the cost,
+tens of µs a signature, and it holds the GIL); with one process, or few events, this process verifies them all.
+Each batch's verdicts are written to ``event_verifications`` in a transaction of their own as the next chunks are
+checked. A run stopped part-way keeps what it wrote and the next run goes on from there.
 
 Readers are let in between batches, as a sync lets them in (:meth:`Warehouse.yield_to_readers`): when a reader in
 another process waits for the file, the batches in flight are finished and committed, the stream is closed, the
@@ -76,7 +77,8 @@ class VerifyResult:
     workers: int = 1
     invalid_examples: list[tuple[str, str]] = field(default_factory=list)
     #: where this process's time went, by phase: (wall seconds, CPU seconds of the process, DuckDB's threads and the
-    #: pool's feeding threads included); the workers' own time is not in it (benchmarks/verify_bench.py)
+    #: pool's threads writing to and reading from the workers included); the workers' own time is not in it
+    #: (benchmarks/verify_bench.py)
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
@@ -115,7 +117,7 @@ def verify_warehouse(
     the verdicts in ``event_verifications``; returns the counts. ``workers`` processes (default: every core).
 
     The worker processes are started fresh (interpreters importing only :mod:`toolkit.verify.worker`) before the
-    warehouse opens, so they start while it does."""
+    warehouse opens, and given a first batch read ahead, so they start, and check it, while it does."""
     wanted = workers if workers is not None else (os.cpu_count() or 1)
     path = warehouse.path if isinstance(warehouse, Warehouse) else warehouse
     clock = _Clock()
