@@ -69,11 +69,17 @@ policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"])
 def cpu(who):
     r = resource.getrusage(who)
     return r.ru_utime + r.ru_stime
+def queued():
+    try:
+        return int(open("/proc/thread-self/schedstat").read().split()[1]) / 1e9
+    except OSError:
+        return 0.0
 sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
 wall, own, children = time.perf_counter(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
+waited = queued()
 result = verify_warehouse(sys.argv[1], policy, all_events=True, workers=int(sys.argv[3]))
 print(json.dumps({
-    "wall": time.perf_counter() - wall, "cpu": cpu(resource.RUSAGE_SELF) - own,
+    "wall": time.perf_counter() - wall, "cpu": cpu(resource.RUSAGE_SELF) - own, "queued": queued() - waited,
     "workers_cpu": cpu(resource.RUSAGE_CHILDREN) - children, "checked": result.checked, "imports": imported,
     "phases": getattr(result, "phases", {}), "processes": result.workers,
 }))
@@ -84,11 +90,16 @@ _LOOP = """
 import pickle, sys, time
 from coincurve import PublicKey
 sigs = pickle.load(open(sys.argv[1], "rb"))[int(sys.argv[2])::int(sys.argv[3])]
+def queued():
+    try:
+        return int(open("/proc/thread-self/schedstat").read().split()[1]) / 1e9
+    except OSError:
+        return 0.0
 sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
-wall, cpu = time.perf_counter(), time.process_time()
+wall, cpu, waited = time.perf_counter(), time.process_time(), queued()
 for sig, digest in sigs:
     PublicKey.from_signature_and_message(sig, digest, hasher=None)
-print(time.perf_counter() - wall, time.process_time() - cpu)
+print(time.perf_counter() - wall, time.process_time() - cpu, queued() - waited)
 """
 
 #: The per-event work apart, in one process over the same rows, with the code on the path; prints one JSON line.
@@ -252,11 +263,12 @@ def bare_loop(sigs: Path, processes: int) -> dict[str, float]:
         assert p.stdin is not None
         p.stdin.write("go\n")
         p.stdin.flush()
-    cpu = 0.0
+    cpu = queued = 0.0
     for p in procs:
         out, _ = p.communicate()
         cpu += float(out.split()[1])
-    return {"wall": time.perf_counter() - began, "cpu": cpu}
+        queued = max(queued, float(out.split()[2]))
+    return {"wall": time.perf_counter() - began, "cpu": cpu, "queued": queued}
 
 
 def verify(path: Path, signers: Path, processes: int, tree: Path) -> dict[str, Any]:
@@ -341,13 +353,16 @@ def main() -> None:
             rate = events / loop["wall"]
             print(
                 f"bare loop, {processes} process(es): {loop['wall']:.2f} s, {loop['cpu']:.2f} CPU s, "
-                f"{rate:,.0f} events/s"
+                f"{rate:,.0f} events/s; {loop['queued']:.2f} s waiting for a core (the slowest process)"
             )
             for name, tree in trees.items():
                 copy = work / f"{name}-{processes}.duckdb"
                 shutil.copy(path, copy)
                 r = verify(copy, signers, processes, tree)
                 r["ratio"] = (r["checked"] / r["wall"]) / rate
+                # both walls less what their critical process spent runnable but waiting for a core (another
+                # process had it): an estimate of the ratio on cores of their own
+                r["ratio_own"] = (loop["wall"] - loop["queued"]) / max(r["wall"] - r.get("queued", 0.0), 1e-9)
                 runs[f"{name}:{processes}"].append(r)
                 _print_run(name, processes, r, loop)
     print(f"\n== medians of {args.repeat} round(s); load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -360,6 +375,11 @@ def main() -> None:
         )
         for name in trees:
             _print_medians(name, runs[f"{name}:{processes}"], loop_cpu)
+    print(
+        "  (on own cores: each wall less the time its main thread was ready but waited for a core, verify's and the "
+        "loop's slowest process's: an estimate of the ratio with nothing else running; it flatters verify a little, "
+        "whose own threads and workers also hold the cores it waits for)"
+    )
     print("\n== the per-event work apart, one process (wall s, CPU s)")
     for name, tree in trees.items():
         parts = apart(path, signers, tree)
@@ -397,10 +417,13 @@ def _by_verdict(rows: list[tuple[Any, ...]]) -> str:
 def _print_medians(name: str, rs: list[dict[str, Any]], loop_cpu: float) -> None:
     cpu = _median([r["cpu"] + r["workers_cpu"] for r in rs])
     each = ", ".join(f"{r['ratio']:.2f}" for r in rs)
+    own = ", ".join(f"{r['ratio_own']:.2f}" for r in rs)
     print(
         f"  {name:>6} verify: {_median([r['wall'] for r in rs]):.2f} s, "
         f"{_median([r['checked'] / r['wall'] for r in rs]):,.0f} events/s, "
-        f"{_median([r['ratio'] for r in rs]):.2f}x the loop (rounds: {each}); CPU {cpu:.2f} s "
+        f"{_median([r['ratio'] for r in rs]):.2f}x the loop (rounds: {each}; on own cores "
+        f"{_median([r['ratio_own'] for r in rs]):.2f}x, rounds: {own}); "
+        f"CPU {cpu:.2f} s "
         f"({loop_cpu / cpu:.2f}x the loop's events per CPU s); peak RSS MiB: "
         f"verifier {_median([r['rss_verifier'] for r in rs]):.0f}, "
         f"largest worker {_median([max(r['rss_workers'], default=0) for r in rs]):.0f}, "
@@ -414,7 +437,9 @@ def _print_run(name: str, processes: int, r: dict[str, Any], loop: dict[str, flo
     workers = ", ".join(f"{w:.0f}" for w in r["rss_workers"]) or "none"
     print(
         f"  {name:>6} verify, {processes} process(es) asked, {r['processes']} used: {r['wall']:.2f} s, "
-        f"{r['checked'] / r['wall']:,.0f} events/s, {r['ratio']:.2f}x the loop; CPU {r['cpu']:.2f} s verifier + "
+        f"{r['checked'] / r['wall']:,.0f} events/s, {r['ratio']:.2f}x the loop (the verifier waited "
+        f"{r.get('queued', 0.0):.2f} s for a core; on own cores {r['ratio_own']:.2f}x); "
+        f"CPU {r['cpu']:.2f} s verifier + "
         f"{r['workers_cpu']:.2f} s workers ({loop['cpu'] / cpu:.2f}x the loop's events per CPU s); peak RSS MiB: "
         f"verifier {r['rss_verifier']:.0f}, workers {workers}, all at once {r['rss_total']:.0f} "
         f"(PSS {r['pss_total']:.0f}); "
