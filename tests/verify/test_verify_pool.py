@@ -172,3 +172,18 @@ def test_a_worker_killed_mid_run_fails_the_run_and_keeps_what_was_stored(world, 
     again = verify_warehouse(path, policy, workers=1)
     assert again.checked == alone.checked - len(kept)
     assert _verdicts(path) == _verdicts(one)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are set on Linux only")
+def test_the_pipes_to_a_worker_hold_a_whole_chunk() -> None:
+    """A chunk's message (about 500 KB) crosses in one write and one read: in 64 KB pieces, each read waited for the
+    worker's interpreter lock while it checked, and its queue ran dry."""
+    import fcntl
+
+    from toolkit.verify.pool import PIPE_BYTES, Pool
+
+    assert PIPE_BYTES >= 1 << 20
+    with Pool(2, resolve_policy(org_id="org", env={})) as pool:
+        for proc in pool._procs:
+            sizes = [fcntl.fcntl(s.fileno(), fcntl.F_GETPIPE_SZ) for s in (proc.stdin, proc.stdout)]
+            assert sizes == [PIPE_BYTES, PIPE_BYTES]
