@@ -187,3 +187,34 @@ def test_the_pipes_to_a_worker_hold_a_whole_chunk() -> None:
         for proc in pool._procs:
             sizes = [fcntl.fcntl(s.fileno(), fcntl.F_GETPIPE_SZ) for s in (proc.stdin, proc.stdout)]
             assert sizes == [PIPE_BYTES, PIPE_BYTES]
+
+
+def test_a_worker_that_lags_holds_back_the_reading_of_further_batches(world, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """Its answers seen only when waited for (as if it lagged): this process checks what it can, but reads no more
+    than ``MOST_OPEN`` batches ahead of the oldest unanswered one, then waits; every verdict still lands in place."""
+    import toolkit.verify.run as verify_run
+    import toolkit.verify.split as split
+    from toolkit.verify.pool import Pool
+
+    _, info, _, synced = world
+    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
+    one, pooled = tmp_path / "one.duckdb", tmp_path / "pooled.duckdb"
+    shutil.copy(synced, one)
+    shutil.copy(synced, pooled)
+    alone = verify_warehouse(one, policy, workers=1)
+    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    monkeypatch.setattr(split, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(Pool, "ready", lambda self, worker: False)
+    held: list[int] = []
+    real_read = split.Split._read
+
+    def reading(self) -> bool:
+        read = real_read(self)
+        held.append(len(self._open))
+        return read
+
+    monkeypatch.setattr(split.Split, "_read", reading)
+    result = verify_warehouse(pooled, policy, workers=2, batch_rows=40)
+    assert result.checked == alone.checked > 40 * (split.MOST_OPEN + 2)
+    assert max(held) == split.MOST_OPEN
+    assert _verdicts(pooled) == _verdicts(one)

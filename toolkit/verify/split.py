@@ -29,6 +29,9 @@ CHUNK_ROWS = 200
 #: Chunks each worker has queued (sent, not answered yet): enough to cover what this process does between two
 #: hand-outs (a chunk of its own, a batch's verdicts written, the next batch read).
 DEPTH = 3
+#: Batches held at most (read, their verdicts not yet written): a worker slow on an early batch holds back the
+#: reading of further ones, so memory stays bounded whatever the workers do.
+MOST_OPEN = 3
 
 
 @dataclass
@@ -114,7 +117,10 @@ class Split:
                 return
 
     def _read(self) -> bool:
-        """Cut the next batch into parts to check, unless it is all read or ``stop()`` says so."""
+        """Cut the next batch into parts to check, unless it is all read, ``stop()`` says so, or :data:`MOST_OPEN`
+        batches are held already."""
+        if len(self._open) >= MOST_OPEN:
+            return False
         if self._read_all or self._stop():
             self._read_all = True
             return False
@@ -205,4 +211,4 @@ def columns(batch: pa.RecordBatch) -> tuple[list[str], list[str | None], list[st
     )
 
 
-__all__ = ["CHUNK_ROWS", "DEPTH", "Split", "columns", "hand_out", "share"]
+__all__ = ["CHUNK_ROWS", "DEPTH", "MOST_OPEN", "Split", "columns", "hand_out", "share"]
