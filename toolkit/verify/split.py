@@ -5,7 +5,9 @@ its queue runs low, the next chunks go to it, and this process checks the next c
 none is left. So the share of each process follows how fast it goes, chunk by chunk, whatever else this process does
 meanwhile (reading, writing verdicts): a worker never waits for it while its queue lasts, and it never waits for a
 worker while chunks are left. Once the last batch is read, a worker gets a chunk only while it has fewer queued than
-are left, so the two finish together. A batch's verdicts come out, in order, as soon as all its chunks are answered.
+are left, so the two finish together. A batch's verdicts come out, in order, as soon as all its chunks are
+answered; no more than :data:`MOST_OPEN` batches are held at once (a worker that lags holds back the reading, not
+the memory).
 
 A batch the pool got before the warehouse opened (:mod:`toolkit.verify.ahead`) goes first, in one share a worker.
 """
