@@ -69,17 +69,11 @@ policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"])
 def cpu(who):
     r = resource.getrusage(who)
     return r.ru_utime + r.ru_stime
-def queued():
-    try:
-        return int(open("/proc/thread-self/schedstat").read().split()[1]) / 1e9
-    except OSError:
-        return 0.0
 sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
 wall, own, children = time.perf_counter(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
-waited = queued()
 result = verify_warehouse(sys.argv[1], policy, all_events=True, workers=int(sys.argv[3]))
 print(json.dumps({
-    "wall": time.perf_counter() - wall, "cpu": cpu(resource.RUSAGE_SELF) - own, "queued": queued() - waited,
+    "wall": time.perf_counter() - wall, "cpu": cpu(resource.RUSAGE_SELF) - own,
     "workers_cpu": cpu(resource.RUSAGE_CHILDREN) - children, "checked": result.checked, "imports": imported,
     "phases": getattr(result, "phases", {}), "processes": result.workers,
 }))
@@ -90,16 +84,11 @@ _LOOP = """
 import pickle, sys, time
 from coincurve import PublicKey
 sigs = pickle.load(open(sys.argv[1], "rb"))[int(sys.argv[2])::int(sys.argv[3])]
-def queued():
-    try:
-        return int(open("/proc/thread-self/schedstat").read().split()[1]) / 1e9
-    except OSError:
-        return 0.0
 sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
-wall, cpu, waited = time.perf_counter(), time.process_time(), queued()
+wall, cpu = time.perf_counter(), time.process_time()
 for sig, digest in sigs:
     PublicKey.from_signature_and_message(sig, digest, hasher=None)
-print(time.perf_counter() - wall, time.process_time() - cpu, queued() - waited)
+print(time.perf_counter() - wall, time.process_time() - cpu)
 """
 
 #: The per-event work apart, in one process over the same rows, with the code on the path; prints one JSON line.
@@ -255,6 +244,29 @@ class TreeSampler:
         self._thread.join()
 
 
+class Others:
+    """CPU seconds spent by every other process of the machine from now on: all cores' busy time (/proc/stat) less
+    what the run measured for itself and what this process (its memory sampler) spent. Nonzero when other work
+    shared the cores with a run; its wall time then says more about that work than about the run."""
+
+    def __init__(self) -> None:
+        self._busy, self._self = _busy(), time.process_time()
+
+    def spent(self, run_cpu: float) -> float:
+        """The others' CPU seconds since this was made, given the run's own."""
+        return max(0.0, _busy() - self._busy - (time.process_time() - self._self) - run_cpu)
+
+
+def _busy() -> float:
+    """CPU seconds all cores have spent busy since boot (0 where /proc/stat is missing)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def _start(code: str, args: list[str], tree: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.Popen(  # not in the repository: ``-c`` puts the working directory first on the path
@@ -270,23 +282,24 @@ def bare_loop(sigs: Path, processes: int) -> dict[str, float]:
     """The loop on ``processes`` processes, each a share of the signatures: wall from a common start to the last
     one's end, and CPU seconds of all."""
     procs = [_start(_LOOP, [str(sigs), str(i), str(processes)], ROOT) for i in range(processes)]
+    others = Others()
     began = time.perf_counter()
     for p in procs:
         assert p.stdin is not None
         p.stdin.write("go\n")
         p.stdin.flush()
-    cpu = queued = 0.0
+    cpu = 0.0
     for p in procs:
         out, _ = p.communicate()
         cpu += float(out.split()[1])
-        queued = max(queued, float(out.split()[2]))
-    return {"wall": time.perf_counter() - began, "cpu": cpu, "queued": queued}
+    return {"wall": time.perf_counter() - began, "cpu": cpu, "others": others.spent(cpu)}
 
 
 def verify(path: Path, signers: Path, processes: int, tree: Path) -> dict[str, Any]:
     """One ``verify_warehouse(all_events=True)`` in a fresh process running the code in ``tree``, its memory
     sampled."""
     proc = _start(_VERIFY, [str(path), str(signers), str(processes)], tree)
+    others = Others()
     sampler = TreeSampler(proc.pid)
     assert proc.stdin is not None
     proc.stdin.write("go\n")
@@ -296,6 +309,7 @@ def verify(path: Path, signers: Path, processes: int, tree: Path) -> dict[str, A
     if proc.returncode:
         raise SystemExit(f"verify failed ({proc.returncode})")
     result = json.loads(out.strip().splitlines()[-1])
+    result["others"] = others.spent(result["cpu"] + result["workers_cpu"])
     workers = sorted((kib for pid, kib in sampler.peak_each.items() if pid != proc.pid), reverse=True)
     result["rss_verifier"] = sampler.peak_each.get(proc.pid, 0) / 1024
     result["rss_workers"] = [kib / 1024 for kib in workers]
@@ -365,16 +379,14 @@ def main() -> None:
             rate = events / loop["wall"]
             print(
                 f"bare loop, {processes} process(es): {loop['wall']:.2f} s, {loop['cpu']:.2f} CPU s, "
-                f"{rate:,.0f} events/s; {loop['queued']:.2f} s waiting for a core (the slowest process)"
+                f"{rate:,.0f} events/s; other processes used {loop['others']:.2f} CPU s meanwhile"
             )
             for name, tree in trees.items():
                 copy = work / f"{name}-{processes}.duckdb"
                 shutil.copy(path, copy)
                 r = verify(copy, signers, processes, tree)
                 r["ratio"] = (r["checked"] / r["wall"]) / rate
-                # both walls less what their critical process spent runnable but waiting for a core (another
-                # process had it): an estimate of the ratio on cores of their own
-                r["ratio_own"] = (loop["wall"] - loop["queued"]) / max(r["wall"] - r.get("queued", 0.0), 1e-9)
+                r["loop_others"] = loop["others"]
                 runs[f"{name}:{processes}"].append(r)
                 _print_run(name, processes, r, loop)
     print(f"\n== medians of {args.repeat} round(s); load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -388,9 +400,8 @@ def main() -> None:
         for name in trees:
             _print_medians(name, runs[f"{name}:{processes}"], loop_cpu)
     print(
-        "  (on own cores: each wall less the time its main thread was ready but waited for a core, verify's and the "
-        "loop's slowest process's: an estimate of the ratio with nothing else running; it flatters verify a little, "
-        "whose own threads and workers also hold the cores it waits for)"
+        "  (others: CPU seconds other processes of the machine used during each round's run of verify, then of the "
+        "loop; a round where either is well above 0 measured the sharing as much as the code)"
     )
     print("\n== the per-event work apart, one process (wall s, CPU s)")
     for name, tree in trees.items():
@@ -428,13 +439,11 @@ def _by_verdict(rows: list[tuple[Any, ...]]) -> str:
 
 def _print_medians(name: str, rs: list[dict[str, Any]], loop_cpu: float) -> None:
     cpu = _median([r["cpu"] + r["workers_cpu"] for r in rs])
-    each = ", ".join(f"{r['ratio']:.2f}" for r in rs)
-    own = ", ".join(f"{r['ratio_own']:.2f}" for r in rs)
+    each = ", ".join(f"{r['ratio']:.2f} (others {r['others']:.2f}/{r['loop_others']:.2f})" for r in rs)
     print(
         f"  {name:>6} verify: {_median([r['wall'] for r in rs]):.2f} s, "
         f"{_median([r['checked'] / r['wall'] for r in rs]):,.0f} events/s, "
-        f"{_median([r['ratio'] for r in rs]):.2f}x the loop (rounds: {each}; on own cores "
-        f"{_median([r['ratio_own'] for r in rs]):.2f}x, rounds: {own}); "
+        f"{_median([r['ratio'] for r in rs]):.2f}x the loop (rounds: {each}); "
         f"CPU {cpu:.2f} s "
         f"({loop_cpu / cpu:.2f}x the loop's events per CPU s); peak RSS MiB: "
         f"verifier {_median([r['rss_verifier'] for r in rs]):.0f}, "
@@ -449,9 +458,8 @@ def _print_run(name: str, processes: int, r: dict[str, Any], loop: dict[str, flo
     workers = ", ".join(f"{w:.0f}" for w in r["rss_workers"]) or "none"
     print(
         f"  {name:>6} verify, {processes} process(es) asked, {r['processes']} used: {r['wall']:.2f} s, "
-        f"{r['checked'] / r['wall']:,.0f} events/s, {r['ratio']:.2f}x the loop (the verifier waited "
-        f"{r.get('queued', 0.0):.2f} s for a core; on own cores {r['ratio_own']:.2f}x); "
-        f"CPU {r['cpu']:.2f} s verifier + "
+        f"{r['checked'] / r['wall']:,.0f} events/s, {r['ratio']:.2f}x the loop (other processes used "
+        f"{r['others']:.2f} CPU s meanwhile); CPU {r['cpu']:.2f} s verifier + "
         f"{r['workers_cpu']:.2f} s workers ({loop['cpu'] / cpu:.2f}x the loop's events per CPU s); peak RSS MiB: "
         f"verifier {r['rss_verifier']:.0f}, workers {workers}, all at once {r['rss_total']:.0f} "
         f"(PSS {r['pss_total']:.0f}); "
