@@ -401,7 +401,8 @@ def main() -> None:
             _print_medians(name, runs[f"{name}:{processes}"], loop_cpu)
     print(
         "  (others: CPU seconds other processes of the machine used during each round's run of verify, then of the "
-        "loop; a round where either is well above 0 measured the sharing as much as the code)"
+        f"loop; a round where either is well above 0 measured the sharing as much as the code; undisturbed: both "
+        f"below {UNDISTURBED})"
     )
     print("\n== the per-event work apart, one process (wall s, CPU s)")
     for name, tree in trees.items():
@@ -437,9 +438,14 @@ def _by_verdict(rows: list[tuple[Any, ...]]) -> str:
     return ", ".join(f"{n:,} {v}" for v, n in sorted(counts.items()))
 
 
+#: Other processes' CPU seconds during a run (and its round's loop) below which the round counts as undisturbed.
+UNDISTURBED = 0.2
+
+
 def _print_medians(name: str, rs: list[dict[str, Any]], loop_cpu: float) -> None:
     cpu = _median([r["cpu"] + r["workers_cpu"] for r in rs])
     each = ", ".join(f"{r['ratio']:.2f} (others {r['others']:.2f}/{r['loop_others']:.2f})" for r in rs)
+    calm = [r["ratio"] for r in rs if max(r["others"], r["loop_others"]) < UNDISTURBED]
     print(
         f"  {name:>6} verify: {_median([r['wall'] for r in rs]):.2f} s, "
         f"{_median([r['checked'] / r['wall'] for r in rs]):,.0f} events/s, "
@@ -449,7 +455,8 @@ def _print_medians(name: str, rs: list[dict[str, Any]], loop_cpu: float) -> None
         f"verifier {_median([r['rss_verifier'] for r in rs]):.0f}, "
         f"largest worker {_median([max(r['rss_workers'], default=0) for r in rs]):.0f}, "
         f"all at once {_median([r['rss_total'] for r in rs]):.0f} (PSS {_median([r['pss_total'] for r in rs]):.0f}); "
-        f"imports {_median([r['imports'] for r in rs]):.2f} s"
+        f"imports {_median([r['imports'] for r in rs]):.2f} s; "
+        f"undisturbed rounds: {', '.join(f'{x:.2f}x' for x in calm) or 'none'}"
     )
 
 
