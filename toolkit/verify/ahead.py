@@ -67,7 +67,7 @@ def read_ahead(
 def _settled(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the warehouse has this toolkit's schema version and every migration recorded."""
     version = con.execute(f"SELECT value FROM {MARKER_TABLE} WHERE key = 'schema_version'").fetchall()
-    if not version or version[0][0] != SCHEMA_VERSION:
+    if not version or str(version[0][0]).strip() != SCHEMA_VERSION:
         return False
     done = applied(con)
     return all(m.name in done for m in MIGRATIONS)

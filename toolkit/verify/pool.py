@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from .messages import Buffer, Verdict, read_message, write_message
+from .rules import Policy
 
 try:
     import fcntl
 except ImportError:  # not on Windows, whose pipes keep their size
     fcntl = None  # type: ignore[assignment]
-from .rules import Policy
 
 #: Where the ``toolkit`` package lives, put first on the worker's path (it imports the same code as its parent).
 _ROOT = str(Path(__file__).resolve().parents[2])
