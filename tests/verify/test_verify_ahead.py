@@ -72,8 +72,8 @@ def test_the_pool_checks_the_batch_read_ahead_and_the_stream_leaves_it_out(
     read, stored = _spied(monkeypatch)
     result = verify_warehouse(pooled, policy, all_events=all_events, workers=2, batch_rows=BATCH)
     (ahead,) = read
-    assert ahead is not None and ahead.todo == alone.checked > BATCH * 3
-    assert ahead.batch is not None and ahead.batch.num_rows == BATCH
+    assert alone.checked > BATCH * 3
+    assert ahead is not None and ahead.batch is not None and ahead.batch.num_rows == ahead.todo == BATCH
     assert stored[0] == ahead.batch.column("event_id").to_pylist()  # its verdicts are the first stored
     ids = [i for batch in stored for i in batch]
     assert len(ids) == len(set(ids)) == result.checked == alone.checked  # none checked twice, none left out
@@ -120,8 +120,10 @@ def test_read_ahead_reads_only_a_warehouse_whose_migrations_are_all_recorded(wor
     todo = verify_warehouse(_copy(synced, tmp_path, "counted.duckdb"), policy, workers=1).checked
     sql, params = verify_run._pending_sql(False), verify_run._policy_params(policy)
     ahead = read_ahead(path, sql, params, 50, 0, "64MB")
-    assert ahead is not None and ahead.todo == todo and ahead.batch is not None and ahead.batch.num_rows == 50
+    assert ahead is not None and ahead.batch is not None and ahead.batch.num_rows == 50
     assert ahead.batch.schema.names == ["event_id", "type", "payload", "proofs", "write_seq"]
+    enough = read_ahead(path, sql, params, 50, todo, "64MB")  # read up to the threshold, the first 50 for the pool
+    assert enough is not None and enough.todo == todo and enough.batch is not None and enough.batch.num_rows == 50
     few = read_ahead(path, sql, params, 50, todo + 1, "64MB")
     assert few is not None and few.todo == todo and few.batch is None  # fewer than the pool's threshold: no batch
     con = duckdb.connect(str(path))

@@ -162,8 +162,9 @@ class _Clock:
 
 @dataclass
 class _Start:
-    """How a run starts: the query parameters of what is pending, and, when the pool got a first batch before the
-    warehouse opened for writing (:mod:`toolkit.verify.ahead`), the count read with it and that batch's shares."""
+    """How a run starts: the query parameters of what is pending, and, when it was read ahead before the warehouse
+    opened for writing (:mod:`toolkit.verify.ahead`), how many events are pending (exact below the pool's threshold,
+    a lower bound above it) and the batch the pool got, with its shares."""
 
     params: list[Any]
     todo: int | None = None
@@ -206,8 +207,9 @@ def _verify_opened(
 
 
 def _read_ahead(path: Path, all_events: bool, pool: Pool, batch_rows: int, start: _Start) -> None:
-    """Count what is pending and hand its first events, a batch a worker, to the pool before the warehouse opens for
-    writing (the workers check them meanwhile; :mod:`toolkit.verify.ahead`), recording both in ``start``."""
+    """See whether enough is pending for the pool and hand its first events, a batch a worker, to the pool before the
+    warehouse opens for writing (the workers check them meanwhile; :mod:`toolkit.verify.ahead`), recording both in
+    ``start``."""
     # a batch for each worker: about what one checks while the warehouse opens (a quarter of a second at 2,000)
     rows = batch_rows * pool.size
     ahead = read_ahead(path, _pending_sql(all_events), start.params, rows, POOL_THRESHOLD, VERIFY_MEMORY_LIMIT)
