@@ -182,9 +182,18 @@ def signatures(path: Path, out: Path) -> int:
     return len(rows)
 
 
+#: The PSS is read every this many samples (every 200 ms): see :class:`TreeSampler`.
+PSS_EVERY = 20
+
+
 class TreeSampler:
-    """Peak RSS of a process and its descendants, each and all at once, and the peak of their PSS summed (shared
-    pages, such as the code of libraries, counted once across the processes), sampled from /proc every 10 ms."""
+    """Peak RSS of a process and its descendants, each and all at once, sampled from /proc every 10 ms, and the peak
+    of their PSS summed (shared pages, such as the code of libraries, counted once across the processes), every
+    :data:`PSS_EVERY` samples.
+
+    Reading a process's PSS (``smaps_rollup``) walks its page tables: 3.5 ms of CPU for a 200 MB process. Read every
+    10 ms, as until session 19, it took a third of a core from the two processes it measured, and verify on two
+    processes ran about 15% longer than it does unwatched (the loop, unwatched, lost nothing)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -208,12 +217,15 @@ class TreeSampler:
         return pids
 
     def _run(self) -> None:
+        sample = 0
         while not self._stop.is_set():
             total = pss = 0
+            with_pss = sample % PSS_EVERY == 0
+            sample += 1
             for pid in self._tree():
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
-                    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+                    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text() if with_pss else ""
                 except OSError:
                     continue
                 fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
@@ -232,6 +244,29 @@ class TreeSampler:
         self._thread.join()
 
 
+class Others:
+    """CPU seconds spent by every other process of the machine from now on: all cores' busy time (/proc/stat) less
+    what the run measured for itself and what this process (its memory sampler) spent. Nonzero when other work
+    shared the cores with a run; its wall time then says more about that work than about the run."""
+
+    def __init__(self) -> None:
+        self._busy, self._self = _busy(), time.process_time()
+
+    def spent(self, run_cpu: float) -> float:
+        """The others' CPU seconds since this was made, given the run's own."""
+        return max(0.0, _busy() - self._busy - (time.process_time() - self._self) - run_cpu)
+
+
+def _busy() -> float:
+    """CPU seconds all cores have spent busy since boot (0 where /proc/stat is missing)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def _start(code: str, args: list[str], tree: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.Popen(  # not in the repository: ``-c`` puts the working directory first on the path
@@ -247,6 +282,7 @@ def bare_loop(sigs: Path, processes: int) -> dict[str, float]:
     """The loop on ``processes`` processes, each a share of the signatures: wall from a common start to the last
     one's end, and CPU seconds of all."""
     procs = [_start(_LOOP, [str(sigs), str(i), str(processes)], ROOT) for i in range(processes)]
+    others = Others()
     began = time.perf_counter()
     for p in procs:
         assert p.stdin is not None
@@ -256,13 +292,14 @@ def bare_loop(sigs: Path, processes: int) -> dict[str, float]:
     for p in procs:
         out, _ = p.communicate()
         cpu += float(out.split()[1])
-    return {"wall": time.perf_counter() - began, "cpu": cpu}
+    return {"wall": time.perf_counter() - began, "cpu": cpu, "others": others.spent(cpu)}
 
 
 def verify(path: Path, signers: Path, processes: int, tree: Path) -> dict[str, Any]:
     """One ``verify_warehouse(all_events=True)`` in a fresh process running the code in ``tree``, its memory
     sampled."""
     proc = _start(_VERIFY, [str(path), str(signers), str(processes)], tree)
+    others = Others()
     sampler = TreeSampler(proc.pid)
     assert proc.stdin is not None
     proc.stdin.write("go\n")
@@ -272,6 +309,7 @@ def verify(path: Path, signers: Path, processes: int, tree: Path) -> dict[str, A
     if proc.returncode:
         raise SystemExit(f"verify failed ({proc.returncode})")
     result = json.loads(out.strip().splitlines()[-1])
+    result["others"] = others.spent(result["cpu"] + result["workers_cpu"])
     workers = sorted((kib for pid, kib in sampler.peak_each.items() if pid != proc.pid), reverse=True)
     result["rss_verifier"] = sampler.peak_each.get(proc.pid, 0) / 1024
     result["rss_workers"] = [kib / 1024 for kib in workers]
@@ -341,13 +379,14 @@ def main() -> None:
             rate = events / loop["wall"]
             print(
                 f"bare loop, {processes} process(es): {loop['wall']:.2f} s, {loop['cpu']:.2f} CPU s, "
-                f"{rate:,.0f} events/s"
+                f"{rate:,.0f} events/s; other processes used {loop['others']:.2f} CPU s meanwhile"
             )
             for name, tree in trees.items():
                 copy = work / f"{name}-{processes}.duckdb"
                 shutil.copy(path, copy)
                 r = verify(copy, signers, processes, tree)
                 r["ratio"] = (r["checked"] / r["wall"]) / rate
+                r["loop_others"] = loop["others"]
                 runs[f"{name}:{processes}"].append(r)
                 _print_run(name, processes, r, loop)
     print(f"\n== medians of {args.repeat} round(s); load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -360,6 +399,11 @@ def main() -> None:
         )
         for name in trees:
             _print_medians(name, runs[f"{name}:{processes}"], loop_cpu)
+    print(
+        "  (others: CPU seconds other processes of the machine used during each round's run of verify, then of the "
+        f"loop; a round where either is well above 0 measured the sharing as much as the code; undisturbed: both "
+        f"below {UNDISTURBED})"
+    )
     print("\n== the per-event work apart, one process (wall s, CPU s)")
     for name, tree in trees.items():
         parts = apart(path, signers, tree)
@@ -394,18 +438,25 @@ def _by_verdict(rows: list[tuple[Any, ...]]) -> str:
     return ", ".join(f"{n:,} {v}" for v, n in sorted(counts.items()))
 
 
+#: Other processes' CPU seconds during a run (and its round's loop) below which the round counts as undisturbed.
+UNDISTURBED = 0.2
+
+
 def _print_medians(name: str, rs: list[dict[str, Any]], loop_cpu: float) -> None:
     cpu = _median([r["cpu"] + r["workers_cpu"] for r in rs])
-    each = ", ".join(f"{r['ratio']:.2f}" for r in rs)
+    each = ", ".join(f"{r['ratio']:.2f} (others {r['others']:.2f}/{r['loop_others']:.2f})" for r in rs)
+    calm = [r["ratio"] for r in rs if max(r["others"], r["loop_others"]) < UNDISTURBED]
     print(
         f"  {name:>6} verify: {_median([r['wall'] for r in rs]):.2f} s, "
         f"{_median([r['checked'] / r['wall'] for r in rs]):,.0f} events/s, "
-        f"{_median([r['ratio'] for r in rs]):.2f}x the loop (rounds: {each}); CPU {cpu:.2f} s "
+        f"{_median([r['ratio'] for r in rs]):.2f}x the loop (rounds: {each}); "
+        f"CPU {cpu:.2f} s "
         f"({loop_cpu / cpu:.2f}x the loop's events per CPU s); peak RSS MiB: "
         f"verifier {_median([r['rss_verifier'] for r in rs]):.0f}, "
         f"largest worker {_median([max(r['rss_workers'], default=0) for r in rs]):.0f}, "
         f"all at once {_median([r['rss_total'] for r in rs]):.0f} (PSS {_median([r['pss_total'] for r in rs]):.0f}); "
-        f"imports {_median([r['imports'] for r in rs]):.2f} s"
+        f"imports {_median([r['imports'] for r in rs]):.2f} s; "
+        f"undisturbed rounds: {', '.join(f'{x:.2f}x' for x in calm) or 'none'}"
     )
 
 
@@ -414,7 +465,8 @@ def _print_run(name: str, processes: int, r: dict[str, Any], loop: dict[str, flo
     workers = ", ".join(f"{w:.0f}" for w in r["rss_workers"]) or "none"
     print(
         f"  {name:>6} verify, {processes} process(es) asked, {r['processes']} used: {r['wall']:.2f} s, "
-        f"{r['checked'] / r['wall']:,.0f} events/s, {r['ratio']:.2f}x the loop; CPU {r['cpu']:.2f} s verifier + "
+        f"{r['checked'] / r['wall']:,.0f} events/s, {r['ratio']:.2f}x the loop (other processes used "
+        f"{r['others']:.2f} CPU s meanwhile); CPU {r['cpu']:.2f} s verifier + "
         f"{r['workers_cpu']:.2f} s workers ({loop['cpu'] / cpu:.2f}x the loop's events per CPU s); peak RSS MiB: "
         f"verifier {r['rss_verifier']:.0f}, workers {workers}, all at once {r['rss_total']:.0f} "
         f"(PSS {r['pss_total']:.0f}); "

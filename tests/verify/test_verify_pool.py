@@ -98,3 +98,123 @@ def test_a_worker_loads_no_duckdb_arrow_or_pandas() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize(("chunk", "depth", "workers"), [(10, 1, 2), (7, 3, 3)])
+def test_chunks_given_out_as_each_worker_runs_low_keep_every_verdict_in_its_place(
+    world,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    chunk: int,
+    depth: int,
+    workers: int,
+) -> None:
+    """Batches cut into chunks of a few events, handed to one or two workers as their queues run low while this
+    process checks the rest: the parts come back in whatever order they finish, and each must land in its place."""
+    import toolkit.verify.run as verify_run
+    import toolkit.verify.split as split
+
+    _, info, _, synced = world
+    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
+    one, pooled = tmp_path / "one.duckdb", tmp_path / "pooled.duckdb"
+    shutil.copy(synced, one)
+    shutil.copy(synced, pooled)
+    alone = verify_warehouse(one, policy, workers=1)
+    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    monkeypatch.setattr(split, "CHUNK_ROWS", chunk)
+    monkeypatch.setattr(split, "DEPTH", depth)
+    own: list[int] = []
+    real = split.verify_rows
+
+    def here(rows, policy):
+        own.append(len(rows))
+        return real(rows, policy)
+
+    monkeypatch.setattr(split, "verify_rows", here)
+    result = verify_warehouse(pooled, policy, workers=workers, batch_rows=61)
+    assert result.workers == workers and result.checked == alone.checked
+    assert own and max(own) <= chunk and 0 < sum(own) < alone.checked  # both sides checked chunks
+    assert _verdicts(pooled) == _verdicts(one)
+
+
+def test_a_worker_killed_mid_run_fails_the_run_and_keeps_what_was_stored(world, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """The pool's reader of that worker meets the end of its output: the run fails naming it, the batches stored
+    before stay, and the next run verifies the rest."""
+    import signal
+
+    import toolkit.verify.pool as pool
+    import toolkit.verify.run as verify_run
+    import toolkit.verify.split as split
+
+    _, info, _, synced = world
+    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
+    one, path = tmp_path / "one.duckdb", tmp_path / "w.duckdb"
+    shutil.copy(synced, one)
+    shutil.copy(synced, path)
+    alone = verify_warehouse(one, policy, workers=1)
+    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    monkeypatch.setattr(split, "CHUNK_ROWS", 10)
+    sends: list[int] = []
+    real_send = pool.Pool.send
+
+    def send(self, worker, *args):
+        sends.append(worker)
+        if len(sends) == 12:
+            os.kill(self._procs[worker].pid, signal.SIGKILL)
+        return real_send(self, worker, *args)
+
+    monkeypatch.setattr(pool.Pool, "send", send)
+    with pytest.raises(pool.WorkerFailed, match="ended before answering"):
+        verify_warehouse(path, policy, workers=2, batch_rows=40)
+    kept = _verdicts(path)
+    assert 0 < len(kept) < alone.checked  # batches before the kill were stored, each in a transaction of its own
+    monkeypatch.undo()
+    again = verify_warehouse(path, policy, workers=1)
+    assert again.checked == alone.checked - len(kept)
+    assert _verdicts(path) == _verdicts(one)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are set on Linux only")
+def test_the_pipes_to_a_worker_hold_a_whole_chunk() -> None:
+    """A chunk's message (about 500 KB) crosses in one write and one read: in 64 KB pieces, each read waited for the
+    worker's interpreter lock while it checked, and its queue ran dry."""
+    import fcntl
+
+    from toolkit.verify.pool import PIPE_BYTES, Pool
+
+    assert PIPE_BYTES >= 1 << 20
+    with Pool(2, resolve_policy(org_id="org", env={})) as pool:
+        for proc in pool._procs:
+            sizes = [fcntl.fcntl(s.fileno(), fcntl.F_GETPIPE_SZ) for s in (proc.stdin, proc.stdout)]
+            assert sizes == [PIPE_BYTES, PIPE_BYTES]
+
+
+def test_a_worker_that_lags_holds_back_the_reading_of_further_batches(world, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """Its answers seen only when waited for (as if it lagged): this process checks what it can, but reads no more
+    than ``MOST_OPEN`` batches ahead of the oldest unanswered one, then waits; every verdict still lands in place."""
+    import toolkit.verify.run as verify_run
+    import toolkit.verify.split as split
+    from toolkit.verify.pool import Pool
+
+    _, info, _, synced = world
+    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
+    one, pooled = tmp_path / "one.duckdb", tmp_path / "pooled.duckdb"
+    shutil.copy(synced, one)
+    shutil.copy(synced, pooled)
+    alone = verify_warehouse(one, policy, workers=1)
+    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    monkeypatch.setattr(split, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(Pool, "ready", lambda self, worker: False)
+    held: list[int] = []
+    real_read = split.Split._read
+
+    def reading(self) -> bool:
+        read = real_read(self)
+        held.append(len(self._open))
+        return read
+
+    monkeypatch.setattr(split.Split, "_read", reading)
+    result = verify_warehouse(pooled, policy, workers=2, batch_rows=40)
+    assert result.checked == alone.checked > 40 * (split.MOST_OPEN + 2)
+    assert max(held) == split.MOST_OPEN
+    assert _verdicts(pooled) == _verdicts(one)

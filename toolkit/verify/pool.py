@@ -11,8 +11,10 @@ Messages are pickled and length-prefixed on the worker's stdin and stdout, each 
 points into: the policy first, then shares of events one way (the types as a list, the payload and proofs texts as
 their Arrow buffers, written straight from Arrow's memory: no Python text is made for them in the parent) and their
 verdicts (plain tuples) the other, in order. A thread per worker
-writes what is sent, so the parent never blocks on a full pipe while a worker waits for it to read. A worker dies
-with its parent: the kernel kills it on Linux (``PR_SET_PDEATHSIG``), and everywhere it ends when its stdin closes.
+writes what is sent, so the parent never blocks on a full pipe while a worker waits for it to read, and another
+reads its answers as they come, so the parent can ask whether one is there without waiting (:meth:`Pool.ready`).
+A worker dies with its parent: the kernel kills it on Linux (``PR_SET_PDEATHSIG``), and everywhere it ends when
+its stdin closes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import select
 import subprocess
 import sys
 import threading
@@ -30,6 +31,11 @@ from typing import Any
 
 from .messages import Buffer, Verdict, read_message, write_message
 from .rules import Policy
+
+try:
+    import fcntl
+except ImportError:  # not on Windows, whose pipes keep their size
+    fcntl = None  # type: ignore[assignment]
 
 #: Where the ``toolkit`` package lives, put first on the worker's path (it imports the same code as its parent).
 _ROOT = str(Path(__file__).resolve().parents[2])
@@ -47,17 +53,25 @@ class Pool:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._outbox: list[queue.SimpleQueue[Any]] = []
         self._senders: list[threading.Thread] = []
+        self._inbox: list[queue.SimpleQueue[Any]] = []
+        self._readers: list[threading.Thread] = []
         try:
             for _ in range(processes):
                 proc = subprocess.Popen(
                     [sys.executable, "-c", _MAIN, _ROOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
                 )
                 self._procs.append(proc)
+                _widen(proc)
                 outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
                 sender = threading.Thread(target=_send_all, args=(proc, outbox), daemon=True)
                 sender.start()
                 self._outbox.append(outbox)
                 self._senders.append(sender)
+                inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                reader = threading.Thread(target=_receive_all, args=(proc, inbox), daemon=True)
+                reader.start()
+                self._inbox.append(inbox)
+                self._readers.append(reader)
                 outbox.put(((policy, os.getpid()), ()))
         except BaseException:
             self.close()
@@ -73,23 +87,16 @@ class Pool:
         they are: they must not change until the worker answers); its verdicts come from :meth:`receive`."""
         self._outbox[worker].put((share, buffers))
 
-    def answered(self, workers: int) -> bool:
-        """Whether the first ``workers`` workers have each an answer waiting (without waiting for one)."""
-        streams = [proc.stdout for proc in self._procs[:workers] if proc.stdout is not None]
-        try:
-            ready, _, _ = select.select(streams, [], [], 0)
-        except (OSError, ValueError):  # where pipes cannot be polled (Windows): taken as not yet
-            return False
-        return len(ready) == len(streams)
+    def ready(self, worker: int) -> bool:
+        """Whether ``worker`` has answered a share not received yet (or ended): :meth:`receive` would not wait."""
+        return not self._inbox[worker].empty()
 
     def receive(self, worker: int) -> list[Verdict]:
         """The verdicts of the oldest share ``worker`` has not answered yet (waits for them)."""
-        proc = self._procs[worker]
-        assert proc.stdout is not None
-        try:
-            answer, _ = read_message(proc.stdout)
-        except EOFError:
-            raise WorkerFailed(f"a verify worker (process {proc.pid}) ended before answering ({proc.wait()})") from None
+        answer = self._inbox[worker].get()
+        if answer is _ENDED:
+            proc = self._procs[worker]
+            raise WorkerFailed(f"a verify worker (process {proc.pid}) ended before answering ({proc.wait()})")
         if isinstance(answer, tuple) and answer[:1] == ("error",):
             raise WorkerFailed(f"a verify worker failed: {answer[1]}")
         return answer
@@ -106,6 +113,9 @@ class Pool:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        for reader in self._readers:  # each reads to the end of its worker's stdout, which ended with the worker
+            reader.join(timeout=5)
+        for proc in self._procs:
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     stream.close()
@@ -115,6 +125,39 @@ class Pool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The pipes' size asked for on Linux (its default ceiling for a process, /proc/sys/fs/pipe-max-size): a chunk's
+#: message (about 500 KB) then crosses in one write and one read, where the default 64 KB took eight reads, each
+#: waiting for the worker's interpreter lock while it checked (its queue ran dry: 0.1-0.2 s idle a run).
+PIPE_BYTES = 1 << 20
+
+
+def _widen(proc: subprocess.Popen[bytes]) -> None:
+    """Ask for :data:`PIPE_BYTES` on the worker's pipes, where the system allows it (Linux; nothing otherwise)."""
+    option = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if option is None:
+        return
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(stream.fileno(), option, PIPE_BYTES)
+
+
+#: What a worker's reader puts in its inbox once the worker's stdout ends (after its last answer).
+_ENDED = object()
+
+
+def _receive_all(proc: subprocess.Popen[bytes], inbox: queue.SimpleQueue[Any]) -> None:
+    """Put each answer the worker writes in ``inbox``, then :data:`_ENDED` when its stdout ends (or cannot be read)."""
+    assert proc.stdout is not None
+    try:
+        while True:
+            inbox.put(read_message(proc.stdout)[0])
+    except (EOFError, OSError, ValueError):
+        pass
+    finally:
+        inbox.put(_ENDED)
 
 
 def _send_all(proc: subprocess.Popen[bytes], outbox: queue.SimpleQueue[Any]) -> None:

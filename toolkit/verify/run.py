@@ -2,12 +2,13 @@
 
 One streaming query reads the events still to verify (never verified, verified against another signer set, minimum
 or owner, or re-synced since) in Arrow batches straight from DuckDB, only the columns verification needs, so memory
-stays flat in the number of events. With more than one process, this one verifies a share of each batch and a pool
-of small processes (:mod:`toolkit.verify.pool`, started fresh while the warehouse opens) the rest, each share sent
-as the Arrow buffers of its texts (public-key recovery is the cost, tens of µs a signature, and it holds the GIL);
-with one process, or few events, this process verifies them all. Each batch's verdicts are written to
-``event_verifications`` in a transaction of their own as the next batch is verified. A run stopped part-way keeps
-what it wrote and the next run goes on from there.
+stays flat in the number of events. With more than one process, a pool of small processes
+(:mod:`toolkit.verify.pool`, started fresh first) checks a first batch read ahead while the warehouse opens for
+writing (:mod:`toolkit.verify.ahead`), then this process and the pool share every batch chunk by chunk
+(:mod:`toolkit.verify.split`), each chunk sent as the Arrow buffers of its texts (public-key recovery is the cost,
+tens of µs a signature, and it holds the GIL); with one process, or few events, this process verifies them all.
+Each batch's verdicts are written to ``event_verifications`` in a transaction of their own as the next chunks are
+checked. A run stopped part-way keeps what it wrote and the next run goes on from there.
 
 Readers are let in between batches, as a sync lets them in (:meth:`Warehouse.yield_to_readers`): when a reader in
 another process waits for the file, the batches in flight are finished and committed, the stream is closed, the
@@ -25,7 +26,6 @@ import contextlib
 import logging
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,17 +41,21 @@ from ..warehouse.failures import WRITE_FAILURES, write_failure
 from ..warehouse.proofs_owed import requires_proof_sql
 from ..warehouse.store import holds_sync_lock
 from . import columns
-from .messages import Share
+from .ahead import COLUMNS_SQL, read_ahead
 from .pool import Pool
 from .rules import Policy, Result
 from .signers import fingerprint
-from .worker import from_tuple, verify_rows
+from .split import Split, hand_out
+from .split import columns as batch_columns
+from .worker import verify_rows
 
 __all__ = ["TABLE", "VerifyResult", "requires_proof_sql", "verify_rows", "verify_warehouse"]
 
 log = logging.getLogger("toolkit.verify")
 
 TABLE = "event_verifications"
+#: A batch the pool got before the warehouse opened, all of it, and the rows of each worker's share (split.hand_out).
+_Ahead = tuple[pa.RecordBatch, int]
 #: What the writer lock file names while a verify holds the warehouse (a waiting reader's message quotes it).
 HOLDER = "chainops verify"
 #: Events read and verified per batch (a batch's rows, payloads and proofs are what a run holds in memory).
@@ -73,7 +77,8 @@ class VerifyResult:
     workers: int = 1
     invalid_examples: list[tuple[str, str]] = field(default_factory=list)
     #: where this process's time went, by phase: (wall seconds, CPU seconds of the process, DuckDB's threads and the
-    #: pool's feeding threads included); the workers' own time is not in it (benchmarks/verify_bench.py)
+    #: pool's threads writing to and reading from the workers included); the workers' own time is not in it
+    #: (benchmarks/verify_bench.py)
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
@@ -112,7 +117,7 @@ def verify_warehouse(
     the verdicts in ``event_verifications``; returns the counts. ``workers`` processes (default: every core).
 
     The worker processes are started fresh (interpreters importing only :mod:`toolkit.verify.worker`) before the
-    warehouse opens, so they start while it does."""
+    warehouse opens, and given a first batch read ahead, so they start, and check it, while it does."""
     wanted = workers if workers is not None else (os.cpu_count() or 1)
     path = warehouse.path if isinstance(warehouse, Warehouse) else warehouse
     clock = _Clock()
@@ -155,6 +160,17 @@ class _Clock:
         return {k: (max(w, 0.0), max(c, 0.0)) for k, (w, c) in self._spent.items()}
 
 
+@dataclass
+class _Start:
+    """How a run starts: the query parameters of what is pending, and, when it was read ahead before the warehouse
+    opened for writing (:mod:`toolkit.verify.ahead`), how many events are pending (exact below the pool's threshold,
+    a lower bound above it) and the batch the pool got, with its shares."""
+
+    params: list[Any]
+    todo: int | None = None
+    ahead: _Ahead | None = None
+
+
 def _verify_opened(
     warehouse: str | os.PathLike[str] | Warehouse,
     policy: Policy,
@@ -163,13 +179,14 @@ def _verify_opened(
     batch_rows: int,
     clock: _Clock,
 ) -> VerifyResult:
+    start = _Start([datetime.now(UTC)] if all_events else _policy_params(policy))
     with contextlib.ExitStack() as stack:
         pool = None
         if wanted > 1:
             with clock("start the pool"):
                 pool = stack.enter_context(Pool(wanted - 1, policy))  # this process is the other
         if isinstance(warehouse, Warehouse):
-            return _verify(warehouse, policy, all_events, pool, wanted, batch_rows, clock)
+            return _verify(warehouse, policy, all_events, pool, wanted, batch_rows, clock, start)
         if not Path(warehouse).exists():  # verifying never makes a warehouse
             raise WarehouseError(
                 f"No warehouse at {warehouse}. Run `chainops sync` (or `chainops demo`) first, "
@@ -178,11 +195,29 @@ def _verify_opened(
         with clock("open the warehouse"):
             if not holds_sync_lock(warehouse):  # held under this name, a reader kept waiting is told who holds it
                 stack.enter_context(sync_lock(warehouse, holder=HOLDER))
+        if pool is not None:
+            with clock("read ahead for the pool"):
+                _read_ahead(Path(warehouse), all_events, pool, batch_rows, start)
+        with clock("open the warehouse"):
             wh = stack.enter_context(Warehouse(Path(warehouse), memory_limit=VERIFY_MEMORY_LIMIT))
             # verify writes only its verdicts: merging the events' partial row groups a first sync leaves (most of
             # its checkpoint otherwise) is left to the next sync, as that sync leaves it (loader.tuning)
             wh.configure(max_vacuum_tasks=0)
-        return _verify(wh, policy, all_events, pool, wanted, batch_rows, clock)
+        return _verify(wh, policy, all_events, pool, wanted, batch_rows, clock, start)
+
+
+def _read_ahead(path: Path, all_events: bool, pool: Pool, batch_rows: int, start: _Start) -> None:
+    """See whether enough is pending for the pool and hand its first events, a batch a worker, to the pool before the
+    warehouse opens for writing (the workers check them meanwhile; :mod:`toolkit.verify.ahead`), recording both in
+    ``start``."""
+    # a batch for each worker: about what one checks while the warehouse opens (a quarter of a second at 2,000)
+    rows = batch_rows * pool.size
+    ahead = read_ahead(path, _pending_sql(all_events), start.params, rows, POOL_THRESHOLD, VERIFY_MEMORY_LIMIT)
+    if ahead is None:
+        return
+    start.todo = ahead.todo
+    if ahead.batch is not None and ahead.batch.num_rows:
+        start.ahead = (ahead.batch, hand_out(pool, ahead.batch))
 
 
 def _policy_params(policy: Policy) -> list[Any]:
@@ -214,18 +249,32 @@ def _verify(
     wanted: int,
     batch_rows: int,
     clock: _Clock,
+    start: _Start,
 ) -> VerifyResult:
-    params: list[Any] = [datetime.now(UTC)] if all_events else _policy_params(policy)
+    params = start.params
     pending_sql = _pending_sql(all_events)
-    with clock("count what to verify"):
-        ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
+    todo = start.todo
+    if todo is None:
+        with clock("count what to verify"):
+            ((todo,),) = wh.con.execute(f"SELECT count(*) {pending_sql}", params).fetchall()
     processes = wanted if pool is not None and todo >= POOL_THRESHOLD else 1
     out = VerifyResult(workers=processes)
+    ahead = start.ahead if processes > 1 else None
     while True:  # one stream of what is still to verify, until it ends; a waiting reader closes it early
         stopped = _Stopped(wh.readers_waiting)
         _verify_stream(
-            wh, policy, pool if processes > 1 else None, processes, batch_rows, pending_sql, params, out, stopped, clock
+            wh,
+            policy,
+            pool if processes > 1 else None,
+            batch_rows,
+            pending_sql,
+            params,
+            out,
+            stopped,
+            clock,
+            ahead,
         )
+        ahead = None  # the first stream stores the batch read ahead, however it ends
         if not stopped.asked:
             break
         with clock("let readers in"):
@@ -240,25 +289,31 @@ def _verify_stream(
     wh: Warehouse,
     policy: Policy,
     pool: Pool | None,
-    processes: int,
     batch_rows: int,
     pending_sql: str,
     params: list[Any],
     out: VerifyResult,
     stop: Callable[[], bool],
     clock: _Clock,
+    ahead: _Ahead | None = None,
 ) -> None:
-    """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so. The
-    stream (its cursor, its result, its Arrow reader) is gone when this returns, so the connection may be closed."""
+    """Verify and store what one stream of the pending events yields, until it ends or ``stop()`` says so; with
+    ``ahead`` (a batch the pool has already), that batch first, and the stream without its events. The stream (its
+    cursor, its result, its Arrow reader) is gone when this returns, so the connection may be closed."""
     reader = wh.con.cursor()  # its own connection: it streams while the main one writes each batch's verdicts
     try:
         ((database,),) = wh.con.execute("SELECT current_database()").fetchall()
         reader.execute(f'USE "{database}"')
-        result = reader.sql(f"SELECT e.event_id, e.type, e.payload, e.proofs, e.write_seq {pending_sql}", params=params)
+        sql = f"{COLUMNS_SQL} {pending_sql}"
+        if ahead is not None:
+            # read before this stream's snapshot, its verdicts are written after it began: the stream leaves it out
+            reader.register(_AHEAD_VIEW, pa.table({"event_id": ahead[0].column("event_id")}))
+            sql += f" AND e.event_id NOT IN (SELECT event_id FROM {_AHEAD_VIEW})"
+        result = reader.sql(sql, params=params)
         stream = _record_batches(result, batch_rows)
         try:
             batches = _read(stream, clock)
-            for batch, results in _verified(batches, policy, pool, processes, stop, clock):
+            for batch, results in _verified(batches, policy, pool, stop, clock, ahead):
                 with clock("write verdicts"):
                     _store(wh, batch, results, policy)
                     _tally(out, batch, results)
@@ -266,6 +321,10 @@ def _verify_stream(
             stream.close()
     finally:
         reader.close()
+
+
+#: The view of the events read ahead, on the stream's connection (:func:`_verify_stream`).
+_AHEAD_VIEW = "_verify_read_ahead"
 
 
 class _Stopped:
@@ -302,122 +361,23 @@ def _verified(
     batches: Iterator[pa.RecordBatch],
     policy: Policy,
     pool: Pool | None,
-    processes: int,
     stop: Callable[[], bool],
     clock: _Clock,
+    ahead: _Ahead | None = None,
 ) -> Iterator[tuple[pa.RecordBatch, list[Result]]]:
-    """Each batch with its verdicts, in order. With a pool, this process is one of the ``processes``: it verifies a
-    share of each batch itself while the workers verify the rest, and the workers are always a batch ahead: the
-    next batch's shares are sent before this process checks its share of the current one, so a worker finishing
-    one share starts the next at once instead of waiting for this process to store, read and send (at most two
-    batches in flight, and the one being stored). This process's share adapts to who finishes first (it also reads
-    and writes; :meth:`_Feeder.adapt`). Once ``stop()`` says so (checked before each batch is read), no further
-    batch is read and those in flight are finished."""
-    if pool is None:
-        while not stop():
-            batch = next(batches, None)
-            if batch is None:
-                return
-            with clock("verify in this process"):
-                results = verify_rows(list(zip(*_columns(batch), strict=True)), policy)
-            yield batch, results
+    """Each batch with its verdicts, in order: checked here, or, with a pool, here and by the workers together
+    (:mod:`toolkit.verify.split`), a batch the pool had ``ahead`` first. Once ``stop()`` says so (checked before
+    each batch is read), no further batch is read and those in flight are finished."""
+    if pool is not None:
+        yield from Split(batches, pool, policy, stop, clock).verified(ahead)
         return
-    feeder = _Feeder(batches, pool, 0.9 / processes, 0.9, clock)
-    feeder.feed(stop)
-    while feeder.in_flight:
-        feeder.feed(stop)  # the workers get the next batch before they finish this one
-        batch, own, shares = feeder.in_flight.popleft()
-        checking = time.perf_counter()
-        with clock("verify in this process"):
-            mine = verify_rows(list(zip(*_columns(batch.slice(0, own)), strict=True)), policy)
-        checking = time.perf_counter() - checking
-        with clock("wait for the pool"):
-            waited = time.perf_counter()
-            theirs = _results(pool, shares)
-            waited = time.perf_counter() - waited
-            # the workers are idle when the next batch's answers are there already (they had nothing queued)
-            idle = bool(feeder.in_flight) and pool.answered(feeder.in_flight[0][2])
-        feeder.adapt(idle, waited, checking / own, batch.num_rows)
-        yield batch, mine + theirs
-
-
-class _Feeder:
-    """Reads the batches and sends each one's shares to the workers as it is read, keeping the batches in flight
-    (each with the rows this process checks itself, the first ``own``, and how many workers have a share)."""
-
-    def __init__(
-        self, batches: Iterator[pa.RecordBatch], pool: Pool, own_share: float, most: float, clock: _Clock
-    ) -> None:
-        self._batches = batches
-        self._pool = pool
-        self._clock = clock
-        self.own_share = own_share  # of each batch, verified here (it also reads and writes); the rest: the workers
-        self._most = most
-        self.in_flight: deque[tuple[pa.RecordBatch, int, int]] = deque()
-
-    def feed(self, stop: Callable[[], bool]) -> None:
-        """Read the next batch, if any and ``stop()`` does not say otherwise, and send the workers their shares."""
-        if stop():
-            return
-        batch = next(self._batches, None)
+    while not stop():
+        batch = next(batches, None)
         if batch is None:
             return
-        n = batch.num_rows
-        own = min(n, max(1, round(n * self.own_share)))
-        with self._clock("hand to the pool"):
-            step = max(1, -(-(n - own) // self._pool.size))
-            starts = range(own, n, step)
-            for worker, start in enumerate(starts):
-                self._pool.send(worker, *_share(batch.slice(start, step)))
-        self.in_flight.append((batch, own, len(starts)))
-
-    def adapt(self, idle: bool, waited: float, per_event: float, rows: int) -> None:
-        """This process's share of the next batches, from how the last one went: when it ``waited`` for the
-        workers, it takes half the rows it could have checked meanwhile (``per_event`` seconds each) from them; when
-        the workers were ``idle``, it gives them a little more."""
-        if waited > 0.002:
-            more = waited / per_event / 2 / rows if per_event > 0 else 0.02
-            self.own_share = min(self._most, self.own_share + min(0.1, more))
-        elif idle:
-            self.own_share = max(0.05, self.own_share - 0.02)
-
-
-def _share(batch: pa.RecordBatch) -> tuple[Share, list[memoryview]]:
-    """A share of a batch as it travels to a worker (:data:`toolkit.verify.worker.Share`): the types as a list, the
-    payload and proofs texts as views of their Arrow buffers (no Python text is made here for each event)."""
-    payload_nulls, payload = _text_buffers(batch.column("payload"))
-    proofs_nulls, proofs = _text_buffers(batch.column("proofs"))
-    return (batch.column("type").to_pylist(), payload_nulls, proofs_nulls), [*payload, *proofs]
-
-
-def _text_buffers(column: pa.Array) -> tuple[list[int], list[memoryview]]:
-    """A string column's NULL rows, and views of its offsets (int32, this machine's order) and of the bytes they
-    point into, from the first offset to the last."""
-    if column.type != pa.string():
-        column = column.cast(pa.string())
-    n, first = len(column), column.offset
-    _, offsets, data = column.buffers()
-    bounds = memoryview(offsets).cast("B")[4 * first : 4 * (first + n + 1)] if offsets is not None else memoryview(b"")
-    texts = memoryview(data).cast("B") if data is not None else memoryview(b"")
-    if bounds.nbytes:
-        ints = bounds.cast("i")
-        texts = texts[ints[0] : ints[n]]
-    nulls = [i for i, v in enumerate(column.is_null().to_pylist()) if v] if column.null_count else []
-    return nulls, [bounds, texts]
-
-
-def _columns(batch: pa.RecordBatch) -> tuple[list[str], list[str | None], list[str | None]]:
-    """The types, payload texts and proofs texts of a batch's events, as plain lists."""
-    return (
-        batch.column("type").to_pylist(),
-        batch.column("payload").to_pylist(),
-        batch.column("proofs").to_pylist(),
-    )
-
-
-def _results(pool: Pool, shares: int) -> list[Result]:
-    """A batch's verdicts, from the first ``shares`` workers, in order."""
-    return [from_tuple(v) for worker in range(shares) for v in pool.receive(worker)]
+        with clock("verify in this process"):
+            results = verify_rows(list(zip(*batch_columns(batch), strict=True)), policy)
+        yield batch, results
 
 
 def _store(wh: Warehouse, batch: pa.RecordBatch, results: list[Result], policy: Policy) -> None:
