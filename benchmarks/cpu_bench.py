@@ -119,40 +119,34 @@ def spent(who, start):
     walls[who].update(
         {"wall": end[0] - start[0], "running": end[1] - start[1], "waiting for a core": end[2] - start[2]}
     )
-_drain = writer_module.Writer.drain
-def drain(self):
-    t = time.perf_counter()
-    try:
-        return _drain(self)
-    finally:
-        waits["waiting for the writer (commits, reads, the models)"] += time.perf_counter() - t
-writer_module.Writer.drain = drain
-_writer_run = writer_module.Writer._run
-def writer_run(self):
-    start = sched()
-    try:
-        return _writer_run(self)
-    finally:
-        spent("writer thread", start)
-writer_module.Writer._run = writer_run
+# a method with its wall seconds added to the main thread's waits[what]
+def waited(what, method):
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            waits[what] += time.perf_counter() - t
+    return wrapper
+# a method with where its thread's wall time went added to walls[who]
+def scheduled(who, method):
+    def wrapper(*args, **kwargs):
+        start = sched()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent(who, start)
+    return wrapper
+Writer = writer_module.Writer
+Writer.drain = waited("waiting for the writer (commits, reads, the models)", Writer.drain)
+Writer._run = scheduled("writer thread", Writer._run)
 from toolkit.api import client as client_module, exchange as exchange_module
-_send_once = client_module.Client._send_once
-def send_once(self, *args, **kwargs):
-    t = time.perf_counter()
-    try:
-        return _send_once(self, *args, **kwargs)
-    finally:
-        waits["in requests (sending, waiting for the answer, decoding it)"] += time.perf_counter() - t
-client_module.Client._send_once = send_once
+client_module.Client._send_once = waited(
+    "in requests (sending, waiting for the answer, decoding it)", client_module.Client._send_once
+)
 _EXCHANGE_STEP = "send_and_read" if hasattr(exchange_module.Exchange, "send_and_read") else "run"
-_exchange_step = getattr(exchange_module.Exchange, _EXCHANGE_STEP)
-def exchange_step(self):
-    start = sched()
-    try:
-        return _exchange_step(self)
-    finally:
-        spent("request threads (all, summed)", start)
-setattr(exchange_module.Exchange, _EXCHANGE_STEP, exchange_step)
+setattr(exchange_module.Exchange, _EXCHANGE_STEP,
+        scheduled("request threads (all, summed)", getattr(exchange_module.Exchange, _EXCHANGE_STEP)))
 # the highest resident MB seen in each phase (sampled every 20 ms)
 import threading
 phase_peak = {}

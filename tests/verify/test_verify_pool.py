@@ -31,16 +31,24 @@ def _verdicts(path: Path) -> list[tuple]:
         ).fetchall()
 
 
-def test_the_pool_gives_every_event_the_verdict_one_process_gives(world, tmp_path, monkeypatch) -> None:  # noqa: F811
+def _verified_alone_and_a_copy(world, tmp_path: Path, monkeypatch) -> tuple:  # noqa: F811
+    """The world's policy; its synced warehouse verified by one process (``one``, and that run's result); a second
+    copy not verified yet, for the pool; and the pool's threshold set to 0 (the sandbox's world is below it)."""
     import toolkit.verify.run as verify_run
 
-    _, info, forged, synced = world
+    _, info, _, synced = world
     policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
-    one, pooled = tmp_path / "one.duckdb", tmp_path / "pooled.duckdb"
+    one, other = tmp_path / "one.duckdb", tmp_path / "other.duckdb"
     shutil.copy(synced, one)
-    shutil.copy(synced, pooled)
+    shutil.copy(synced, other)
     alone = verify_warehouse(one, policy, workers=1)
-    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)  # the sandbox's world is below it
+    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    return policy, one, other, alone
+
+
+def test_the_pool_gives_every_event_the_verdict_one_process_gives(world, tmp_path, monkeypatch) -> None:  # noqa: F811
+    forged = world[2]
+    policy, one, pooled, alone = _verified_alone_and_a_copy(world, tmp_path, monkeypatch)
     # batches of 97 events in shares of 49 and 48: an event given another's verdict would show
     result = verify_warehouse(pooled, policy, workers=2, batch_rows=97)
     assert result.workers == 2
@@ -111,16 +119,9 @@ def test_chunks_given_out_as_each_worker_runs_low_keep_every_verdict_in_its_plac
 ) -> None:
     """Batches cut into chunks of a few events, handed to one or two workers as their queues run low while this
     process checks the rest: the parts come back in whatever order they finish, and each must land in its place."""
-    import toolkit.verify.run as verify_run
     import toolkit.verify.split as split
 
-    _, info, _, synced = world
-    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
-    one, pooled = tmp_path / "one.duckdb", tmp_path / "pooled.duckdb"
-    shutil.copy(synced, one)
-    shutil.copy(synced, pooled)
-    alone = verify_warehouse(one, policy, workers=1)
-    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    policy, one, pooled, alone = _verified_alone_and_a_copy(world, tmp_path, monkeypatch)
     monkeypatch.setattr(split, "CHUNK_ROWS", chunk)
     monkeypatch.setattr(split, "DEPTH", depth)
     own: list[int] = []
@@ -143,16 +144,9 @@ def test_a_worker_killed_mid_run_fails_the_run_and_keeps_what_was_stored(world, 
     import signal
 
     import toolkit.verify.pool as pool
-    import toolkit.verify.run as verify_run
     import toolkit.verify.split as split
 
-    _, info, _, synced = world
-    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
-    one, path = tmp_path / "one.duckdb", tmp_path / "w.duckdb"
-    shutil.copy(synced, one)
-    shutil.copy(synced, path)
-    alone = verify_warehouse(one, policy, workers=1)
-    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    policy, one, path, alone = _verified_alone_and_a_copy(world, tmp_path, monkeypatch)
     monkeypatch.setattr(split, "CHUNK_ROWS", 10)
     sends: list[int] = []
     real_send = pool.Pool.send
@@ -192,17 +186,10 @@ def test_the_pipes_to_a_worker_hold_a_whole_chunk() -> None:
 def test_a_worker_that_lags_holds_back_the_reading_of_further_batches(world, tmp_path, monkeypatch) -> None:  # noqa: F811
     """Its answers seen only when waited for (as if it lagged): this process checks what it can, but reads no more
     than ``MOST_OPEN`` batches ahead of the oldest unanswered one, then waits; every verdict still lands in place."""
-    import toolkit.verify.run as verify_run
     import toolkit.verify.split as split
     from toolkit.verify.pool import Pool
 
-    _, info, _, synced = world
-    policy = resolve_policy(org_id=info["org_id"], signers=",".join(info["signers"]), env={})
-    one, pooled = tmp_path / "one.duckdb", tmp_path / "pooled.duckdb"
-    shutil.copy(synced, one)
-    shutil.copy(synced, pooled)
-    alone = verify_warehouse(one, policy, workers=1)
-    monkeypatch.setattr(verify_run, "POOL_THRESHOLD", 0)
+    policy, one, pooled, alone = _verified_alone_and_a_copy(world, tmp_path, monkeypatch)
     monkeypatch.setattr(split, "CHUNK_ROWS", 10)
     monkeypatch.setattr(Pool, "ready", lambda self, worker: False)
     held: list[int] = []
